@@ -1,0 +1,40 @@
+# `make demo` and `make test` work on a fresh machine: both go through `make install`, which creates
+# .venv, installs torch 2.13.0 only when no torch is present (the CPU wheel on disk), installs the other
+# dependencies under a constraint that pins the torch already there, and builds the C++ extension.
+PY      := .venv/bin/python
+STAMP   := .venv/.netsparse-installed
+EXT     := build/.ext-built
+SOURCES := $(shell find csrc -name '*.cpp' -o -name '*.h') setup.py
+JOBS    ?= 2
+
+.PHONY: install demo test lint bench clean
+
+install: $(EXT)
+
+$(STAMP): pyproject.toml requirements.txt
+	@test -x $(PY) || python3 -m venv .venv
+	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
+	@$(PY) -c "import torch; print('torch==' + torch.__version__.split('+')[0])" > .venv/torch-constraint.txt
+	$(PY) -m pip install -q -c .venv/torch-constraint.txt -r requirements.txt
+	$(PY) -m pip install -q -c .venv/torch-constraint.txt --no-build-isolation --no-deps -e .
+	@mkdir -p build && touch $(EXT) $@
+
+# Incremental rebuild of the extension when a C++ source changes (ninja keeps objects in build/).
+$(EXT): $(STAMP) $(SOURCES)
+	MAX_JOBS=$(JOBS) $(PY) setup.py -q build_ext --inplace
+	@touch $@
+
+demo: install
+	$(PY) -m netsparse_torch.train
+
+test: install
+	$(PY) -m pytest -q tests
+
+lint: install
+	$(PY) -m ruff check netsparse_torch hw_models tests benchmarks examples
+
+bench: install
+	$(PY) benchmarks/spmm_strategies.py
+
+clean:
+	rm -rf build .venv *.egg-info netsparse_torch/_C*.so
