@@ -21,7 +21,8 @@ $(STAMP): pyproject.toml requirements.txt
 
 # Incremental rebuild of the extension when a C++ source changes (ninja keeps objects in build/).
 $(EXT): $(STAMP) $(SOURCES)
-	MAX_JOBS=$(JOBS) $(PY) setup.py -q build_ext --inplace
+	@mkdir -p build
+	flock build/.lock env MAX_JOBS=$(JOBS) $(PY) setup.py -q build_ext --inplace
 	@touch $@
 
 demo: install
