@@ -1,0 +1,28 @@
+"""Gather strategies for the remote reads of the distributed SpMM.
+
+Each is a forward gather and a backward reverse (scatter-add of halo gradients to their owners)
+inside one ``torch.autograd.Function``; :func:`make_strategy` builds one by name.
+"""
+
+from __future__ import annotations
+
+from netsparse_torch.comm.base import Strategy, Traffic
+from netsparse_torch.comm.sa import SparsityAware
+from netsparse_torch.comm.su import SparsityUnaware
+from netsparse_torch.errors import ConfigError
+from netsparse_torch.plan import Plan
+
+STRATEGIES: dict[str, type[Strategy]] = {"su": SparsityUnaware, "sa": SparsityAware}
+
+__all__ = ["STRATEGIES", "Strategy", "Traffic", "make_strategy", "register_strategy"]
+
+
+def register_strategy(cls: type[Strategy]) -> type[Strategy]:
+    STRATEGIES[cls.name] = cls
+    return cls
+
+
+def make_strategy(name: str, plan: Plan, **options) -> Strategy:
+    if name not in STRATEGIES:
+        raise ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(sorted(STRATEGIES))}")
+    return STRATEGIES[name](plan, **options)

@@ -1,0 +1,62 @@
+"""What every gather strategy shares: its column space and its traffic meter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from netsparse_torch.plan import Plan
+
+
+@dataclass
+class Traffic:
+    """Payload bytes of feature rows (forward) and gradient rows (backward) this rank received in the
+    forward gather and sent back in the backward reverse; local rows never count. Summed over ranks
+    this is the total moved between ranks. ``log`` keeps one entry per gather call and direction."""
+
+    forward_bytes: int = 0
+    backward_bytes: int = 0
+    log: list[dict] = field(default_factory=list)
+
+    def add(self, direction: str, nbytes: int, k: int, tag: str) -> None:
+        if direction == "forward":
+            self.forward_bytes += nbytes
+        else:
+            self.backward_bytes += nbytes
+        self.log.append({"direction": direction, "bytes": nbytes, "k": k, "tag": tag})
+
+    @property
+    def total_bytes(self) -> int:
+        return self.forward_bytes + self.backward_bytes
+
+    def reset(self) -> None:
+        self.forward_bytes = self.backward_bytes = 0
+        self.log.clear()
+
+
+class Strategy:
+    """A forward gather plus its backward reverse, inside one autograd.Function.
+
+    ``gather(x_local)`` returns the matrix the local SpMM multiplies; its row space is ``space``:
+    ``combined`` = [own rows; halo rows in plan order], ``global`` = all N rows in global order.
+    """
+
+    name = "base"
+    space = "combined"
+
+    def __init__(self, plan: Plan, **options):
+        self.plan = plan
+        self.options = options
+        self.traffic = Traffic()
+
+    def gather(self, x_local: torch.Tensor, tag: str = "") -> torch.Tensor:
+        raise NotImplementedError
+
+    def stats(self) -> dict:
+        """Strategy-specific statistics for the report (empty by default)."""
+        return {}
+
+
+def row_bytes(rows: int, x: torch.Tensor) -> int:
+    return int(rows) * x.size(1) * x.element_size()

@@ -1,0 +1,42 @@
+"""``sa``, sparsity-aware: all_to_all of exactly the unique rows each peer needs."""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from netsparse_torch.comm.base import Strategy, row_bytes
+
+
+class _SAGather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, strat: SparsityAware, tag: str) -> torch.Tensor:
+        plan = strat.plan
+        ctx.strat, ctx.tag = strat, tag
+        x = x.contiguous()
+        halo = x.new_empty(plan.n_halo, x.size(1))
+        dist.all_to_all_single(halo, x[plan.send_idx], plan.recv_counts, plan.send_counts)
+        strat.traffic.add("forward", row_bytes(plan.n_halo, x), x.size(1), tag)
+        return torch.cat([x, halo])
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        strat = ctx.strat
+        plan = strat.plan
+        grad_local = grad[: plan.n_local].clone()
+        grad_halo = grad[plan.n_local:].contiguous()
+        back = grad.new_empty(plan.send_idx.numel(), grad.size(1))
+        dist.all_to_all_single(back, grad_halo, plan.send_counts, plan.recv_counts)
+        grad_local.index_add_(0, plan.send_idx, back)
+        strat.traffic.add("backward", row_bytes(plan.n_halo, grad), grad.size(1), ctx.tag)
+        return grad_local, None, None
+
+
+class SparsityAware(Strategy):
+    name = "sa"
+    space = "combined"
+
+    def gather(self, x_local: torch.Tensor, tag: str = "") -> torch.Tensor:
+        if self.plan.world_size == 1:
+            return x_local
+        return _SAGather.apply(x_local, self, tag)

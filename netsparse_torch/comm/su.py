@@ -1,0 +1,44 @@
+"""``su``, sparsity-unaware: all_gather every feature row, as CAGNET's 1D algorithm does."""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from netsparse_torch.comm.base import Strategy, row_bytes
+
+
+class _SUGather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, strat: SparsityUnaware, tag: str) -> torch.Tensor:
+        plan = strat.plan
+        ctx.strat, ctx.tag = strat, tag
+        sizes = plan.block_sizes()
+        # gloo's all_gather needs equal shapes: pad to the largest block, drop the padding after.
+        padded = x.new_zeros(max(sizes), x.size(1))
+        padded[: plan.n_local] = x
+        parts = [torch.empty_like(padded) for _ in sizes]
+        dist.all_gather(parts, padded)
+        strat.traffic.add("forward", row_bytes(plan.num_nodes - plan.n_local, x), x.size(1), tag)
+        return torch.cat([part[:s] for part, s in zip(parts, sizes, strict=True)])
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        strat = ctx.strat
+        plan = strat.plan
+        # The reverse is a reduce-scatter: each owner sums every rank's gradient for its rows.
+        received = grad.new_empty(plan.world_size * plan.n_local, grad.size(1))
+        dist.all_to_all_single(received, grad.contiguous(), [plan.n_local] * plan.world_size,
+                               plan.block_sizes())
+        strat.traffic.add("backward", row_bytes(plan.num_nodes - plan.n_local, grad), grad.size(1), ctx.tag)
+        return received.view(plan.world_size, plan.n_local, -1).sum(0), None, None
+
+
+class SparsityUnaware(Strategy):
+    name = "su"
+    space = "global"
+
+    def gather(self, x_local: torch.Tensor, tag: str = "") -> torch.Tensor:
+        if self.plan.world_size == 1:
+            return x_local
+        return _SUGather.apply(x_local, self, tag)

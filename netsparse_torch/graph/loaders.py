@@ -1,0 +1,147 @@
+"""Graph loaders: PyG ``Data``, Planetoid (offline), heterophilous ``.npz``, Matrix Market, synthetic.
+
+Nothing here downloads. Files come from the data root: ``$NETSPARSE_DATA`` if set, else
+``../shared/data`` beside the repository checkout.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import scipy.io
+import scipy.sparse as sp
+import torch
+
+from netsparse_torch.errors import DatasetNotFoundError, GraphInputError
+from netsparse_torch.graph.graph import Graph, csr_from_edges
+from netsparse_torch.graph.normalize import gcn_norm
+
+PLANETOID = {"cora": "Cora", "citeseer": "CiteSeer"}
+PLANETOID_RAW = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
+
+
+def default_data_root() -> Path:
+    env = os.environ.get("NETSPARSE_DATA")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("NETSPARSE_CACHE", Path.home() / ".cache" / "netsparse_torch"))
+
+
+def from_pyg(data, name: str = "pyg") -> Graph:
+    """A PyG ``Data`` object (``x``, ``y``, ``edge_index`` and optional masks) as a :class:`Graph`."""
+    n = int(data.num_nodes)
+    ei = data.edge_index.cpu().numpy()
+    adj = csr_from_edges(ei[0], ei[1], n, name)
+    y = data.y.view(-1).long().cpu()
+    masks = [getattr(data, m, None) for m in ("train_mask", "val_mask", "test_mask")]
+    if any(m is None for m in masks):
+        masks = list(random_split(n, seed=0))
+    num_classes = int(y.max()) + 1 if y.numel() else 0
+    return Graph(name, adj, data.x.float().cpu(), y, *[m.bool().cpu() for m in masks], num_classes).validate()
+
+
+def load_planetoid(name: str, root: Path, cache_dir: Path) -> Graph:
+    """PyG's own ``Planetoid`` with the raw files placed in its root, so it never downloads."""
+    from torch_geometric.datasets import Planetoid
+
+    pyg_name = PLANETOID[name.lower()]
+    raw_src = Path(root) / "planetoid" / pyg_name / "raw"
+    files = [f"ind.{pyg_name.lower()}.{s}" for s in PLANETOID_RAW]
+    missing = [f for f in files if not (raw_src / f).is_file()]
+    if missing:
+        raise DatasetNotFoundError(
+            f"{pyg_name}: raw files missing under {raw_src}: {', '.join(missing)}. "
+            "Set dataset.root (or $NETSPARSE_DATA) to the folder that holds planetoid/"
+        )
+    pyg_root = Path(cache_dir) / "planetoid"
+    raw_dst = pyg_root / pyg_name / "raw"
+    raw_dst.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        if not (raw_dst / f).is_file():
+            shutil.copyfile(raw_src / f, raw_dst / f)
+    data = Planetoid(str(pyg_root), pyg_name)[0]
+    return from_pyg(data, name=pyg_name)
+
+
+def load_npz(path: Path, split: int = 0) -> Graph:
+    """The heterophilous-graphs ``.npz`` layout (``node_features``, ``edges``, ``*_masks``)."""
+    path = _existing(path)
+    with np.load(path) as z:
+        keys = {"node_features", "node_labels", "edges", "train_masks", "val_masks", "test_masks"}
+        if not keys <= set(z.files):
+            raise GraphInputError(f"{path}: needs arrays {sorted(keys)}, found {sorted(z.files)}")
+        x, y, edges = z["node_features"], z["node_labels"], z["edges"]
+        masks = [z[k] for k in ("train_masks", "val_masks", "test_masks")]
+    n = x.shape[0]
+    if not 0 <= split < masks[0].shape[0]:
+        raise GraphInputError(f"{path}: split {split} outside [0, {masks[0].shape[0]})")
+    # The edges are undirected pairs: both directions carry messages.
+    src = np.concatenate([edges[:, 0], edges[:, 1]])
+    dst = np.concatenate([edges[:, 1], edges[:, 0]])
+    adj = csr_from_edges(src, dst, n, path.stem)
+    adj.data[:] = 1.0  # a pair listed twice is still one undirected edge
+    y_t = torch.from_numpy(y.astype(np.int64))
+    return Graph(path.stem, adj, torch.from_numpy(x.astype(np.float32)), y_t,
+                 *[torch.from_numpy(m[split].astype(bool)) for m in masks], int(y.max()) + 1).validate()
+
+
+def read_mtx(path: Path) -> sp.csr_matrix:
+    """The sparsity pattern of a Matrix Market file (``.mtx`` or ``.mtx.gz``), symmetric files expanded."""
+    path = _existing(path)
+    try:
+        m = scipy.io.mmread(str(path))
+    except Exception as exc:  # scipy raises several types for a bad header or body
+        raise GraphInputError(f"{path}: not a readable Matrix Market file ({exc})") from exc
+    if not sp.issparse(m):
+        m = sp.csr_matrix(m)
+    m = m.tocsr()
+    m.data[:] = 1.0
+    m.sum_duplicates()
+    m.sort_indices()
+    return m
+
+
+def load_mtx(path: Path, num_features: int = 32, num_classes: int = 4, seed: int = 0) -> Graph:
+    """A Matrix Market graph. Values are ignored (the graph is the pattern); features and labels are
+    generated, since the files carry none: see :func:`with_generated_features`."""
+    adj = read_mtx(Path(path))
+    if adj.shape[0] != adj.shape[1]:
+        raise GraphInputError(f"{path}: matrix is {adj.shape[0]}x{adj.shape[1]}; a GNN needs a square adjacency")
+    return with_generated_features(Path(path).name.split(".")[0], adj, num_features, num_classes, seed)
+
+
+def with_generated_features(name: str, adj: sp.csr_matrix, num_features: int, num_classes: int,
+                            seed: int) -> Graph:
+    """Seeded features ``X ~ N(0, 1)`` and labels from a random linear teacher on the aggregated
+    features, ``y = argmax(Â X W)``, so the task is learnable from the graph; a 60/20/20 split."""
+    if num_features < 1 or num_classes < 2:
+        raise GraphInputError(f"{name}: need num_features >= 1 and num_classes >= 2")
+    n = adj.shape[0]
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, num_features, generator=gen)
+    w = torch.randn(num_features, num_classes, generator=gen, dtype=torch.float64)
+    h = gcn_norm(adj).astype(np.float64) @ (x.double().numpy() @ w.numpy())
+    y = torch.from_numpy(np.asarray(h).argmax(axis=1).astype(np.int64))
+    return Graph(name, adj, x, y, *random_split(n, seed), num_classes).validate()
+
+
+def random_split(n: int, seed: int, train: float = 0.6, val: float = 0.2):
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed + 1))
+    masks = [torch.zeros(n, dtype=torch.bool) for _ in range(3)]
+    a, b = int(train * n), int((train + val) * n)
+    masks[0][perm[:a]], masks[1][perm[a:b]], masks[2][perm[b:]] = True, True, True
+    return masks
+
+
+def _existing(path: Path) -> Path:
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetNotFoundError(f"dataset file not found: {path}")
+    return path
