@@ -1,0 +1,88 @@
+"""Run a function on every rank: under torchrun it uses torchrun's environment (multi-node works);
+otherwise it spawns ``world_size`` local ranks on loopback and returns rank 0's result.
+
+A rank that fails ends the whole job: torch's spawn terminates the others, so nothing hangs.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import socket
+import traceback
+from collections.abc import Callable
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+import netsparse_torch.backend  # noqa: F401  (registers the "netsparse" backend)
+from netsparse_torch.errors import NetsparseError
+
+
+def under_torchrun() -> bool:
+    return all(k in os.environ for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def init_rank(rank: int, world_size: int, timeout_s: float, backend: str = "netsparse") -> None:
+    dist.init_process_group(backend, rank=rank, world_size=world_size,
+                            timeout=datetime.timedelta(seconds=timeout_s))
+
+
+def _worker(rank: int, fn: Callable, world_size: int, port: int, timeout_s: float, args: tuple, results) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    # Ranks share the machine's cores: oversubscribing threads makes every collective wait.
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
+    try:
+        init_rank(rank, world_size, timeout_s)
+        out = fn(rank, world_size, *args)
+        if rank == 0:
+            results.put(("ok", out))
+    except NetsparseError as exc:
+        results.put(("error", f"rank {rank}: {exc}"))
+        raise SystemExit(2) from None
+    except BaseException:
+        results.put(("error", f"rank {rank} failed:\n{traceback.format_exc()}"))
+        raise
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 120.0):
+    """Call ``fn(rank, world_size, *args)`` on every rank and return rank 0's return value
+    (``None`` on other ranks under torchrun)."""
+    if under_torchrun():
+        rank, ws = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        init_rank(rank, ws, timeout_s)
+        try:
+            return fn(rank, ws, *args)
+        finally:
+            dist.destroy_process_group()
+    ctx = mp.get_context("spawn")
+    results = ctx.SimpleQueue()
+    try:
+        mp.spawn(_worker, args=(fn, world_size, free_port(), timeout_s, args, results), nprocs=world_size,
+                 join=True)
+    except mp.ProcessExitedException as exc:
+        raise NetsparseError(_first_error(results) or f"a rank exited with code {exc.exit_code}") from None
+    except mp.ProcessRaisedException as exc:
+        raise NetsparseError(_first_error(results) or str(exc)) from None
+    status, value = results.get()
+    if status != "ok":
+        raise NetsparseError(value)
+    return value
+
+
+def _first_error(results) -> str | None:
+    while not results.empty():
+        status, value = results.get()
+        if status == "error":
+            return value
+    return None

@@ -1,0 +1,85 @@
+"""``netsparse-train``: full-graph distributed GNN training (Hydra app, configs in ``configs/``).
+
+    netsparse-train dataset=cora model=gcn strategy=sa world_size=2 epochs=200
+
+Without torchrun it spawns ``world_size`` local ranks on loopback; under torchrun it uses
+torchrun's environment, so the same command runs multi-node.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from netsparse_torch.comm import STRATEGIES
+from netsparse_torch.errors import ConfigError, NetsparseError
+from netsparse_torch.graph import load_dataset
+from netsparse_torch.launch import launch, under_torchrun
+from netsparse_torch.partition import row_bounds
+from netsparse_torch.report import build_train_report, summary_lines, write_json
+from netsparse_torch.training import train_rank
+
+log = logging.getLogger("netsparse_torch.train")
+
+
+def config_dir() -> str:
+    """Installed packages carry ``netsparse_torch/configs``; a source checkout has ``configs/``."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "configs", here.parent / "configs"):
+        if (candidate / "train.yaml").is_file():
+            return str(candidate)
+    raise RuntimeError("netsparse_torch: cannot find the Hydra configs (configs/train.yaml)")
+
+
+def check_config(cfg: DictConfig) -> None:
+    if str(cfg.strategy.name) not in STRATEGIES:
+        raise ConfigError(f"unknown strategy {cfg.strategy.name!r}; choose one of {', '.join(sorted(STRATEGIES))}")
+    for key in ("world_size", "hidden"):
+        if int(cfg[key]) < 1:
+            raise ConfigError(f"{key} must be >= 1, got {cfg[key]}")
+    if int(cfg.epochs) < 0:
+        raise ConfigError(f"epochs must be >= 0, got {cfg.epochs}")
+
+
+def run(cfg: DictConfig) -> dict | None:
+    """Train as configured; returns the report on rank 0 (``None`` on other torchrun ranks)."""
+    check_config(cfg)
+    t0 = time.perf_counter()
+    graph = load_dataset(cfg.dataset)
+    row_bounds(graph.num_nodes, int(cfg.world_size), str(cfg.partition), graph.adj.indptr)
+    result = launch(train_rank, int(cfg.world_size), (graph, cfg), timeout_s=float(cfg.timeout_s))
+    if result is None:
+        return None
+    report = build_train_report(cfg, graph, result, time.perf_counter() - t0)
+    out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
+    paths = write_json(report, cfg.get("report_path"), out_dir / "report.json" if out_dir else None)
+    for line in summary_lines(report):
+        print(line)
+    for p in paths:
+        print(f"  report       {p}")
+    return report
+
+
+@hydra.main(config_path=config_dir(), config_name="train", version_base="1.3")
+def _hydra_main(cfg: DictConfig) -> None:
+    if under_torchrun():
+        cfg.world_size = int(__import__("os").environ["WORLD_SIZE"])
+    try:
+        run(cfg)
+    except NetsparseError as exc:
+        print(f"netsparse-train: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+def main() -> None:
+    _hydra_main()
+
+
+if __name__ == "__main__":
+    main()

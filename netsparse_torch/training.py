@@ -1,0 +1,169 @@
+"""The per-rank full-graph training loop behind ``netsparse-train``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from netsparse_torch.backend import comm_stats
+from netsparse_torch.graph import Graph
+from netsparse_torch.nn import DistGNN, DistGraph
+
+
+def _allreduce(value: float | int, op=dist.ReduceOp.SUM, dtype=torch.float64) -> float:
+    t = torch.tensor([value], dtype=dtype)
+    if dist.is_initialized():
+        dist.all_reduce(t, op=op)
+    return t.item()
+
+
+def _allreduce_grads(model: torch.nn.Module) -> None:
+    """Sum the gradient of every parameter over ranks in one flat all-reduce (each rank's loss is
+    its share of the global mean, so the sum is the full gradient)."""
+    params = [p for p in model.parameters() if p.grad is not None]
+    flat = torch.cat([p.grad.view(-1) for p in params])
+    dist.all_reduce(flat)
+    offset = 0
+    for p in params:
+        n = p.numel()
+        p.grad.copy_(flat[offset: offset + n].view_as(p.grad))
+        offset += n
+
+
+class Trainer:
+    """One rank's model, optimiser and data; ``fit`` returns the report fragment (rank 0's view)."""
+
+    def __init__(self, rank: int, world_size: int, graph: Graph, cfg):
+        self.rank, self.world_size, self.cfg = rank, world_size, cfg
+        self.graph = graph
+        torch.manual_seed(int(cfg.seed))  # identical initial weights on every rank
+        self.dg = DistGraph(graph, rank, world_size, str(cfg.partition), str(cfg.strategy.name),
+                            dict(cfg.strategy.get("options") or {}))
+        self.model = DistGNN(str(cfg.model.name), graph.num_features, int(cfg.hidden), graph.num_classes,
+                             int(cfg.model.num_layers), float(cfg.dropout))
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=float(cfg.lr),
+                                    weight_decay=float(cfg.weight_decay))
+        torch.manual_seed(int(cfg.seed) + 1 + rank)  # per-rank dropout streams
+        self.n_train = int(graph.train_mask.sum())
+        self.epochs: list[dict] = []
+        self.start_epoch = 0
+        self.ckpt_dir = Path(str(cfg.checkpoint_dir))
+        if cfg.resume:
+            self._load_checkpoint()
+
+    # -- one step -------------------------------------------------------------------------------
+    def train_epoch(self) -> float:
+        self.model.train()
+        self.opt.zero_grad()
+        out = self.model(self.dg.x, self.dg)
+        mask = self.dg.mask("train")
+        loss = F.cross_entropy(out[mask], self.dg.y[mask], reduction="sum") / max(self.n_train, 1)
+        loss.backward()
+        if self.world_size > 1:
+            _allreduce_grads(self.model)
+        self.opt.step()
+        return _allreduce(loss.item())
+
+    @torch.no_grad()
+    def evaluate(self) -> dict[str, float]:
+        self.model.eval()
+        out = self.model(self.dg.x, self.dg)
+        pred = out.argmax(dim=1)
+        scores = {}
+        for split in ("train", "val", "test"):
+            mask = self.dg.mask(split)
+            correct = _allreduce(int((pred[mask] == self.dg.y[mask]).sum()))
+            total = _allreduce(int(mask.sum()))
+            scores[f"{split}_acc"] = correct / total if total else float("nan")
+        return scores
+
+    # -- the run --------------------------------------------------------------------------------
+    def fit(self) -> dict:
+        epochs = int(self.cfg.epochs)
+        traffic = self.dg.strategy.traffic
+        bar = tqdm(range(self.start_epoch, epochs), desc="train", disable=self.rank != 0,
+                   initial=self.start_epoch, total=epochs, leave=False)
+        for epoch in bar:
+            before = traffic.total_bytes
+            t0 = time.perf_counter()
+            loss = self.train_epoch()
+            dt = _allreduce(time.perf_counter() - t0, op=dist.ReduceOp.MAX)
+            moved = int(_allreduce(traffic.total_bytes - before))
+            self.epochs.append({"epoch": epoch, "loss": loss, "time_s": dt, "feature_bytes": moved})
+            if self.rank == 0:
+                tqdm.write(f"epoch {epoch:4d}  loss {loss:.4f}  time {dt * 1e3:8.2f} ms  "
+                           f"feature bytes {moved:,}")
+            every = int(self.cfg.checkpoint_every)
+            if every > 0 and (epoch + 1) % every == 0:
+                self._save_checkpoint(epoch)
+        bar.close()
+        train_bytes = int(_allreduce(traffic.total_bytes))
+        scores = self.evaluate()
+        return self._report(scores, train_bytes)
+
+    def _report(self, scores: dict, train_bytes: int) -> dict:
+        traffic = self.dg.strategy.traffic
+        plan = self.dg.plan
+        local = {"rank": self.rank, "rows": plan.n_local, "nnz": int(self.graph.adj[self.dg.rows].nnz),
+                 "halo": plan.n_halo, "halo_from": plan.recv_counts, "collectives": comm_stats(),
+                 "strategy_stats": self.dg.strategy.stats()}
+        per_rank = [local]
+        if self.world_size > 1:
+            per_rank = [None] * self.world_size
+            dist.all_gather_object(per_rank, local)
+        run_epochs = list(self.epochs)
+        n_epochs = len(run_epochs)
+        return {
+            "final": {"test_acc": scores["test_acc"], "val_acc": scores["val_acc"],
+                      "train_acc": scores["train_acc"],
+                      "train_loss": self.epochs[-1]["loss"] if self.epochs else float("nan")},
+            "epochs": run_epochs,
+            "per_rank": per_rank,
+            "comm": {
+                "feature_bytes": int(_allreduce(traffic.total_bytes)),
+                "feature_bytes_train": train_bytes,
+                "feature_bytes_per_epoch": run_epochs[-1]["feature_bytes"] if n_epochs else 0,
+                "forward_bytes": int(_allreduce(traffic.forward_bytes)),
+                "backward_bytes": int(_allreduce(traffic.backward_bytes)),
+            },
+        }
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def _ckpt_file(self) -> Path:
+        return self.ckpt_dir / f"rank{self.rank}-of-{self.world_size}.pt"
+
+    def _save_checkpoint(self, epoch: int) -> None:
+        self.ckpt_dir.mkdir(parents=True, exist_ok=True)
+        traffic = self.dg.strategy.traffic
+        state = {"epoch": epoch, "model": self.model.state_dict(), "opt": self.opt.state_dict(),
+                 "rng": torch.get_rng_state(), "epochs": self.epochs,
+                 "traffic": (traffic.forward_bytes, traffic.backward_bytes)}
+        tmp = self._ckpt_file().with_suffix(".tmp")
+        torch.save(state, tmp)
+        tmp.replace(self._ckpt_file())
+
+    def _load_checkpoint(self) -> None:
+        from netsparse_torch.errors import ConfigError
+
+        path = self._ckpt_file()
+        if not path.is_file():
+            raise ConfigError(f"resume=true but no checkpoint at {path}; run with checkpoint_every=N first "
+                              "(same checkpoint_dir and world_size)")
+        state = torch.load(path, weights_only=False)
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["opt"])
+        torch.set_rng_state(state["rng"])
+        self.epochs = state["epochs"]
+        traffic = self.dg.strategy.traffic
+        traffic.forward_bytes, traffic.backward_bytes = state["traffic"]
+        self.start_epoch = int(state["epoch"]) + 1
+
+
+def train_rank(rank: int, world_size: int, graph: Graph, cfg) -> dict:
+    """Entry point of each rank (see :func:`netsparse_torch.launch.launch`)."""
+    return Trainer(rank, world_size, graph, cfg).fit()
