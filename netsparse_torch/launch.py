@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import pickle
 import socket
 import traceback
 from collections.abc import Callable
@@ -43,7 +44,8 @@ def _worker(rank: int, fn: Callable, world_size: int, port: int, timeout_s: floa
         init_rank(rank, world_size, timeout_s)
         out = fn(rank, world_size, *args)
         if rank == 0:
-            results.put(("ok", out))
+            # Plain pickle, not the queue's shared-memory tensors: those die with this process.
+            results.put(("ok", pickle.dumps(out)))
     except NetsparseError as exc:
         results.put(("error", f"rank {rank}: {exc}"))
         raise SystemExit(2) from None
@@ -77,7 +79,7 @@ def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 1
     status, value = results.get()
     if status != "ok":
         raise NetsparseError(value)
-    return value
+    return pickle.loads(value)
 
 
 def _first_error(results) -> str | None:

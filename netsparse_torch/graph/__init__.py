@@ -7,6 +7,7 @@ from pathlib import Path
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.graph.graph import Graph, csr_from_edges
 from netsparse_torch.graph.loaders import (
+    random_split,
     default_cache_dir,
     default_data_root,
     from_pyg,
@@ -23,7 +24,7 @@ DATASETS = ("cora", "citeseer", "tolokers", "minesweeper", "squirrel", "mtx", "s
 
 __all__ = [
     "DATASETS", "Graph", "csr_from_edges", "from_pyg", "gcn_norm", "generate", "load_dataset", "load_mtx",
-    "load_npz", "load_planetoid", "mean_norm", "read_mtx", "with_generated_features",
+    "load_npz", "load_planetoid", "mean_norm", "random_split", "read_mtx", "with_generated_features",
 ]
 
 

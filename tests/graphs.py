@@ -1,0 +1,29 @@
+"""Small test graphs with the awkward cases: duplicates, self loops, isolated and one-way edges."""
+
+import numpy as np
+import torch
+
+from netsparse_torch.graph import Graph, csr_from_edges, random_split
+
+
+def random_graph(n: int = 41, m: int = 160, features: int = 6, classes: int = 3, seed: int = 0) -> Graph:
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, n, m)
+    dst = rng.integers(0, n, m)
+    src = np.concatenate([src, [3, 3, 5]])  # a duplicate edge and a self loop
+    dst = np.concatenate([dst, [7, 7, 5]])
+    keep = (src != n - 1) & (dst != n - 1)  # the last node is isolated
+    adj = csr_from_edges(src[keep], dst[keep], n, "random")
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, features, generator=gen)
+    y = torch.randint(0, classes, (n,), generator=gen)
+    return Graph("random", adj, x, y, *random_split(n, seed), classes).validate()
+
+
+def edge_index(graph: Graph) -> torch.Tensor:
+    """PyG edge_index (source, target) with one column per edge, duplicates repeated."""
+    coo = graph.adj.tocoo()
+    reps = coo.data.astype(np.int64)
+    src = np.repeat(coo.col, reps)
+    dst = np.repeat(coo.row, reps)
+    return torch.from_numpy(np.vstack([src, dst]).astype(np.int64))
