@@ -7,13 +7,13 @@ from pathlib import Path
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.graph.graph import Graph, csr_from_edges
 from netsparse_torch.graph.loaders import (
-    random_split,
     default_cache_dir,
     default_data_root,
     from_pyg,
     load_mtx,
     load_npz,
     load_planetoid,
+    random_split,
     read_mtx,
     with_generated_features,
 )

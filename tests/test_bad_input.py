@@ -1,0 +1,87 @@
+"""Bad input gets one clear error that names the problem, a non-zero exit, and no hung rank."""
+
+import numpy as np
+import pytest
+import torch
+from cli import train
+from conftest import DATA
+from torch_geometric.data import Data
+
+from netsparse_torch.errors import GraphInputError
+from netsparse_torch.graph import from_pyg
+
+
+def assert_clean_failure(proc, *words):
+    assert proc.returncode != 0
+    err = proc.stderr
+    assert "Traceback" not in err, err[-3000:]
+    for w in words:
+        assert w.lower() in err.lower(), err[-3000:]
+
+
+def test_non_square_adjacency(tmp_path):
+    proc, _ = train(tmp_path, "dataset=mtx", f"dataset.path={DATA / 'mtx_small' / 'lp_afiro.mtx'}")
+    assert_clean_failure(proc, "27x51", "square")
+
+
+def test_out_of_range_indices():
+    data = Data(x=torch.randn(4, 2), y=torch.zeros(4, dtype=torch.long),
+                edge_index=torch.tensor([[0, 1, 2], [1, 2, 4]]))
+    with pytest.raises(GraphInputError, match="target node index 4 outside"):
+        from_pyg(data)
+
+
+def _npz(path, features):
+    n = features.shape[0]
+    masks = np.zeros((10, n), dtype=bool)
+    masks[:, 0] = True
+    np.savez(path, node_features=features, node_labels=np.zeros(n, dtype=np.int64),
+             edges=np.array([[0, 1], [1, 2]]), train_masks=masks, val_masks=masks, test_masks=masks)
+
+
+def test_nan_features(tmp_path):
+    (tmp_path / "heterophilous").mkdir()
+    feats = np.ones((3, 2), dtype=np.float32)
+    feats[1, 0] = np.nan
+    _npz(tmp_path / "heterophilous" / "tolokers.npz", feats)
+    proc, _ = train(tmp_path, "dataset=tolokers", f"dataset.root={tmp_path}")
+    assert_clean_failure(proc, "NaN or Inf", "node 1")
+
+
+def test_inf_features_through_the_api():
+    data = Data(x=torch.tensor([[1.0], [float("inf")]]), y=torch.zeros(2, dtype=torch.long),
+                edge_index=torch.tensor([[0], [1]]))
+    with pytest.raises(GraphInputError, match="NaN or Inf"):
+        from_pyg(data)
+
+
+def test_world_size_larger_than_rows(tmp_path):
+    proc, _ = train(tmp_path, "dataset=mtx", f"dataset.path={DATA / 'mtx_small' / 'karate.mtx'}", "world_size=40")
+    assert_clean_failure(proc, "world_size=40", "34 rows")
+
+
+def test_missing_dataset_files(tmp_path):
+    proc, _ = train(tmp_path, "dataset=cora", f"dataset.root={tmp_path / 'nowhere'}")
+    assert_clean_failure(proc, "raw files missing", "dataset.root")
+
+
+def test_missing_mtx_file(tmp_path):
+    proc, _ = train(tmp_path, "dataset=mtx", f"dataset.path={tmp_path / 'absent.mtx'}")
+    assert_clean_failure(proc, "not found", "absent.mtx")
+
+
+@pytest.mark.parametrize("override,words", [
+    ("strategy=nosuch", ["strategy/nosuch", "Available options"]),
+    ("dataset=nosuch", ["dataset/nosuch", "Available options"]),
+    ("strategy.name=nosuch", ["unknown strategy 'nosuch'"]),
+])
+def test_unknown_strategy_or_dataset(tmp_path, override, words):
+    proc, _ = train(tmp_path, override)
+    assert_clean_failure(proc, *words)
+
+
+def test_unreadable_mtx(tmp_path):
+    bad = tmp_path / "bad.mtx"
+    bad.write_text("%%MatrixMarket matrix coordinate real general\nthis is not a size line\n")
+    proc, _ = train(tmp_path, "dataset=mtx", f"dataset.path={bad}")
+    assert_clean_failure(proc, "not a readable Matrix Market file")

@@ -1,0 +1,85 @@
+"""Graph input: every loader, the normalisations against PyG, and the synthetic generators."""
+
+import numpy as np
+import pytest
+import scipy.io
+import torch
+from conftest import DATA
+from graphs import edge_index, random_graph
+from omegaconf import OmegaConf
+from torch_geometric.nn.conv.gcn_conv import gcn_norm as pyg_gcn_norm
+from torch_geometric.utils import scatter
+
+from netsparse_torch.graph import gcn_norm, generate, load_dataset, load_mtx, mean_norm, read_mtx
+
+
+def cfg(**kw):
+    return OmegaConf.create(kw)
+
+
+def test_cora_and_citeseer_offline():
+    cora = load_dataset(cfg(name="cora", root=str(DATA)))
+    assert (cora.num_nodes, cora.num_features, cora.num_classes) == (2708, 1433, 7)
+    assert int(cora.train_mask.sum()) == 140 and int(cora.test_mask.sum()) == 1000
+    assert cora.adj.nnz == 10556
+    citeseer = load_dataset(cfg(name="citeseer", root=str(DATA)))
+    assert (citeseer.num_nodes, citeseer.num_classes) == (3327, 6)
+
+
+def test_heterophilous_npz_is_undirected():
+    g = load_dataset(cfg(name="tolokers", root=str(DATA), split=3))
+    with np.load(DATA / "heterophilous" / "tolokers.npz") as z:
+        assert g.num_nodes == z["node_features"].shape[0]
+        np.testing.assert_array_equal(g.train_mask.numpy(), z["train_masks"][3])
+    assert abs(g.adj - g.adj.T).nnz == 0
+    assert g.adj.nnz == 2 * 519_000
+
+
+@pytest.mark.parametrize("name", ["karate.mtx", "west0067.mtx"])
+def test_matrix_market_pattern_and_generated_features(name):
+    path = DATA / "mtx_small" / name
+    g = load_mtx(path, num_features=5, num_classes=3, seed=4)
+    ref = scipy.io.mmread(str(path)).tocsr()
+    assert g.adj.shape == ref.shape and g.adj.nnz == ref.nnz  # symmetric files expanded by mmread
+    assert g.x.shape == (ref.shape[0], 5) and set(g.y.tolist()) <= {0, 1, 2}
+    again = load_mtx(path, num_features=5, num_classes=3, seed=4)
+    torch.testing.assert_close(g.x, again.x)  # seeded
+    assert (g.train_mask | g.val_mask | g.test_mask).all()
+
+
+def test_gzipped_matrix_market():
+    adj = read_mtx(DATA / "graphs" / "delaunay_n16.mtx.gz")
+    assert adj.shape == (65536, 65536) and adj.nnz == 393150
+
+
+def test_gcn_norm_matches_pyg():
+    g = random_graph()
+    ei = edge_index(g)
+    ei_n, w = pyg_gcn_norm(ei, None, g.num_nodes, add_self_loops=True)
+    dense_ref = torch.zeros(g.num_nodes, g.num_nodes, dtype=torch.float64)
+    dense_ref.index_put_((ei_n[1], ei_n[0]), w.double(), accumulate=True)
+    np.testing.assert_allclose(gcn_norm(g.adj).toarray(), dense_ref.numpy(), atol=1e-6)
+
+
+def test_mean_norm_is_pyg_mean_aggregation():
+    g = random_graph()
+    ei = edge_index(g)
+    ref = scatter(g.x[ei[0]], ei[1], dim=0, dim_size=g.num_nodes, reduce="mean")
+    ours = torch.from_numpy(mean_norm(g.adj) @ g.x.numpy())
+    torch.testing.assert_close(ours, ref, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("shape", ["powerlaw", "banded", "road"])
+def test_synthetic_shapes_are_seeded_symmetric_and_loop_free(shape):
+    a = generate(shape, 2000, seed=3)
+    b = generate(shape, 2000, seed=3)
+    assert (a != b).nnz == 0 and abs(a - a.T).nnz == 0 and a.diagonal().sum() == 0
+    assert a.nnz > 2000
+
+
+def test_synthetic_shapes_differ_in_kind():
+    deg = {s: np.diff(generate(s, 5000, seed=0).indptr) for s in ("powerlaw", "banded", "road")}
+    assert deg["powerlaw"].max() > 10 * np.median(deg["powerlaw"])  # hubs
+    assert deg["road"].max() <= 8  # planar grid-like
+    banded = generate("banded", 5000, bandwidth=16, seed=0).tocoo()
+    assert np.abs(banded.row - banded.col).max() <= 16
