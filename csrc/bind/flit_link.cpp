@@ -1,0 +1,88 @@
+// Python binding of the NetCrafter flit link unit (netsparse_torch._C.units).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "units/flit_link.h"
+
+namespace py = pybind11;
+using netsparse::units::FlitLinkConfig;
+using netsparse::units::FlitPacket;
+
+namespace {
+
+using I64 = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+py::dict run(const FlitLinkConfig& cfg, const I64& arrival, const I64& dest, const I64& header, const I64& payload,
+             const I64& useful, const I64& cls) {
+  const auto n = arrival.size();
+  const I64* cols[] = {&dest, &header, &payload, &useful, &cls};
+  const char* names[] = {"dest", "header", "payload", "useful", "cls"};
+  for (int k = 0; k < 5; ++k) {
+    if (cols[k]->ndim() != 1 || cols[k]->size() != n)
+      throw std::invalid_argument(std::string(names[k]) + " must be a 1-D array with one entry per packet (" +
+                                  std::to_string(n) + ")");
+  }
+  std::vector<FlitPacket> pk(n);
+  auto a = arrival.unchecked<1>(), d = dest.unchecked<1>(), h = header.unchecked<1>(), p = payload.unchecked<1>(),
+       u = useful.unchecked<1>(), c = cls.unchecked<1>();
+  for (py::ssize_t i = 0; i < n; ++i) pk[i] = FlitPacket{a(i), d(i), h(i), p(i), u(i), c(i)};
+  std::vector<int64_t> done;
+  netsparse::units::FlitLinkStats st;
+  {
+    py::gil_scoped_release release;
+    st = netsparse::units::run_flit_link(cfg, pk, &done);
+  }
+  py::dict out;
+  out["packets"] = st.packets;
+  out["flits"] = st.flits;
+  out["wire_bytes"] = st.wire_bytes;
+  out["needed_bytes"] = st.needed_bytes;
+  out["overhead_bytes"] = st.overhead_bytes;
+  out["padding_bytes"] = st.padding_bytes;
+  out["unstitched_flits"] = st.unstitched_flits;
+  out["stitched_packets"] = st.stitched_packets;
+  out["stitched_flits"] = st.stitched_flits;
+  out["pieces"] = st.pieces;
+  out["trimmed_bytes"] = st.trimmed_bytes;
+  out["last_cycle"] = st.last_cycle;
+  out["done"] = py::array_t<int64_t>(static_cast<py::ssize_t>(done.size()), done.data());
+  return out;
+}
+
+}  // namespace
+
+void bind_flit_link(py::module_& units) {
+  py::class_<FlitLinkConfig>(units, "FlitLinkConfig", "NetCrafter link-layer parameters (see csrc/units/flit_link.h)")
+      .def(py::init([](int64_t flit_bytes, int64_t piece_overhead, bool stitching, int64_t pool_cycles,
+                       int64_t no_pool_class, bool sequencing, bool trimming, int64_t trim_granularity,
+                       int64_t stitch_window) {
+             FlitLinkConfig c{flit_bytes, piece_overhead, stitching, pool_cycles, no_pool_class,
+                              sequencing, trimming, trim_granularity, stitch_window};
+             c.validate();
+             return c;
+           }),
+           py::kw_only(), py::arg("flit_bytes") = 16, py::arg("piece_overhead") = 4, py::arg("stitching") = true,
+           py::arg("pool_cycles") = 32, py::arg("no_pool_class") = -1, py::arg("sequencing") = false,
+           py::arg("trimming") = false, py::arg("trim_granularity") = 16, py::arg("stitch_window") = 8)
+      .def_readwrite("flit_bytes", &FlitLinkConfig::flit_bytes)
+      .def_readwrite("piece_overhead", &FlitLinkConfig::piece_overhead)
+      .def_readwrite("stitching", &FlitLinkConfig::stitching)
+      .def_readwrite("pool_cycles", &FlitLinkConfig::pool_cycles)
+      .def_readwrite("no_pool_class", &FlitLinkConfig::no_pool_class)
+      .def_readwrite("sequencing", &FlitLinkConfig::sequencing)
+      .def_readwrite("trimming", &FlitLinkConfig::trimming)
+      .def_readwrite("trim_granularity", &FlitLinkConfig::trim_granularity)
+      .def_readwrite("stitch_window", &FlitLinkConfig::stitch_window);
+  units.def("flit_link_run", &run,
+            "Run a packet stream (arrays, sorted by arrival cycle) through one NetCrafter link; returns a dict of "
+            "counters and `done`, the cycle each packet's last byte left",
+            py::arg("config"), py::arg("arrival"), py::arg("dest"), py::arg("header"), py::arg("payload"),
+            py::arg("useful"), py::arg("cls"));
+  units.def("flits_for", &netsparse::units::flits_for, "Flits needed for `bytes` (padded to whole flits)",
+            py::arg("bytes"), py::arg("flit_bytes"));
+}

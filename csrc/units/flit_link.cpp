@@ -1,0 +1,283 @@
+#include "units/flit_link.h"
+
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <queue>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+namespace netsparse::units {
+
+void FlitLinkConfig::validate() const {
+  if (flit_bytes < 1) throw std::invalid_argument("flit_bytes must be >= 1, got " + std::to_string(flit_bytes));
+  if (piece_overhead < 0 || piece_overhead >= flit_bytes)
+    throw std::invalid_argument("piece_overhead must be in [0, flit_bytes), got " + std::to_string(piece_overhead));
+  if (pool_cycles < 0) throw std::invalid_argument("pool_cycles must be >= 0, got " + std::to_string(pool_cycles));
+  if (trim_granularity < 1)
+    throw std::invalid_argument("trim_granularity must be >= 1, got " + std::to_string(trim_granularity));
+  if (stitch_window < 0)
+    throw std::invalid_argument("stitch_window must be >= 0, got " + std::to_string(stitch_window));
+}
+
+int64_t flits_for(int64_t bytes, int64_t flit_bytes) {
+  if (flit_bytes < 1) throw std::invalid_argument("flit_bytes must be >= 1");
+  if (bytes < 0) throw std::invalid_argument("bytes must be >= 0");
+  return (bytes + flit_bytes - 1) / flit_bytes;
+}
+
+namespace {
+
+enum State : uint8_t { kWaiting, kQueued, kInService, kConsumed };
+
+// A partially filled flit that is still open for stitching candidates.
+struct OpenFlit {
+  int64_t dest;
+  int64_t room;
+  int64_t deadline;
+  bool sent = false;
+  std::vector<int64_t> members;
+};
+
+class FlitLinkSim {
+ public:
+  FlitLinkSim(const FlitLinkConfig& cfg, const std::vector<FlitPacket>& pk) : c_(cfg), pk_(pk) {
+    const size_t n = pk.size();
+    rem_.resize(n);
+    state_.assign(n, kWaiting);
+    stitched_.assign(n, 0);
+    done_.assign(n, 0);
+    for (size_t i = 0; i < n; ++i) rem_[i] = sent_bytes(i);
+  }
+
+  FlitLinkStats run() {
+    st_.packets = static_cast<int64_t>(pk_.size());
+    for (size_t i = 0; i < pk_.size(); ++i) {
+      st_.needed_bytes += rem_[i];
+      st_.unstitched_flits += flits_for(rem_[i], c_.flit_bytes);
+    }
+    int64_t t = 0;
+    while (true) {
+      admit(t);
+      if (send_pooled(t)) { ++t; continue; }
+      if (cur_ < 0) start_next();
+      if (cur_ >= 0) {
+        if (step_current(t)) ++t;
+        continue;
+      }
+      // Idle: jump to the next arrival or pool deadline.
+      int64_t next = INT64_MAX;
+      if (next_arrival_ < pk_.size()) next = pk_[next_arrival_].arrival;
+      if (const int64_t d = earliest_deadline(); d >= 0) next = std::min(next, d);
+      if (next == INT64_MAX) break;
+      t = std::max(t + 1, next);
+    }
+    st_.wire_bytes = st_.flits * c_.flit_bytes;
+    st_.overhead_bytes = st_.pieces * c_.piece_overhead;
+    st_.padding_bytes = st_.wire_bytes - st_.needed_bytes - st_.overhead_bytes;
+    st_.last_cycle = t;
+    for (auto s : stitched_) st_.stitched_packets += s;
+    return st_;
+  }
+
+  std::vector<int64_t>& done() { return done_; }
+
+ private:
+  int64_t sent_bytes(size_t i) const {
+    const FlitPacket& p = pk_[i];
+    int64_t payload = p.payload;
+    if (c_.trimming && p.useful >= 0 && p.useful < p.payload) {
+      const int64_t g = c_.trim_granularity;
+      payload = std::min(p.payload, (p.useful + g - 1) / g * g);
+    }
+    return p.header + payload;
+  }
+
+  bool pool_eligible(int64_t cls) const {
+    return c_.stitching && c_.pool_cycles > 0 && cls != c_.no_pool_class;
+  }
+
+  void admit(int64_t t) {
+    while (next_arrival_ < pk_.size() && pk_[next_arrival_].arrival <= t) {
+      const int64_t i = static_cast<int64_t>(next_arrival_++);
+      state_[i] = kQueued;
+      st_.trimmed_bytes += pk_[i].header + pk_[i].payload - rem_[i];
+      join_open_flits(i);  // a pooled flit of this destination may take it on arrival
+      if (state_[i] == kConsumed) continue;
+      const int64_t key = c_.sequencing ? pk_[i].cls : 0;
+      queue_.emplace(key, i);
+      by_dest_[pk_[i].dest].push_back(i);
+    }
+  }
+
+  // Try to put packet i (queued, not started) into flit f: whole packet for free, else its tail
+  // piece with the ID+Size overhead.
+  bool join(int64_t i, OpenFlit& f) {
+    const int64_t F = c_.flit_bytes;
+    if (rem_[i] <= f.room) {
+      f.room -= rem_[i];
+      rem_[i] = 0;
+      state_[i] = kConsumed;
+    } else {
+      const int64_t tail = rem_[i] % F;
+      if (tail == 0 || rem_[i] < F || tail + c_.piece_overhead > f.room) return false;
+      f.room -= tail + c_.piece_overhead;
+      rem_[i] -= tail;
+      ++st_.pieces;
+    }
+    f.members.push_back(i);
+    stitched_[i] = 1;
+    // Selective pooling: a latency-sensitive packet must not wait; a full flit has nothing to wait for.
+    if (pk_[i].cls == c_.no_pool_class || f.room == 0) f.deadline = -1;
+    return true;
+  }
+
+  void join_open_flits(int64_t i) {
+    if (!c_.stitching) return;
+    auto it = open_by_dest_.find(pk_[i].dest);
+    if (it == open_by_dest_.end()) return;
+    for (int64_t id : it->second) {
+      if (join(i, open_[id])) {
+        if (open_[id].deadline < 0) urgent_.push_back(id);
+        return;
+      }
+    }
+  }
+
+  void start_next() {
+    while (!queue_.empty()) {
+      const int64_t i = queue_.top().second;
+      queue_.pop();
+      if (state_[i] != kQueued) continue;
+      join_open_flits(i);  // an open flit may have appeared since it arrived
+      if (state_[i] == kConsumed) continue;
+      state_[i] = kInService;
+      cur_ = i;
+      full_left_ = rem_[i] / c_.flit_bytes;
+      return;
+    }
+  }
+
+  // Sends one full flit of the current packet (returns true: a cycle was used), or forms its tail
+  // flit, stitches queued candidates into it and either sends it or pools it.
+  bool step_current(int64_t t) {
+    const int64_t i = cur_;
+    if (full_left_ > 0) {
+      --full_left_;
+      ++st_.flits;
+      done_[i] = std::max(done_[i], t + 1);
+      if (full_left_ == 0 && rem_[i] % c_.flit_bytes == 0) cur_ = -1;
+      return true;
+    }
+    cur_ = -1;
+    OpenFlit f{pk_[i].dest, c_.flit_bytes - rem_[i] % c_.flit_bytes, t + c_.pool_cycles, false, {i}};
+    if (c_.stitching) scan_queue(f);
+    if (!pool_eligible(pk_[i].cls)) f.deadline = -1;
+    const int64_t id = static_cast<int64_t>(open_.size());
+    open_.push_back(std::move(f));
+    if (open_[id].deadline < 0) {
+      emit(id, t);
+      return true;
+    }
+    open_by_dest_[open_[id].dest].push_back(id);
+    pooled_.push_back(id);
+    return false;
+  }
+
+  void scan_queue(OpenFlit& f) {
+    auto it = by_dest_.find(f.dest);
+    if (it == by_dest_.end()) return;
+    auto& dq = it->second;
+    while (!dq.empty() && state_[dq.front()] != kQueued) dq.pop_front();
+    int64_t seen = 0;
+    for (size_t k = 0; k < dq.size() && seen < c_.stitch_window && f.room > 0; ++k) {
+      const int64_t j = dq[k];
+      if (state_[j] != kQueued) continue;
+      ++seen;
+      join(j, f);
+    }
+  }
+
+  void emit(int64_t id, int64_t t) {
+    OpenFlit& f = open_[id];
+    f.sent = true;
+    ++st_.flits;
+    if (f.members.size() > 1) ++st_.stitched_flits;
+    for (int64_t m : f.members) done_[m] = std::max(done_[m], t + 1);
+    auto it = open_by_dest_.find(f.dest);
+    if (it != open_by_dest_.end()) {
+      auto& v = it->second;
+      v.erase(std::remove(v.begin(), v.end(), id), v.end());
+      if (v.empty()) open_by_dest_.erase(it);
+    }
+  }
+
+  // Pooled flits that must leave now (flushed or past their deadline) take the link first.
+  bool send_pooled(int64_t t) {
+    while (!urgent_.empty() && open_[urgent_.front()].sent) urgent_.pop_front();
+    while (!pooled_.empty() && open_[pooled_.front()].sent) pooled_.pop_front();
+    if (!urgent_.empty()) {
+      emit(urgent_.front(), t);
+      urgent_.pop_front();
+      return true;
+    }
+    if (!pooled_.empty() && open_[pooled_.front()].deadline <= t) {
+      emit(pooled_.front(), t);
+      pooled_.pop_front();
+      return true;
+    }
+    return false;
+  }
+
+  int64_t earliest_deadline() {
+    while (!pooled_.empty() && open_[pooled_.front()].sent) pooled_.pop_front();
+    if (!urgent_.empty()) return 0;
+    return pooled_.empty() ? -1 : std::max<int64_t>(0, open_[pooled_.front()].deadline);
+  }
+
+  const FlitLinkConfig& c_;
+  const std::vector<FlitPacket>& pk_;
+  std::vector<int64_t> rem_;
+  std::vector<uint8_t> state_;
+  std::vector<uint8_t> stitched_;
+  std::vector<int64_t> done_;
+  size_t next_arrival_ = 0;
+  int64_t cur_ = -1;
+  int64_t full_left_ = 0;
+  using Key = std::pair<int64_t, int64_t>;  // (priority class or 0, arrival index)
+  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> queue_;
+  std::unordered_map<int64_t, std::deque<int64_t>> by_dest_;
+  std::vector<OpenFlit> open_;
+  std::unordered_map<int64_t, std::vector<int64_t>> open_by_dest_;
+  std::deque<int64_t> pooled_;  // in deadline order: every pooled flit waits the same W
+  std::deque<int64_t> urgent_;
+  FlitLinkStats st_;
+};
+
+void validate_packets(const std::vector<FlitPacket>& pk) {
+  for (size_t i = 0; i < pk.size(); ++i) {
+    const FlitPacket& p = pk[i];
+    const std::string at = " (packet " + std::to_string(i) + ")";
+    if (p.arrival < 0) throw std::invalid_argument("arrival must be >= 0" + at);
+    if (i > 0 && p.arrival < pk[i - 1].arrival) throw std::invalid_argument("arrivals must be sorted" + at);
+    if (p.header < 0 || p.payload < 0) throw std::invalid_argument("header and payload must be >= 0" + at);
+    if (p.header + p.payload == 0) throw std::invalid_argument("a packet needs at least one byte" + at);
+    if (p.cls < 0) throw std::invalid_argument("class must be >= 0" + at);
+  }
+}
+
+}  // namespace
+
+FlitLinkStats run_flit_link(const FlitLinkConfig& cfg, const std::vector<FlitPacket>& packets,
+                            std::vector<int64_t>* done) {
+  cfg.validate();
+  validate_packets(packets);
+  FlitLinkSim sim(cfg, packets);
+  FlitLinkStats st = sim.run();
+  if (done) *done = std::move(sim.done());
+  return st;
+}
+
+}  // namespace netsparse::units
