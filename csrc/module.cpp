@@ -3,6 +3,7 @@
 
 #include "bind/bindings.h"
 #include "kernels_sparse_ops.h"
+#include "kernels_sparse_ops.h"
 #include "spmm.h"
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -10,6 +11,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("spmm", &netsparse::spmm, "CSR x dense on CPU", py::arg("crow"), py::arg("col"), py::arg("val"),
         py::arg("B"), py::arg("isa") = "auto");
   m.def("cpu_isa", &netsparse::cpu_isa, "The SIMD level spmm uses here: avx512, avx2 or generic");
+  m.def("sddmm", &netsparse::sddmm, "out[p] = val[p] * <X[row p], Y[col p]> on CPU", py::arg("crow"), py::arg("col"),
+        py::arg("X"), py::arg("Y"), py::arg("val") = py::none());
+  m.def("gather_rows", &netsparse::gather_rows, "out[i] = B[idx[i]] on CPU", py::arg("B"), py::arg("idx"));
+  m.def("scatter_add_rows", &netsparse::scatter_add_rows, "out[idx[i]] += src[i] on CPU (deterministic)",
+        py::arg("src"), py::arg("idx"), py::arg("n_out"));
   m.def("sddmm", &netsparse::sddmm, "out[p] = val[p] * <X[row p], Y[col p]> on CPU", py::arg("crow"), py::arg("col"),
         py::arg("X"), py::arg("Y"), py::arg("val") = py::none());
   m.def("gather_rows", &netsparse::gather_rows, "out[i] = B[idx[i]] on CPU", py::arg("B"), py::arg("idx"));
