@@ -1,0 +1,90 @@
+"""SmartFuse (ICS'24) LogcN model of a fused collective through smart switches.
+
+    T = 2*o + L(N) + m/G + c(N, G)        total time of one fused collective of m bytes over N nodes
+    c(N, G) = N*alpha + (gamma - 1)*m/G   in-switch computation cost
+    G = beta*BW                           effective bandwidth
+
+Times are in microseconds, sizes in bytes, BW in Gb/s.
+
+Defaults from SmartFuse Table 2: o = 14.8 us, BW = 95.9 Gb/s, PCIe 0.9 us, FPGA-to-FPGA 0.44 us,
+port-to-port 52 ns. alpha, beta and gamma are fitted per collective in the paper; our defaults
+(alpha = 0, beta = 1, gamma = 1: no computation cost, full bandwidth) are assumptions.
+
+L(N) is our assumption of how the Table 2 latencies compose. A message crosses PCIe out of the
+sender host and into the receiver host (2 x PCIe), and climbs a switch tree of depth
+``d(N) = ceil(log_radix N)`` (at least 1) and back down: 2*d FPGA-to-FPGA link hops and 2*d - 1
+switch traversals (port to port):
+
+    L(N) = 2*PCIe + 2*d(N)*FPGA-to-FPGA + (2*d(N) - 1)*port-to-port
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LogcNParams:
+    """LogcN parameters; the sources are in the field comments."""
+
+    o_us: float = 14.8  # software overhead per end, SmartFuse Table 2
+    bw_gbps: float = 95.9  # link bandwidth, SmartFuse Table 2
+    pcie_us: float = 0.9  # PCIe latency, SmartFuse Table 2
+    fpga_to_fpga_us: float = 0.44  # FPGA-to-FPGA link latency, SmartFuse Table 2
+    port_to_port_us: float = 0.052  # switch port-to-port latency (52 ns), SmartFuse Table 2
+    alpha_us: float = 0.0  # per-node computation cost; assumption (fitted per collective in the paper)
+    beta: float = 1.0  # bandwidth efficiency; assumption
+    gamma: float = 1.0  # computation slowdown on the data; assumption (1 = computation hidden)
+    radix: int = 64  # switch ports used for the tree depth d(N); assumption
+
+    def __post_init__(self) -> None:
+        for name in ("o_us", "pcie_us", "fpga_to_fpga_us", "port_to_port_us", "alpha_us"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.bw_gbps <= 0 or self.beta <= 0:
+            raise ValueError(f"bw_gbps and beta must be > 0, got {self.bw_gbps} and {self.beta}")
+        if self.gamma < 1:
+            raise ValueError(f"gamma must be >= 1, got {self.gamma}")
+        if self.radix < 2:
+            raise ValueError(f"radix must be >= 2, got {self.radix}")
+
+
+def _check_n(n: int) -> None:
+    if n < 1:
+        raise ValueError(f"number of nodes N must be >= 1, got {n}")
+
+
+def tree_depth(n: int, p: LogcNParams = LogcNParams()) -> int:
+    """Switch levels between N nodes: ``ceil(log_radix N)``, at least 1 (assumption)."""
+    _check_n(n)
+    d, reach = 1, p.radix
+    while reach < n:  # integer loop: no float log rounding at exact powers
+        d, reach = d + 1, reach * p.radix
+    return d
+
+
+def latency_us(n: int, p: LogcNParams = LogcNParams()) -> float:
+    """L(N) = 2*PCIe + 2*d*FPGA-to-FPGA + (2*d - 1)*port-to-port (our composition, see module doc)."""
+    d = tree_depth(n, p)
+    return 2 * p.pcie_us + 2 * d * p.fpga_to_fpga_us + (2 * d - 1) * p.port_to_port_us
+
+
+def bandwidth_bytes_per_us(p: LogcNParams = LogcNParams()) -> float:
+    """G = beta * BW, converted from Gb/s to bytes per microsecond."""
+    return p.beta * p.bw_gbps * 1e9 / 8 / 1e6
+
+
+def compute_us(m: float, n: int, p: LogcNParams = LogcNParams()) -> float:
+    """c(N, G) = N*alpha + (gamma - 1)*m/G."""
+    _check_n(n)
+    return n * p.alpha_us + (p.gamma - 1) * m / bandwidth_bytes_per_us(p)
+
+
+def time_us(m: float, n: int, p: LogcNParams = LogcNParams()) -> float:
+    """T = 2*o + L(N) + m/G + c(N, G) for a fused collective of m bytes over N nodes."""
+    if m < 0:
+        raise ValueError(f"message size m must be >= 0, got {m}")
+    return 2 * p.o_us + latency_us(n, p) + m / bandwidth_bytes_per_us(p) + compute_us(m, n, p)
+
+
+__all__ = ["LogcNParams", "bandwidth_bytes_per_us", "compute_us", "latency_us", "time_us", "tree_depth"]
