@@ -1,8 +1,15 @@
-"""Local compute kernels with one dispatch point.
+"""Local compute kernels with one dispatch point: SpMM, SDDMM, gather and scatter-add.
 
-``spmm(crow, col, val, B)`` computes the CSR product ``A x B`` for the local aggregation. It is
-differentiable in ``B`` (and in ``val`` through the torch reference). ``backend="auto"`` picks the
-C++ kernel on CPU; ``backend="torch"`` is the ``torch.sparse`` reference.
+``spmm`` is the local aggregation ``C = A x B`` that every strategy ends with; ``sddmm`` computes
+``<X[r], Y[c]>`` on the nonzeros ``(r, c)`` of a pattern (attention scores, the gradient of the SpMM
+values); ``gather``/``scatter_add`` pack halo rows and return their gradients. All are differentiable.
+
+Backends:
+
+- ``"auto"``: Triton on CUDA tensors (torch if triton is not installed), the C++ kernel on CPU;
+- ``"cpp"``: the C++ kernels of ``netsparse_torch._C`` (CPU, float32/float64, ``at::parallel_for``);
+- ``"triton"``: :mod:`netsparse_torch.kernels.triton_kernels` (CUDA, or CPU under ``TRITON_INTERPRET=1``);
+- ``"torch"``: the reference, plain torch ops (``torch.sparse.mm``, ``index_select``, ``index_add``).
 """
 
 from __future__ import annotations
@@ -10,15 +17,69 @@ from __future__ import annotations
 import torch
 
 from netsparse_torch import _C
+from netsparse_torch.kernels import _autograd, _ops
 
-BACKENDS = ("auto", "cpp", "torch")
+BACKENDS = ("auto", "cpp", "triton", "torch")
+
+__all__ = ["BACKENDS", "CSR", "cpu_isa", "gather", "resolve_backend", "scatter_add", "sddmm", "spmm"]
+
+
+def cpu_isa() -> str:
+    """The SIMD level of the C++ SpMM on this CPU: ``avx512``, ``avx2`` or ``generic``.
+
+    Chosen at run time (the build has no ``-march=native``); the environment variable
+    ``NETSPARSE_CPU_ISA`` caps it.
+    """
+    return _C.cpu_isa()
+
+
+def resolve_backend(backend: str, device: torch.device) -> str:
+    """The concrete backend (``cpp``, ``triton`` or ``torch``) that ``backend`` means on ``device``."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown kernel backend {backend!r}; choose one of {BACKENDS}")
+    if backend == "auto":
+        if device.type == "cpu":
+            return "cpp"
+        return "triton" if device.type == "cuda" and _ops.triton_installed() else "torch"
+    if backend == "cpp" and device.type != "cpu":
+        raise ValueError(f"backend='cpp' runs on CPU tensors, got a {device.type} tensor")
+    if backend == "triton":
+        _ops.triton_module(device)
+    return backend
+
+
+def _check_csr_structure(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, n_cols: int) -> None:
+    if crow.dim() != 1 or crow.numel() < 1 or col.dim() != 1 or val.dim() != 1:
+        raise ValueError("CSR: crow, col and val must be 1-D and crow must have rows+1 entries")
+    if crow.dtype not in (torch.int32, torch.int64) or col.dtype not in (torch.int32, torch.int64):
+        raise ValueError(f"CSR: crow and col must be integer tensors, got {crow.dtype} and {col.dtype}")
+    if col.numel() != val.numel():
+        raise ValueError(f"CSR: col has {col.numel()} entries but val has {val.numel()}")
+    if not val.is_floating_point():
+        raise ValueError(f"CSR: val must be floating point, got {val.dtype}")
+    if n_cols < 0:
+        raise ValueError(f"CSR: n_cols must be >= 0, got {n_cols}")
+    if int(crow[0]) != 0 or int(crow[-1]) != col.numel() or bool((crow[1:] < crow[:-1]).any()):
+        raise ValueError(f"CSR: crow must rise from 0 to nnz={col.numel()}")
+
+
+def _check_columns(col: torch.Tensor, n_cols: int) -> None:
+    if col.numel() and (int(col.min()) < 0 or int(col.max()) >= n_cols):
+        raise ValueError(f"CSR: a column index is outside [0, {n_cols})")
 
 
 class CSR:
-    """A CSR matrix with its transpose computed once, for the backward product ``A^T x G``."""
+    """A CSR matrix ``(n_rows, n_cols)`` with its transpose computed once, for the backward ``A^T x G``.
 
-    def __init__(self, crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, n_cols: int):
-        self.crow, self.col, self.val = crow.contiguous(), col.contiguous(), val.contiguous()
+    The constructor checks the structure and the column range once, so the products can trust it.
+    """
+
+    def __init__(self, crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, n_cols: int,
+                 *, check_columns: bool = True):
+        _check_csr_structure(crow, col, val, int(n_cols))
+        if check_columns:
+            _check_columns(col, int(n_cols))
+        self.crow, self.col, self.val = crow.long().contiguous(), col.long().contiguous(), val.contiguous()
         self.n_rows, self.n_cols = crow.numel() - 1, int(n_cols)
         self._t: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
 
@@ -26,33 +87,117 @@ class CSR:
     def nnz(self) -> int:
         return self.col.numel()
 
+    @property
+    def device(self) -> torch.device:
+        return self.col.device
+
     def transpose_parts(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(crow, col, val)`` of ``A^T``, computed on first use and cached (values as of then)."""
         if self._t is None:
-            self._t = _C.csr_transpose(self.crow, self.col, self.val, self.n_cols)
+            if self.device.type == "cpu":
+                self._t = _C.csr_transpose(self.crow, self.col, self.val.detach(), self.n_cols)
+            else:
+                self._t = _transpose_torch(self.crow, self.col, self.val.detach(), self.n_cols)
         return self._t
 
     def to_torch(self) -> torch.Tensor:
+        """The same matrix as a ``torch.sparse_csr_tensor`` (differentiable in ``val``)."""
         return torch.sparse_csr_tensor(self.crow, self.col, self.val, (self.n_rows, self.n_cols))
 
 
-class _CppSpMM(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, a: CSR, B: torch.Tensor) -> torch.Tensor:
-        ctx.a = a
-        return _C.spmm(a.crow, a.col, a.val.to(B.dtype), B)
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        crow_t, col_t, val_t = ctx.a.transpose_parts()
-        return None, _C.spmm(crow_t, col_t, val_t.to(grad.dtype), grad.contiguous())
+def _transpose_torch(crow, col, val, n_cols):
+    """CSR of ``A^T`` with device-agnostic torch ops (a stable sort keeps each row's columns sorted)."""
+    rows = torch.repeat_interleave(torch.arange(crow.numel() - 1, device=crow.device), crow.diff())
+    perm = torch.argsort(col, stable=True)
+    t_crow = torch.zeros(n_cols + 1, dtype=torch.long, device=crow.device)
+    t_crow[1:] = torch.bincount(col, minlength=n_cols).cumsum(0)
+    return t_crow, rows[perm], val[perm]
 
 
-def spmm(a: CSR, B: torch.Tensor, *, backend: str = "auto") -> torch.Tensor:
-    """``A x B`` for a :class:`CSR` ``a`` of shape ``(n_rows, n_cols)`` and dense ``B`` ``(n_cols, K)``."""
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown spmm backend {backend!r}; choose one of {BACKENDS}")
-    if B.dim() != 2 or B.size(0) != a.n_cols:
+def _check_dense(op: str, name: str, t: torch.Tensor) -> None:
+    if t.dim() != 2:
+        raise ValueError(f"{op}: {name} must be 2-D, got shape {tuple(t.shape)}")
+    if t.dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"{op}: {name} must be float32 or float64, got {t.dtype}")
+
+
+def spmm(*args: torch.Tensor | CSR, backend: str = "auto") -> torch.Tensor:
+    """``A x B``: either ``spmm(crow, col, val, B)`` or ``spmm(a, B)`` with a :class:`CSR` ``a``.
+
+    ``A`` is ``(n_rows, B.size(0))`` (or ``(a.n_rows, a.n_cols)``), ``B`` is dense ``(n_cols, K)``.
+    Differentiable in ``B`` and ``val``; ``val`` is cast to ``B.dtype``.
+    """
+    if len(args) == 2 and isinstance(args[0], CSR):
+        a, B = args
+    elif len(args) == 4:
+        crow, col, val, B = args
+        _check_dense("spmm", "B", B)
+        backend_now = resolve_backend(backend, B.device)
+        # The C++ kernel checks each column index as it reads it, so it skips the O(nnz) pre-check.
+        a = CSR(crow, col, val, B.size(0), check_columns=backend_now != "cpp")
+    else:
+        raise ValueError("spmm takes (crow, col, val, B) or (csr, B)")
+    _check_dense("spmm", "B", B)
+    if B.size(0) != a.n_cols:
         raise ValueError(f"spmm: B must be ({a.n_cols}, K), got {tuple(B.shape)}")
-    if backend == "torch" or B.is_cuda:
-        return torch.sparse.mm(a.to_torch().to(B.device, B.dtype), B)
-    return _CppSpMM.apply(a, B)
+    if B.device != a.device:
+        raise ValueError(f"spmm: A is on {a.device} but B is on {B.device}")
+    backend = resolve_backend(backend, B.device)
+    val = a.val if a.val.dtype == B.dtype else a.val.to(B.dtype)
+    if backend == "torch":
+        return torch.sparse.mm(torch.sparse_csr_tensor(a.crow, a.col, val, (a.n_rows, a.n_cols)), B)
+    return _autograd.SpMM.apply(a, val, B, backend)
+
+
+def sddmm(crow: torch.Tensor, col: torch.Tensor, X: torch.Tensor, Y: torch.Tensor,
+          val: torch.Tensor | None = None, *, backend: str = "auto") -> torch.Tensor:
+    """``out[p] = val[p] * <X[r], Y[col[p]]>`` for every nonzero ``p`` of CSR row ``r``.
+
+    ``X`` is ``(n_rows, K)``, ``Y`` is ``(n_cols, K)``; without ``val`` the pattern weights are 1.
+    Differentiable in ``X``, ``Y`` and ``val``.
+    """
+    _check_dense("sddmm", "X", X)
+    _check_dense("sddmm", "Y", Y)
+    if X.dtype != Y.dtype or X.size(1) != Y.size(1):
+        raise ValueError(f"sddmm: X {tuple(X.shape)} {X.dtype} and Y {tuple(Y.shape)} {Y.dtype} must share "
+                         "dtype and width")
+    a = CSR(crow, col, val if val is not None else torch.empty(col.numel(), device=col.device), Y.size(0))
+    if X.size(0) != a.n_rows:
+        raise ValueError(f"sddmm: X must have one row per CSR row ({a.n_rows}), got {X.size(0)}")
+    backend = resolve_backend(backend, X.device)
+    val = None if val is None else a.val.to(X.dtype)
+    if backend == "torch":
+        rows = torch.repeat_interleave(torch.arange(a.n_rows, device=X.device), a.crow.diff())
+        out = (X.index_select(0, rows) * Y.index_select(0, a.col)).sum(1)
+        return out if val is None else out * val
+    return _autograd.SDDMM.apply(a.crow, a.col, X, Y, val, backend)
+
+
+def _check_index(op: str, idx: torch.Tensor, bound: int) -> torch.Tensor:
+    if idx.dim() != 1 or idx.dtype not in (torch.int32, torch.int64):
+        raise ValueError(f"{op}: idx must be a 1-D integer tensor, got {idx.dtype} {tuple(idx.shape)}")
+    if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= bound):
+        raise ValueError(f"{op}: an index is outside [0, {bound})")
+    return idx.long().contiguous()
+
+
+def gather(B: torch.Tensor, idx: torch.Tensor, *, backend: str = "auto") -> torch.Tensor:
+    """``halo[i] = B[idx[i]]``: pack the rows ``idx`` of ``B`` (differentiable in ``B``)."""
+    _check_dense("gather", "B", B)
+    idx = _check_index("gather", idx, B.size(0))
+    backend = resolve_backend(backend, B.device)
+    if backend == "torch":
+        return B.index_select(0, idx)
+    return _autograd.Gather.apply(B, idx, backend)
+
+
+def scatter_add(src: torch.Tensor, idx: torch.Tensor, n_out: int, *, backend: str = "auto") -> torch.Tensor:
+    """``out = zeros(n_out, K); out[idx[i]] += src[i]``: return halo rows (or their gradients) to owners."""
+    _check_dense("scatter_add", "src", src)
+    if idx.dim() == 1 and idx.numel() != src.size(0):
+        raise ValueError(f"scatter_add: idx has {idx.numel()} entries but src has {src.size(0)} rows")
+    idx = _check_index("scatter_add", idx, n_out)
+    backend = resolve_backend(backend, src.device)
+    if backend == "torch":
+        return torch.zeros(n_out, src.size(1), dtype=src.dtype, device=src.device).index_add(0, idx, src)
+    return _autograd.ScatterAdd.apply(src, idx, n_out, backend)

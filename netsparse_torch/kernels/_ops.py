@@ -1,0 +1,71 @@
+"""Per-backend forward products without autograd: the C++ kernels (``cpp``) and Triton (``triton``).
+
+:mod:`netsparse_torch.kernels` validates the inputs and wraps these in autograd functions; the
+``torch`` reference backend does not come through here (plain differentiable torch ops).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import torch
+
+from netsparse_torch import _C
+
+
+def triton_installed() -> bool:
+    """Whether the ``triton`` package can be imported (it is optional)."""
+    return importlib.util.find_spec("triton") is not None
+
+
+def triton_module(device: torch.device):
+    """The Triton kernels module, or a ValueError saying why it cannot run on ``device``."""
+    if not triton_installed():
+        raise ValueError("backend='triton' needs the triton package: pip install triton")
+    if device.type != "cuda" and os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
+        raise ValueError("backend='triton' on CPU tensors runs only in the Triton interpreter: set "
+                         "TRITON_INTERPRET=1 before netsparse_torch.kernels.triton_kernels is imported")
+    from netsparse_torch.kernels import triton_kernels
+
+    if device.type != "cuda" and not triton_kernels.INTERPRETED:
+        raise ValueError("netsparse_torch.kernels.triton_kernels was imported before TRITON_INTERPRET=1 was "
+                         "set, so its kernels cannot run on CPU tensors in this process")
+    return triton_kernels
+
+
+def spmm(backend: str, crow, col, val, B: torch.Tensor) -> torch.Tensor:
+    """``A x B``."""
+    if backend == "cpp":
+        return _C.spmm(crow, col, val, B)
+    return triton_module(B.device).spmm(crow, col, val, B)
+
+
+def spmm_t(backend: str, crow, col, val, G: torch.Tensor, n_cols: int, transposed=None) -> torch.Tensor:
+    """``A^T x G``. The C++ path runs the forward kernel on the CSR of ``A^T`` (``transposed`` if given,
+    else built here); Triton scatters with atomic adds instead of transposing."""
+    if backend == "cpp":
+        t_crow, t_col, t_val = transposed if transposed is not None else _C.csr_transpose(crow, col, val, n_cols)
+        return _C.spmm(t_crow, t_col, t_val.to(G.dtype), G)
+    return triton_module(G.device).spmm_t(crow, col, val, G, n_cols)
+
+
+def sddmm(backend: str, crow, col, X: torch.Tensor, Y: torch.Tensor, val) -> torch.Tensor:
+    """``out[p] = val[p] * <X[row p], Y[col p]>`` (``val`` may be None)."""
+    if backend == "cpp":
+        return _C.sddmm(crow, col, X, Y, val)
+    return triton_module(X.device).sddmm(crow, col, X, Y, val)
+
+
+def gather(backend: str, B: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """``out[i] = B[idx[i]]``."""
+    if backend == "cpp":
+        return _C.gather_rows(B, idx)
+    return triton_module(B.device).gather(B, idx)
+
+
+def scatter_add(backend: str, src: torch.Tensor, idx: torch.Tensor, n_out: int) -> torch.Tensor:
+    """``out[idx[i]] += src[i]`` into ``n_out`` zero rows."""
+    if backend == "cpp":
+        return _C.scatter_add_rows(src, idx, n_out)
+    return triton_module(src.device).scatter_add(src, idx, n_out)

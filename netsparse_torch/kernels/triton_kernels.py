@@ -1,0 +1,208 @@
+"""Triton kernels for the local sparse products: CSR SpMM and its transpose, SDDMM, gather, scatter-add.
+
+They run on CUDA tensors, autotuned over block sizes. On CPU tensors they run only under the Triton
+interpreter, and ``TRITON_INTERPRET=1`` must be set before this module is imported (the ``@triton.jit``
+decorator reads it); the tests do that on small inputs. Use them through
+:mod:`netsparse_torch.kernels` (``backend="triton"``), which owns validation and autograd.
+
+Layout: a program owns ``BLOCK_ROWS`` consecutive CSR rows and one ``BLOCK_K`` tile of the feature
+columns, and walks each row's nonzeros ``BLOCK_NNZ`` at a time. Dense operands are passed with both
+strides, so a non-contiguous ``B`` is read in place.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _configs(space: list[dict], warps: tuple[int, ...] = (4,)) -> list[triton.Config]:
+    """Autotune space on CUDA; one small config under the interpreter, where each config costs seconds."""
+    if INTERPRETED:
+        return [triton.Config(space[0], num_warps=1)]
+    return [triton.Config(kw, num_warps=w) for kw in space for w in warps]
+
+
+# Block sizes are our own assumption (no paper gives them): K tiles of 32-128 columns cover the GNN
+# feature widths 16-256, and 16-32 nonzeros per step fill a warp's loads on power-law rows.
+_SPMM_SPACE = [
+    {"BLOCK_ROWS": 1, "BLOCK_K": 16, "BLOCK_NNZ": 4},
+    {"BLOCK_ROWS": 1, "BLOCK_K": 32, "BLOCK_NNZ": 16},
+    {"BLOCK_ROWS": 1, "BLOCK_K": 64, "BLOCK_NNZ": 16},
+    {"BLOCK_ROWS": 2, "BLOCK_K": 64, "BLOCK_NNZ": 32},
+    {"BLOCK_ROWS": 4, "BLOCK_K": 128, "BLOCK_NNZ": 16},
+]
+_DENSE_SPACE = [
+    {"BLOCK_R": 4, "BLOCK_K": 16},
+    {"BLOCK_R": 16, "BLOCK_K": 64},
+    {"BLOCK_R": 32, "BLOCK_K": 128},
+]
+
+
+@triton.autotune(configs=_configs(_SPMM_SPACE, (2, 4)), key=["K"])
+@triton.jit
+def _spmm_kernel(crow_ptr, col_ptr, val_ptr, b_ptr, out_ptr, n_rows, K, stride_bn, stride_bk, stride_on,
+                 BLOCK_ROWS: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_NNZ: tl.constexpr):
+    """out[r, k-tile] = sum_p val[p] * B[col[p], k-tile] for the program's rows."""
+    ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    k_mask = ks < K
+    for i in range(BLOCK_ROWS):
+        r = tl.program_id(0) * BLOCK_ROWS + i
+        if r < n_rows:
+            start = tl.load(crow_ptr + r)
+            end = tl.load(crow_ptr + r + 1)
+            acc = tl.zeros((BLOCK_K,), dtype=out_ptr.dtype.element_ty)
+            for p0 in range(start, end, BLOCK_NNZ):
+                ps = p0 + tl.arange(0, BLOCK_NNZ)
+                p_mask = ps < end
+                cols = tl.load(col_ptr + ps, mask=p_mask, other=0)
+                vals = tl.load(val_ptr + ps, mask=p_mask, other=0.0)
+                b = tl.load(b_ptr + cols[:, None] * stride_bn + ks[None, :] * stride_bk,
+                            mask=p_mask[:, None] & k_mask[None, :], other=0.0)
+                acc += tl.sum(vals[:, None] * b, axis=0)
+            tl.store(out_ptr + r * stride_on + ks, acc.to(out_ptr.dtype.element_ty), mask=k_mask)
+
+
+@triton.autotune(configs=_configs(_SPMM_SPACE, (2, 4)), key=["K"], reset_to_zero=["out_ptr"])
+@triton.jit
+def _spmm_t_kernel(crow_ptr, col_ptr, val_ptr, g_ptr, out_ptr, n_rows, K, stride_gn, stride_gk, stride_on,
+                   BLOCK_ROWS: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_NNZ: tl.constexpr):
+    """out[col[p], k-tile] += val[p] * G[r, k-tile]: the backward product A^T x G without a transpose."""
+    ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    k_mask = ks < K
+    for i in range(BLOCK_ROWS):
+        r = tl.program_id(0) * BLOCK_ROWS + i
+        if r < n_rows:
+            start = tl.load(crow_ptr + r)
+            end = tl.load(crow_ptr + r + 1)
+            g = tl.load(g_ptr + r * stride_gn + ks * stride_gk, mask=k_mask, other=0.0)
+            for p0 in range(start, end, BLOCK_NNZ):
+                ps = p0 + tl.arange(0, BLOCK_NNZ)
+                p_mask = ps < end
+                cols = tl.load(col_ptr + ps, mask=p_mask, other=0)
+                vals = tl.load(val_ptr + ps, mask=p_mask, other=0.0)
+                tl.atomic_add(out_ptr + cols[:, None] * stride_on + ks[None, :], vals[:, None] * g[None, :],
+                              mask=p_mask[:, None] & k_mask[None, :])
+
+
+@triton.autotune(configs=_configs(_SPMM_SPACE, (2, 4)), key=["K"])
+@triton.jit
+def _sddmm_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, out_ptr, n_rows, K, stride_xn, stride_xk,
+                  stride_yn, stride_yk, HAS_VAL: tl.constexpr,
+                  BLOCK_ROWS: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_NNZ: tl.constexpr):
+    """out[p] = val[p] * <X[r, :], Y[col[p], :]> for every nonzero p of the program's rows."""
+    for i in range(BLOCK_ROWS):
+        r = tl.program_id(0) * BLOCK_ROWS + i
+        if r < n_rows:
+            start = tl.load(crow_ptr + r)
+            end = tl.load(crow_ptr + r + 1)
+            for p0 in range(start, end, BLOCK_NNZ):
+                ps = p0 + tl.arange(0, BLOCK_NNZ)
+                p_mask = ps < end
+                cols = tl.load(col_ptr + ps, mask=p_mask, other=0)
+                acc = tl.zeros((BLOCK_NNZ,), dtype=out_ptr.dtype.element_ty)
+                for k0 in range(0, K, BLOCK_K):
+                    ks = k0 + tl.arange(0, BLOCK_K)
+                    k_mask = ks < K
+                    x = tl.load(x_ptr + r * stride_xn + ks * stride_xk, mask=k_mask, other=0.0)
+                    y = tl.load(y_ptr + cols[:, None] * stride_yn + ks[None, :] * stride_yk,
+                                mask=p_mask[:, None] & k_mask[None, :], other=0.0)
+                    acc += tl.sum(x[None, :] * y, axis=1)
+                if HAS_VAL:
+                    acc = acc * tl.load(val_ptr + ps, mask=p_mask, other=0.0)
+                tl.store(out_ptr + ps, acc.to(out_ptr.dtype.element_ty), mask=p_mask)
+
+
+@triton.autotune(configs=_configs(_DENSE_SPACE), key=["K"])
+@triton.jit
+def _gather_kernel(idx_ptr, b_ptr, out_ptr, n, K, stride_bn, stride_bk, stride_on,
+                   BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):
+    """out[i, :] = B[idx[i], :], the packing of halo rows."""
+    rs = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    r_mask = rs < n
+    mask = r_mask[:, None] & (ks < K)[None, :]
+    rows = tl.load(idx_ptr + rs, mask=r_mask, other=0)
+    x = tl.load(b_ptr + rows[:, None] * stride_bn + ks[None, :] * stride_bk, mask=mask, other=0.0)
+    tl.store(out_ptr + rs[:, None] * stride_on + ks[None, :], x, mask=mask)
+
+
+@triton.autotune(configs=_configs(_DENSE_SPACE), key=["K"], reset_to_zero=["out_ptr"])
+@triton.jit
+def _scatter_add_kernel(idx_ptr, src_ptr, out_ptr, n, K, stride_sn, stride_sk, stride_on,
+                        BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):
+    """out[idx[i], :] += src[i, :], the reverse of gather (halo gradients back to their owners)."""
+    rs = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    r_mask = rs < n
+    mask = r_mask[:, None] & (ks < K)[None, :]
+    rows = tl.load(idx_ptr + rs, mask=r_mask, other=0)
+    x = tl.load(src_ptr + rs[:, None] * stride_sn + ks[None, :] * stride_sk, mask=mask, other=0.0)
+    tl.atomic_add(out_ptr + rows[:, None] * stride_on + ks[None, :], x, mask=mask)
+
+
+def _row_grid(n_rows: int, K: int):
+    return lambda meta: (triton.cdiv(max(n_rows, 1), meta["BLOCK_ROWS"]), triton.cdiv(max(K, 1), meta["BLOCK_K"]))
+
+
+def spmm(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    """``A x B`` for CSR ``(crow, col, val)``; inputs already validated, ``val.dtype == B.dtype``."""
+    n_rows, K = crow.numel() - 1, B.size(1)
+    out = torch.empty((n_rows, K), dtype=B.dtype, device=B.device)
+    if n_rows and K:
+        _spmm_kernel[_row_grid(n_rows, K)](crow, col, val, B, out, n_rows, K, B.stride(0), B.stride(1),
+                                           out.stride(0))
+    return out
+
+
+def spmm_t(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, G: torch.Tensor, n_cols: int) -> torch.Tensor:
+    """``A^T x G`` with atomic adds into the ``n_cols`` output rows (float-order nondeterministic on GPU)."""
+    n_rows, K = crow.numel() - 1, G.size(1)
+    out = torch.zeros((n_cols, K), dtype=G.dtype, device=G.device)
+    if n_rows and K and col.numel():
+        _spmm_t_kernel[_row_grid(n_rows, K)](crow, col, val, G, out, n_rows, K, G.stride(0), G.stride(1),
+                                             out.stride(0))
+    return out
+
+
+def sddmm(crow: torch.Tensor, col: torch.Tensor, X: torch.Tensor, Y: torch.Tensor,
+          val: torch.Tensor | None) -> torch.Tensor:
+    """``out[p] = val[p] * <X[row(p)], Y[col[p]]>`` over the nonzeros of the CSR pattern."""
+    n_rows, K = crow.numel() - 1, X.size(1)
+    out = torch.empty(col.numel(), dtype=X.dtype, device=X.device)
+    if col.numel() == 0:
+        return out
+    if K == 0:
+        return out.zero_()
+    _sddmm_kernel[lambda meta: (triton.cdiv(n_rows, meta["BLOCK_ROWS"]),)](
+        crow, col, val if val is not None else out, X, Y, out, n_rows, K, X.stride(0), X.stride(1),
+        Y.stride(0), Y.stride(1), HAS_VAL=val is not None)
+    return out
+
+
+def _dense_grid(n: int, K: int):
+    return lambda meta: (triton.cdiv(n, meta["BLOCK_R"]), triton.cdiv(K, meta["BLOCK_K"]))
+
+
+def gather(B: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """``out[i] = B[idx[i]]``."""
+    n, K = idx.numel(), B.size(1)
+    out = torch.empty((n, K), dtype=B.dtype, device=B.device)
+    if n and K:
+        _gather_kernel[_dense_grid(n, K)](idx, B, out, n, K, B.stride(0), B.stride(1), out.stride(0))
+    return out
+
+
+def scatter_add(src: torch.Tensor, idx: torch.Tensor, n_out: int) -> torch.Tensor:
+    """``out = zeros(n_out, K); out[idx[i]] += src[i]``."""
+    n, K = idx.numel(), src.size(1)
+    out = torch.zeros((n_out, K), dtype=src.dtype, device=src.device)
+    if n and K:
+        _scatter_add_kernel[_dense_grid(n, K)](idx, src, out, n, K, src.stride(0), src.stride(1),
+                                               out.stride(0))
+    return out
