@@ -1,0 +1,190 @@
+"""The C++ kernels (every ISA build this CPU runs) and the dispatch against torch.sparse.mm and dense math."""
+
+import pytest
+import torch
+
+from netsparse_torch import _C
+from netsparse_torch import kernels as K
+
+pytestmark = [pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta"),
+              pytest.mark.filterwarnings("ignore:Sparse invariant checks")]
+
+ISAS = [isa for isa in ("generic", "avx2", "avx512") if ("generic", "avx2", "avx512").index(isa)
+        <= ("generic", "avx2", "avx512").index(_C.cpu_isa())]
+TOL = {"atol": 1e-5, "rtol": 1e-5}
+
+
+def random_csr(n_rows: int, n_cols: int, density: float = 0.3, dtype=torch.float32, seed: int = 0,
+               hub: bool = True):
+    """Random CSR with an empty row every 4th row and (``hub``) one dense row of 40+ nonzeros,
+    longer than the kernels' unrolling and prefetch distance. Returns (crow, col, val, dense)."""
+    gen = torch.Generator().manual_seed(seed)
+    dense = torch.rand(n_rows, n_cols, generator=gen) < density
+    dense[::4] = False
+    if hub and n_rows > 1:
+        dense[1] = torch.rand(n_cols, generator=gen) < 0.9
+    dense = dense.to(dtype) * (torch.rand(n_rows, n_cols, generator=gen, dtype=dtype) * 2 - 1)
+    s = dense.to_sparse_csr()
+    return s.crow_indices().contiguous(), s.col_indices().contiguous(), s.values().contiguous(), dense
+
+
+# (rows, cols, K): K = 1, K below one vector, K not a multiple of any tile, K = one full tile + rest.
+SHAPES = [(1, 9, 5), (13, 50, 1), (13, 50, 3), (29, 61, 37), (17, 64, 133), (0, 5, 4), (6, 0, 3)]
+
+
+def references(crow, col, val, dense, B):
+    ref = dense @ B
+    if dense.numel():
+        sparse = torch.sparse.mm(torch.sparse_csr_tensor(crow, col, val, dense.shape), B)
+        torch.testing.assert_close(sparse, ref, **TOL)
+    return ref
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("rows,cols,k", SHAPES)
+def test_cpp_spmm_matches_dense_and_torch_sparse(isa, dtype, rows, cols, k):
+    crow, col, val, dense = random_csr(rows, cols, dtype=dtype, seed=rows * 100 + k)
+    B = torch.randn(cols, k, dtype=dtype)
+    out = _C.spmm(crow, col, val, B, isa)
+    assert out.shape == (rows, k) and out.dtype == dtype
+    torch.testing.assert_close(out, references(crow, col, val, dense, B), **TOL)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_cpp_spmm_reads_non_contiguous_b(isa):
+    crow, col, val, dense = random_csr(23, 40, seed=3)
+    wide = torch.randn(40, 150)
+    for B in (wide[:, 7:77], wide[:, ::3], torch.randn(70, 40).t()):  # row-strided, column-strided, transposed
+        assert not B.is_contiguous()
+        torch.testing.assert_close(_C.spmm(crow, col, val, B, isa), dense @ B, **TOL)
+
+
+def test_empty_rows_are_zero_even_in_uninitialised_memory():
+    # The output is allocated without a zero fill: an empty row must still come out exactly 0.
+    crow, col, val, dense = random_csr(40, 30, seed=5)
+    for _ in range(3):
+        out = _C.spmm(crow, col, val, torch.randn(30, 70))
+        assert torch.all(out[::4] == 0)
+
+
+def test_cpp_spmm_thread_count_does_not_change_bits():
+    crow, col, val, _ = random_csr(300, 200, density=0.05, seed=7)
+    B = torch.randn(200, 48)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = _C.spmm(crow, col, val, B)
+        torch.set_num_threads(2)
+        two = _C.spmm(crow, col, val, B)
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(one, two)
+
+
+def test_isa_cap_from_environment(monkeypatch):
+    monkeypatch.setenv("NETSPARSE_CPU_ISA", "generic")
+    assert K.cpu_isa() == "generic"
+    monkeypatch.setenv("NETSPARSE_CPU_ISA", "bogus")
+    with pytest.raises(ValueError, match="unknown isa"):
+        K.cpu_isa()
+
+
+@pytest.mark.parametrize("backend", ["cpp", "torch", "auto"])
+@pytest.mark.parametrize("rows,cols,k", [(1, 9, 5), (13, 50, 1), (29, 61, 37)])
+def test_dispatch_spmm_both_forms(backend, rows, cols, k):
+    crow, col, val, dense = random_csr(rows, cols, seed=k)
+    B = torch.randn(cols, k)
+    ref = references(crow, col, val, dense, B)
+    torch.testing.assert_close(K.spmm(crow, col, val, B, backend=backend), ref, **TOL)
+    torch.testing.assert_close(K.spmm(K.CSR(crow, col, val, cols), B, backend=backend), ref, **TOL)
+
+
+@pytest.mark.parametrize("backend", ["cpp", "torch"])
+def test_gradcheck_spmm(backend):
+    crow, col, val, _ = random_csr(6, 5, density=0.5, dtype=torch.float64, seed=1)
+    val = val.clone().requires_grad_()
+    B = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda v, b: K.spmm(crow, col, v, b, backend=backend), (val, B))
+    a = K.CSR(crow, col, val.detach(), 5)  # the layers' form: constant values, cached transpose
+    assert torch.autograd.gradcheck(lambda b: K.spmm(a, b, backend=backend), (B,))
+
+
+def test_cached_transpose_backward_is_a_transpose_times_g():
+    crow, col, val, dense = random_csr(30, 20, seed=9)
+    a = K.CSR(crow, col, val, 20)
+    B = torch.randn(20, 8, requires_grad=True)
+    G = torch.randn(30, 8)
+    K.spmm(a, B, backend="cpp").backward(G)
+    torch.testing.assert_close(B.grad, dense.t() @ G, **TOL)
+    t_crow, t_col, t_val = a.transpose_parts()
+    torch.testing.assert_close(torch.sparse_csr_tensor(t_crow, t_col, t_val, (20, 30)).to_dense(), dense.t())
+
+
+def dense_sddmm(dense, X, Y):
+    return (X @ Y.t())[dense != 0] * dense[dense != 0]
+
+
+@pytest.mark.parametrize("backend", ["cpp", "torch"])
+@pytest.mark.parametrize("k", [1, 7, 40])
+def test_sddmm_matches_dense(backend, k):
+    crow, col, val, dense = random_csr(19, 23, seed=k)
+    X, Y = torch.randn(19, k), torch.randn(23, k)
+    torch.testing.assert_close(K.sddmm(crow, col, X, Y, val, backend=backend), dense_sddmm(dense, X, Y), **TOL)
+    ones = (dense != 0).to(X.dtype)
+    torch.testing.assert_close(K.sddmm(crow, col, X, Y[:, :], backend=backend), dense_sddmm(ones, X, Y), **TOL)
+    Xt = torch.randn(k, 19).t()  # non-contiguous X
+    torch.testing.assert_close(K.sddmm(crow, col, Xt, Y, val, backend=backend), dense_sddmm(dense, Xt, Y), **TOL)
+
+
+@pytest.mark.parametrize("backend", ["cpp", "torch"])
+def test_gradcheck_sddmm_gather_scatter(backend):
+    crow, col, val, _ = random_csr(5, 4, density=0.6, dtype=torch.float64, seed=2)
+    val = val.clone().requires_grad_()
+    X = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    Y = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, y, v: K.sddmm(crow, col, x, y, v, backend=backend), (X, Y, val))
+    idx = torch.tensor([3, 0, 3, 1, 3])
+    assert torch.autograd.gradcheck(lambda b: K.gather(b, idx, backend=backend), (Y,))
+    assert torch.autograd.gradcheck(lambda s: K.scatter_add(s, idx, 6, backend=backend), (X,))
+
+
+@pytest.mark.parametrize("backend", ["cpp", "torch"])
+def test_gather_scatter_add_match_index_ops(backend):
+    B = torch.randn(50, 33)
+    idx = torch.tensor([49, 0, 7, 7, 7, 12, 0])
+    torch.testing.assert_close(K.gather(B, idx, backend=backend), B[idx], rtol=0, atol=0)
+    torch.testing.assert_close(K.gather(B[:, 1:20], idx, backend=backend), B[idx, 1:20], rtol=0, atol=0)
+    src = torch.randn(7, 33)
+    expected = torch.zeros(60, 33)
+    for i, r in enumerate(idx.tolist()):
+        expected[r] += src[i]
+    torch.testing.assert_close(K.scatter_add(src, idx, 60, backend=backend), expected, **TOL)
+    assert K.gather(B, torch.tensor([], dtype=torch.long), backend=backend).shape == (0, 33)
+
+
+def test_bad_input_gets_one_clear_error():
+    crow, col, val, _ = random_csr(5, 6, density=0.6)
+    B = torch.randn(6, 4)
+    bad_col = col.clone()
+    bad_col[0] = 6
+    with pytest.raises(ValueError, match="column index is outside"):
+        _C.spmm(crow, bad_col, val, B)
+    with pytest.raises(ValueError, match="column index is outside"):
+        K.spmm(crow, bad_col, val, B, backend="torch")
+    with pytest.raises(ValueError, match="crow"):
+        _C.spmm(crow.flip(0), col, val, B)
+    with pytest.raises(ValueError, match=r"B must be \(6, K\)"):
+        K.spmm(K.CSR(crow, col, val, 6), torch.randn(5, 4))
+    with pytest.raises(ValueError, match="unknown kernel backend"):
+        K.spmm(crow, col, val, B, backend="cuda")
+    with pytest.raises(ValueError, match="unknown isa"):
+        _C.spmm(crow, col, val, B, "sse9")
+    with pytest.raises(ValueError, match="dtype"):
+        _C.spmm(crow, col, val.double(), B)
+    with pytest.raises(ValueError, match="outside"):
+        K.gather(B, torch.tensor([0, 6]), backend="cpp")
+    with pytest.raises(ValueError, match="outside"):
+        _C.scatter_add_rows(B, torch.tensor([0, 1, 2, 9, 1, 1]), 6)
+    with pytest.raises(ValueError, match="one row per CSR row"):
+        K.sddmm(crow, col, torch.randn(4, 4), B)
