@@ -1,0 +1,74 @@
+"""netsparse-reproduce: the tables the CLI prints match the paper numbers typed here from issue 7."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from netsparse_torch import reproduce as rp
+
+NETCRAFTER_TABLE1 = [  # occupied, needed, padding, flits (16 B flits)
+    16, 12, 4, 1,   # Read Req
+    80, 76, 4, 5,   # Write Req
+    16, 12, 4, 1,   # Page Table Req
+    80, 68, 12, 5,  # Read Rsp
+    16, 4, 12, 1,   # Write Rsp
+    16, 12, 4, 1,   # Page Table Rsp
+]
+BF3_TABLE2 = [16, 13, 7.5, 19, 16.3, 9.3, 20, 17, 9.5]  # k = 4.33, 3.28, 3.21 x c = 15, 30, 60 %
+
+
+def test_netcrafter_table1_exact():
+    rows = rp.reproduce("netcrafter_table1")
+    assert [r.paper for r in rows] == NETCRAFTER_TABLE1
+    assert [r.ours for r in rows] == NETCRAFTER_TABLE1
+    assert rows[0].key == "Read Req occupied" and rows[-1].key == "Page Table Rsp flits"
+
+
+def test_bf3_table2_within_one_point():
+    rows = rp.reproduce("bf3_table2")
+    assert [r.paper for r in rows] == BF3_TABLE2
+    for r, paper in zip(rows, BF3_TABLE2, strict=True):
+        assert abs(r.ours - paper) <= 1.0, r
+
+
+def test_every_listed_table_runs_within_its_tolerance():
+    for name in rp.names():
+        rows = rp.reproduce(name)
+        assert rows, name
+        assert max(abs(r.deviation) for r in rows) <= rp.TABLES[name].tolerance + 1e-9, name
+
+
+def test_json_output(capsys):
+    assert rp.main(["bf3_table2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["name"] == "bf3_table2"
+    assert [r["paper"] for r in out["rows"]] == BF3_TABLE2
+    assert set(out["rows"][0]) == {"key", "paper", "ours"}
+
+
+def test_list_and_table_text(capsys):
+    assert rp.main(["list"]) == 0
+    listed = capsys.readouterr().out
+    for name in ("netcrafter_table1", "bf3_table2"):
+        assert name in listed
+    assert rp.main(["netcrafter_table1"]) == 0
+    assert "within tolerance" in capsys.readouterr().out
+
+
+def test_unknown_name_exits_2(capsys):
+    assert rp.main(["no_such_table"]) == 2
+    assert "unknown table 'no_such_table'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="known tables"):
+        rp.reproduce("no_such_table")
+
+
+def test_module_cli():
+    p = subprocess.run([sys.executable, "-m", "netsparse_torch.reproduce", "bf3_table2", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["name"] == "bf3_table2"
+    p = subprocess.run([sys.executable, "-m", "netsparse_torch.reproduce", "bogus"], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 2 and "unknown table" in p.stderr
