@@ -185,3 +185,20 @@ def pool_sweep(windows: list[int], *, n: int = 20000, seed: int = 0, mean_gap: f
                      "stitched_fraction": r.stitched_fraction, "mean_latency": float(lat.mean()),
                      "class1_latency": float(lat[stream.cls == 1].mean())})
     return rows
+
+
+def _sweep_markdown(windows: list[int], n: int, seed: int) -> str:
+    lines = ["| W | selective | flits | vs no stitching | padding | stitched | mean latency | page-table latency |",
+             "|---|---|---|---|---|---|---|---|"]
+    for selective in (-1, 1):
+        for r in pool_sweep(windows, n=n, seed=seed, selective_class=selective):
+            lines.append(f"| {r['W']} | {'class 1' if selective == 1 else 'off'} | {r['flits']} | "
+                         f"-{100 * r['flit_saving']:.1f}% | {100 * r['padding_fraction']:.1f}% | "
+                         f"{100 * r['stitched_fraction']:.1f}% | {r['mean_latency']:.1f} | "
+                         f"{r['class1_latency']:.1f} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    # python -m hw_models.seeds.netcrafter: the W sweep of docs/seeds.md as a Markdown table.
+    print(_sweep_markdown([0, 4, 8, 16, 32, 64, 128], n=20000, seed=0))
