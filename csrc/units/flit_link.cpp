@@ -33,12 +33,15 @@ namespace {
 enum State : uint8_t { kWaiting, kQueued, kInService, kConsumed };
 
 // A partially filled flit that is still open for stitching candidates.
+// Members form an intrusive list through FlitLinkSim::next_member_: a packet belongs to at most one
+// open flit (its own tail flit, or the flit that took its body or tail), so no per-flit allocation.
 struct OpenFlit {
-  int64_t dest;
+  int64_t dest;  // dense destination id
   int64_t room;
   int64_t deadline;
-  bool sent = false;
-  std::vector<int64_t> members;
+  int64_t first_member;
+  int64_t n_members;
+  bool sent;
 };
 
 class FlitLinkSim {
@@ -49,7 +52,15 @@ class FlitLinkSim {
     state_.assign(n, kWaiting);
     stitched_.assign(n, 0);
     done_.assign(n, 0);
-    for (size_t i = 0; i < n; ++i) rem_[i] = sent_bytes(i);
+    next_member_.assign(n, -1);
+    dest_.resize(n);
+    std::unordered_map<int64_t, int64_t> dense;  // destinations -> 0..D-1, so per-destination state is a vector
+    for (size_t i = 0; i < n; ++i) {
+      rem_[i] = sent_bytes(i);
+      dest_[i] = dense.emplace(pk[i].dest, static_cast<int64_t>(dense.size())).first->second;
+    }
+    by_dest_.resize(dense.size());
+    open_by_dest_.resize(dense.size());
   }
 
   FlitLinkStats run() {
@@ -64,7 +75,7 @@ class FlitLinkSim {
       if (send_pooled(t)) { ++t; continue; }
       if (cur_ < 0) start_next();
       if (cur_ >= 0) {
-        if (step_current(t)) ++t;
+        t += step_current(t);
         continue;
       }
       // Idle: jump to the next arrival or pool deadline.
@@ -108,7 +119,7 @@ class FlitLinkSim {
       if (state_[i] == kConsumed) continue;
       const int64_t key = c_.sequencing ? pk_[i].cls : 0;
       queue_.emplace(key, i);
-      by_dest_[pk_[i].dest].push_back(i);
+      by_dest_[dest_[i]].push_back(i);
     }
   }
 
@@ -127,18 +138,22 @@ class FlitLinkSim {
       rem_[i] -= tail;
       ++st_.pieces;
     }
-    f.members.push_back(i);
+    add_member(f, i);
     stitched_[i] = 1;
     // Selective pooling: a latency-sensitive packet must not wait; a full flit has nothing to wait for.
     if (pk_[i].cls == c_.no_pool_class || f.room == 0) f.deadline = -1;
     return true;
   }
 
+  void add_member(OpenFlit& f, int64_t i) {
+    next_member_[i] = f.first_member;
+    f.first_member = i;
+    ++f.n_members;
+  }
+
   void join_open_flits(int64_t i) {
     if (!c_.stitching) return;
-    auto it = open_by_dest_.find(pk_[i].dest);
-    if (it == open_by_dest_.end()) return;
-    for (int64_t id : it->second) {
+    for (int64_t id : open_by_dest_[dest_[i]]) {
       if (join(i, open_[id])) {
         if (open_[id].deadline < 0) urgent_.push_back(id);
         return;
@@ -160,36 +175,40 @@ class FlitLinkSim {
     }
   }
 
-  // Sends one full flit of the current packet (returns true: a cycle was used), or forms its tail
-  // flit, stitches queued candidates into it and either sends it or pools it.
-  bool step_current(int64_t t) {
+  // Sends the current packet's full flits up to the next event (an arrival or a pool deadline, which
+  // may preempt it), or forms its tail flit, stitches queued candidates into it and either sends it
+  // or pools it. Returns the cycles used.
+  int64_t step_current(int64_t t) {
     const int64_t i = cur_;
     if (full_left_ > 0) {
-      --full_left_;
-      ++st_.flits;
-      done_[i] = std::max(done_[i], t + 1);
+      int64_t horizon = t + full_left_;
+      if (next_arrival_ < pk_.size()) horizon = std::min(horizon, std::max(t + 1, pk_[next_arrival_].arrival));
+      if (const int64_t d = earliest_deadline(); d >= 0) horizon = std::min(horizon, std::max(t + 1, d));
+      const int64_t burst = horizon - t;
+      full_left_ -= burst;
+      st_.flits += burst;
+      done_[i] = std::max(done_[i], horizon);
       if (full_left_ == 0 && rem_[i] % c_.flit_bytes == 0) cur_ = -1;
-      return true;
+      return burst;
     }
     cur_ = -1;
-    OpenFlit f{pk_[i].dest, c_.flit_bytes - rem_[i] % c_.flit_bytes, t + c_.pool_cycles, false, {i}};
+    OpenFlit f{dest_[i], c_.flit_bytes - rem_[i] % c_.flit_bytes, t + c_.pool_cycles, -1, 0, false};
+    add_member(f, i);
     if (c_.stitching) scan_queue(f);
     if (!pool_eligible(pk_[i].cls)) f.deadline = -1;
     const int64_t id = static_cast<int64_t>(open_.size());
-    open_.push_back(std::move(f));
-    if (open_[id].deadline < 0) {
+    open_.push_back(f);
+    if (f.deadline < 0) {
       emit(id, t);
-      return true;
+      return 1;
     }
-    open_by_dest_[open_[id].dest].push_back(id);
+    open_by_dest_[f.dest].push_back(id);
     pooled_.push_back(id);
-    return false;
+    return 0;
   }
 
   void scan_queue(OpenFlit& f) {
-    auto it = by_dest_.find(f.dest);
-    if (it == by_dest_.end()) return;
-    auto& dq = it->second;
+    auto& dq = by_dest_[f.dest];
     while (!dq.empty() && state_[dq.front()] != kQueued) dq.pop_front();
     int64_t seen = 0;
     for (size_t k = 0; k < dq.size() && seen < c_.stitch_window && f.room > 0; ++k) {
@@ -204,14 +223,10 @@ class FlitLinkSim {
     OpenFlit& f = open_[id];
     f.sent = true;
     ++st_.flits;
-    if (f.members.size() > 1) ++st_.stitched_flits;
-    for (int64_t m : f.members) done_[m] = std::max(done_[m], t + 1);
-    auto it = open_by_dest_.find(f.dest);
-    if (it != open_by_dest_.end()) {
-      auto& v = it->second;
-      v.erase(std::remove(v.begin(), v.end(), id), v.end());
-      if (v.empty()) open_by_dest_.erase(it);
-    }
+    if (f.n_members > 1) ++st_.stitched_flits;
+    for (int64_t m = f.first_member; m >= 0; m = next_member_[m]) done_[m] = std::max(done_[m], t + 1);
+    auto& v = open_by_dest_[f.dest];
+    v.erase(std::remove(v.begin(), v.end(), id), v.end());
   }
 
   // Pooled flits that must leave now (flushed or past their deadline) take the link first.
@@ -243,14 +258,16 @@ class FlitLinkSim {
   std::vector<uint8_t> state_;
   std::vector<uint8_t> stitched_;
   std::vector<int64_t> done_;
+  std::vector<int64_t> next_member_;
+  std::vector<int64_t> dest_;  // dense destination ids
   size_t next_arrival_ = 0;
   int64_t cur_ = -1;
   int64_t full_left_ = 0;
   using Key = std::pair<int64_t, int64_t>;  // (priority class or 0, arrival index)
   std::priority_queue<Key, std::vector<Key>, std::greater<Key>> queue_;
-  std::unordered_map<int64_t, std::deque<int64_t>> by_dest_;
+  std::vector<std::deque<int64_t>> by_dest_;  // queued packets per destination, arrival order
   std::vector<OpenFlit> open_;
-  std::unordered_map<int64_t, std::vector<int64_t>> open_by_dest_;
+  std::vector<std::vector<int64_t>> open_by_dest_;  // pooled flits per destination
   std::deque<int64_t> pooled_;  // in deadline order: every pooled flit waits the same W
   std::deque<int64_t> urgent_;
   FlitLinkStats st_;
