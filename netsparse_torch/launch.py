@@ -10,6 +10,7 @@ import datetime
 import os
 import pickle
 import socket
+import tempfile
 import traceback
 from collections.abc import Callable
 
@@ -36,7 +37,8 @@ def init_rank(rank: int, world_size: int, timeout_s: float, backend: str = "nets
                             timeout=datetime.timedelta(seconds=timeout_s))
 
 
-def _worker(rank: int, fn: Callable, world_size: int, port: int, timeout_s: float, args: tuple, results) -> None:
+def _worker(rank: int, fn: Callable, world_size: int, port: int, timeout_s: float, args: tuple, results,
+            result_file: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     # Ranks share the machine's cores: oversubscribing threads makes every collective wait.
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
@@ -44,8 +46,10 @@ def _worker(rank: int, fn: Callable, world_size: int, port: int, timeout_s: floa
         init_rank(rank, world_size, timeout_s)
         out = fn(rank, world_size, *args)
         if rank == 0:
-            # Plain pickle, not the queue's shared-memory tensors: those die with this process.
-            results.put(("ok", pickle.dumps(out)))
+            # A file, not the queue: a large result would fill the pipe while the parent, still
+            # joining, does not read it; and queued tensors live in shared memory that dies with us.
+            with open(result_file, "wb") as f:
+                pickle.dump(out, f)
     except NetsparseError as exc:
         results.put(("error", f"rank {rank}: {exc}"))
         raise SystemExit(2) from None
@@ -67,19 +71,18 @@ def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 1
             return fn(rank, ws, *args)
         finally:
             dist.destroy_process_group()
-    ctx = mp.get_context("spawn")
-    results = ctx.SimpleQueue()
-    try:
-        mp.spawn(_worker, args=(fn, world_size, free_port(), timeout_s, args, results), nprocs=world_size,
-                 join=True)
-    except mp.ProcessExitedException as exc:
-        raise NetsparseError(_first_error(results) or f"a rank exited with code {exc.exit_code}") from None
-    except mp.ProcessRaisedException as exc:
-        raise NetsparseError(_first_error(results) or str(exc)) from None
-    status, value = results.get()
-    if status != "ok":
-        raise NetsparseError(value)
-    return pickle.loads(value)
+    results = mp.get_context("spawn").SimpleQueue()
+    with tempfile.TemporaryDirectory(prefix="netsparse-launch-") as tmp:
+        result_file = os.path.join(tmp, "rank0.pkl")
+        try:
+            mp.spawn(_worker, args=(fn, world_size, free_port(), timeout_s, args, results, result_file),
+                     nprocs=world_size, join=True)
+        except mp.ProcessExitedException as exc:
+            raise NetsparseError(_first_error(results) or f"a rank exited with code {exc.exit_code}") from None
+        except mp.ProcessRaisedException as exc:
+            raise NetsparseError(_first_error(results) or str(exc)) from None
+        with open(result_file, "rb") as f:
+            return pickle.load(f)
 
 
 def _first_error(results) -> str | None:

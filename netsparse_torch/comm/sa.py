@@ -13,11 +13,12 @@ class _SAGather(torch.autograd.Function):
     def forward(ctx, x: torch.Tensor, strat: SparsityAware, tag: str) -> torch.Tensor:
         plan = strat.plan
         ctx.strat, ctx.tag = strat, tag
-        x = x.contiguous()
-        halo = x.new_empty(plan.n_halo, x.size(1))
-        dist.all_to_all_single(halo, x[plan.send_idx], plan.recv_counts, plan.send_counts)
+        # The halo lands straight behind the own rows: no concatenation copy afterwards.
+        z = x.new_empty(plan.n_local + plan.n_halo, x.size(1))
+        z[: plan.n_local] = x
+        dist.all_to_all_single(z[plan.n_local:], x[plan.send_idx], plan.recv_counts, plan.send_counts)
         strat.traffic.add("forward", row_bytes(plan.n_halo, x), x.size(1), tag)
-        return torch.cat([x, halo])
+        return z
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):

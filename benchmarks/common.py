@@ -1,0 +1,38 @@
+"""Helpers shared by the benchmarks: timing, JSON output, graph paths."""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+GRAPHS = ROOT.parent / "shared" / "data" / "graphs"
+
+
+def median_time(fn, repeats: int, warmup: int = 1) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def machine() -> dict:
+    return {"python": platform.python_version(), "torch": torch.__version__, "threads": torch.get_num_threads(),
+            "cpu": platform.processor() or platform.machine()}
+
+
+def write_result(name: str, payload: dict) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps({"benchmark": name, "machine": machine(), **payload}, indent=2))
+    return path

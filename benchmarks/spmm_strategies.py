@@ -1,0 +1,98 @@
+"""Distributed SpMM forward + backward per strategy, and the local C++ kernel vs torch.sparse.mm.
+
+    python benchmarks/spmm_strategies.py [--graph ego-twitter] [--k 128] [--ranks 4] [--repeats 5]
+
+Prints the median time and the payload bytes per strategy and the ratio su/sa, plus the local
+kernel comparison, and writes benchmarks/results/spmm_strategies.json. Times are measured here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import GRAPHS, median_time, write_result  # noqa: E402
+
+from netsparse_torch.graph import gcn_norm, read_mtx, with_generated_features  # noqa: E402
+from netsparse_torch.kernels import CSR, spmm  # noqa: E402
+from netsparse_torch.launch import launch  # noqa: E402
+from netsparse_torch.nn import DistGraph  # noqa: E402
+
+
+def time_strategy(rank, world_size, graph, strategy, k, repeats):
+    dg = DistGraph(graph, rank, world_size, "rows", strategy)
+    dg.adjacency("gcn")  # normalisation and plan are one-off costs, not part of the timing
+    gen = torch.Generator().manual_seed(rank)
+    x = torch.randn(dg.plan.n_local, k, generator=gen, requires_grad=True)
+    grad = torch.randn(dg.plan.n_local, k, generator=gen)
+    times = []
+    for i in range(repeats + 1):
+        dist.barrier()
+        t0 = time.perf_counter()
+        dg.propagate(x, "gcn").backward(grad)
+        dist.barrier()
+        if i:  # the first call is a warm-up
+            times.append(time.perf_counter() - t0)
+    moved = torch.tensor([dg.strategy.traffic.total_bytes // (repeats + 1)])
+    dist.all_reduce(moved)
+    return {"median_s": statistics.median(times), "bytes_per_call": int(moved)}
+
+
+def distributed(graph, strategies, ranks, k, repeats) -> dict:
+    out = {}
+    for s in strategies:
+        out[s] = launch(time_strategy, ranks, (graph, s, k, repeats), timeout_s=600)
+        print(f"  {s:8s} fwd+bwd median {out[s]['median_s'] * 1e3:9.1f} ms   "
+              f"payload {out[s]['bytes_per_call'] / 1e6:9.1f} MB", flush=True)
+    return out
+
+
+def local_kernel(adj, k, repeats) -> dict:
+    a = gcn_norm(adj)
+    csr = CSR(torch.from_numpy(a.indptr.astype("int64")), torch.from_numpy(a.indices.astype("int64")),
+              torch.from_numpy(a.data), a.shape[1])
+    b = torch.randn(a.shape[1], k)
+    ref = csr.to_torch()
+    torch.testing.assert_close(spmm(csr, b), torch.sparse.mm(ref, b), atol=1e-4, rtol=1e-4)
+    ours = median_time(lambda: spmm(csr, b), repeats)
+    theirs = median_time(lambda: torch.sparse.mm(ref, b), repeats)
+    print(f"  local SpMM K={k}: C++ {ours * 1e3:.1f} ms, torch.sparse.mm {theirs * 1e3:.1f} ms, "
+          f"speedup {theirs / ours:.2f}x ({torch.get_num_threads()} threads)")
+    return {"cpp_median_s": ours, "torch_sparse_median_s": theirs, "speedup": theirs / ours,
+            "threads": torch.get_num_threads()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--graph", default="ego-twitter", help="name of a .mtx.gz in ../shared/data/graphs")
+    ap.add_argument("--k", type=int, default=128)
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--strategies", default="su,sa")
+    args = ap.parse_args()
+    adj = read_mtx(GRAPHS / f"{args.graph}.mtx.gz")
+    graph = with_generated_features(args.graph, adj, num_features=1, num_classes=2, seed=0)
+    print(f"{args.graph}: {adj.shape[0]:,} rows, {adj.nnz:,} nnz, K={args.k}, {args.ranks} ranks")
+    strategies = args.strategies.split(",")
+    dist_res = distributed(graph, strategies, args.ranks, args.k, args.repeats)
+    ratios = {}
+    if "su" in dist_res and "sa" in dist_res:
+        ratios["su_over_sa_time"] = dist_res["su"]["median_s"] / dist_res["sa"]["median_s"]
+        ratios["su_over_sa_bytes"] = dist_res["su"]["bytes_per_call"] / dist_res["sa"]["bytes_per_call"]
+        print(f"  ratio su/sa: time {ratios['su_over_sa_time']:.2f}x, bytes {ratios['su_over_sa_bytes']:.2f}x"
+              f" (target: time >= 3x)")
+    local = local_kernel(adj, args.k, args.repeats)
+    path = write_result("spmm_strategies", {"graph": args.graph, "k": args.k, "ranks": args.ranks,
+                                            "strategies": dist_res, "ratios": ratios, "local_spmm": local})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
