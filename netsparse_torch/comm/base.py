@@ -44,6 +44,7 @@ class Strategy:
 
     name = "base"
     space = "combined"
+    function: type[torch.autograd.Function]  # apply(x_local, strategy, tag) -> gathered matrix
 
     def __init__(self, plan: Plan, **options):
         self.plan = plan
@@ -51,7 +52,9 @@ class Strategy:
         self.traffic = Traffic()
 
     def gather(self, x_local: torch.Tensor, tag: str = "") -> torch.Tensor:
-        raise NotImplementedError
+        if self.plan.world_size == 1:
+            return x_local
+        return self.function.apply(x_local, self, tag)
 
     def stats(self) -> dict:
         """Strategy-specific statistics for the report (empty by default)."""

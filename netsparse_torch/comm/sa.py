@@ -36,8 +36,4 @@ class _SAGather(torch.autograd.Function):
 class SparsityAware(Strategy):
     name = "sa"
     space = "combined"
-
-    def gather(self, x_local: torch.Tensor, tag: str = "") -> torch.Tensor:
-        if self.plan.world_size == 1:
-            return x_local
-        return _SAGather.apply(x_local, self, tag)
+    function = _SAGather

@@ -37,8 +37,4 @@ class _SUGather(torch.autograd.Function):
 class SparsityUnaware(Strategy):
     name = "su"
     space = "global"
-
-    def gather(self, x_local: torch.Tensor, tag: str = "") -> torch.Tensor:
-        if self.plan.world_size == 1:
-            return x_local
-        return _SUGather.apply(x_local, self, tag)
+    function = _SUGather
