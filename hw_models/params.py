@@ -1,0 +1,350 @@
+"""Typed parameters of the modeled NetSparse cluster, each default with its source.
+
+Every default that comes from the NetSparse paper (MICRO'25) names its table or section; values
+that are our own assumption say so. All dataclasses are frozen and validated on construction:
+a zero or negative size, count or rate raises :class:`~netsparse_torch.errors.ConfigError` naming
+the field. Fields that may meaningfully be zero (latencies, delay cycles) or infinite (delay
+cycles, cache capacity, RIG batch size) say so in their metadata.
+
+Build a full configuration from a plain or OmegaConf mapping with :meth:`HardwareParams.from_dict`;
+``"inf"`` strings are accepted wherever ``inf`` is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from netsparse_torch.errors import ConfigError
+
+TOPOLOGIES = ("leafspine", "hyperx", "dragonfly")
+"""Topology names understood by :mod:`hw_models.topology`."""
+
+
+def _p(default: Any, *, zero_ok: bool = False, inf_ok: bool = False) -> Any:
+    """A validated numeric field: positive and finite unless ``zero_ok`` / ``inf_ok``."""
+    return field(default=default, metadata={"zero_ok": zero_ok, "inf_ok": inf_ok})
+
+
+class _Validated:
+    """Checks every numeric field of a dataclass against its ``zero_ok`` / ``inf_ok`` metadata."""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            if "zero_ok" not in f.metadata:
+                continue
+            value = getattr(self, f.name)
+            _check_number(type(self).__name__, f.name, value, f.metadata)
+            if f.type == "int" and math.isfinite(value) and value != int(value):
+                raise ConfigError(f"{type(self).__name__}.{f.name} must be a whole number, got {value}")
+        self._check()
+
+    def _check(self) -> None:
+        """Cross-field checks of subclasses."""
+
+
+def _check_number(owner: str, name: str, value: Any, meta: Mapping[str, bool]) -> None:
+    where = f"{owner}.{name}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ConfigError(f"{where} must be a number, got {value!r}")
+    if math.isnan(value):
+        raise ConfigError(f"{where} is NaN")
+    if math.isinf(value) and not (meta["inf_ok"] and value > 0):
+        raise ConfigError(f"{where} must be finite, got {value}")
+    if value < 0 or (value == 0 and not meta["zero_ok"]):
+        bound = ">= 0" if meta["zero_ok"] else "> 0"
+        raise ConfigError(f"{where} must be {bound}, got {value}")
+
+
+@dataclass(frozen=True)
+class ClusterParams(_Validated):
+    """Node count, rack size and topology of the target cluster."""
+
+    nodes: int = _p(128)
+    """Number of nodes. NetSparse Table 5 (128 nodes)."""
+    rack_size: int = _p(16)
+    """Nodes per rack (per ToR switch) for leaf-spine. NetSparse Table 5 (8 racks of 16). A node count
+    that is not a multiple leaves the last rack partly filled (strong scaling from 1 node)."""
+    topology: str = "leafspine"
+    """``leafspine`` (NetSparse Table 5 default), ``hyperx`` or ``dragonfly`` (NetSparse §8, Fig. 22)."""
+
+    def _check(self) -> None:
+        if self.topology not in TOPOLOGIES:
+            raise ConfigError(f"unknown topology {self.topology!r}; choose one of {', '.join(TOPOLOGIES)}")
+
+    @property
+    def racks(self) -> int:
+        """Number of racks (ToR switches) of the leaf-spine topology."""
+        return -(-self.nodes // self.rack_size)
+
+
+@dataclass(frozen=True)
+class TopologyParams(_Validated):
+    """Shapes of the three topologies. Hosts fill switches in order; ``cluster.nodes`` may be smaller
+    than a topology's capacity but not larger."""
+
+    leafspine_spines: int = _p(16)
+    """Spine switches of the leaf-spine. Our assumption: 16 spines, one uplink from every ToR to each,
+    so a ToR uses 16 down + 16 up of its 32 ports (full bisection; NetSparse Table 5 gives 32 ports)."""
+    hyperx_shape: tuple[int, ...] = (4, 4, 2)
+    """HyperX switch grid. NetSparse §8 / Fig. 22 (4x4x2)."""
+    hyperx_hosts_per_switch: int = _p(4)
+    """Hosts per HyperX switch. NetSparse Fig. 22 (4)."""
+    hyperx_width: int = _p(4)
+    """Parallel links between two HyperX neighbours (trunk width). NetSparse Fig. 22 (width 4): 4 hosts
+    + 7 neighbours x 4 = 32 ports."""
+    dragonfly_groups: int = _p(4)
+    """Dragonfly groups. NetSparse Fig. 22 (32 switches in 4 groups)."""
+    dragonfly_switches_per_group: int = _p(8)
+    """Switches per Dragonfly group. NetSparse Fig. 22 (32 / 4 = 8)."""
+    dragonfly_hosts_per_switch: int = _p(4)
+    """Hosts per Dragonfly switch. NetSparse Fig. 22 (4)."""
+
+    def _check(self) -> None:
+        shape = tuple(self.hyperx_shape)
+        if not shape or any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1 for d in shape):
+            raise ConfigError(f"topology.hyperx_shape must be positive whole numbers, got {self.hyperx_shape!r}")
+        object.__setattr__(self, "hyperx_shape", tuple(int(d) for d in shape))  # lists from YAML -> tuple
+
+
+@dataclass(frozen=True)
+class LinkParams(_Validated):
+    """Network links (every link of the topology, host and inter-switch alike)."""
+
+    bandwidth_gbps: float = _p(400.0)
+    """Line rate in Gb/s, per direction. NetSparse Table 5 (400 Gb/s)."""
+    latency_ns: float = _p(450.0, zero_ok=True)
+    """One-way link latency (propagation + PHY). NetSparse Table 5 (450 ns)."""
+
+    @property
+    def bytes_per_s(self) -> float:
+        """Line rate in bytes per second."""
+        return self.bandwidth_gbps * 1e9 / 8
+
+
+@dataclass(frozen=True)
+class SwitchParams(_Validated):
+    """Tofino-like switches; the NetSparse extensions sit only in ToR switches (NetSparse Table 5, §6.2)."""
+
+    latency_ns: float = _p(300.0, zero_ok=True)
+    """Switch traversal latency. NetSparse Table 5 (300 ns)."""
+    ports: int = _p(32)
+    """Ports per switch. NetSparse Table 5 (Tofino-like, 32 ports)."""
+    pipes: int = _p(8)
+    """Match-action pipelines per switch. NetSparse Table 5 (8 pipes)."""
+    clock_ghz: float = _p(2.0)
+    """Pipeline clock. NetSparse Table 5 (2 GHz)."""
+    concat_delay_cycles: float = _p(125, zero_ok=True, inf_ok=True)
+    """Concatenation delay in switch cycles. NetSparse Table 5 (125 cycles); 0 = one PR per packet,
+    ``inf`` = MTU-full packets (NetSparse Fig. 17)."""
+    netsparse_in_tor: bool = True
+    """NetSparse extensions (property cache, concatenation) in ToR switches. NetSparse Table 5 / §6.2."""
+    netsparse_in_spine: bool = False
+    """Extensions in non-ToR switches: off, as in NetSparse Table 5 (only ToRs are extended)."""
+
+
+@dataclass(frozen=True)
+class PropertyCacheParams(_Validated):
+    """The in-switch property cache (NetSparse §6.2.2, Table 5)."""
+
+    size_bytes: float = _p(32 * 2**20, inf_ok=True)
+    """Capacity per switch. NetSparse Table 5 (32 MB); ``inf`` = infinite cache (NetSparse Fig. 18)."""
+    ways: int = _p(16)
+    """Associativity. NetSparse Table 5 (16-way)."""
+    latency_cycles: int = _p(16, zero_ok=True)
+    """Lookup latency in switch cycles. NetSparse Table 5 (16 cycles)."""
+    segment_bytes: int = _p(16)
+    """Line allocation granularity. NetSparse §6.2.2 (16 B segments)."""
+    max_line_bytes: int = _p(512)
+    """Largest line; larger properties are tiled. NetSparse §6.2.2 (512 B)."""
+    policy: str = "lru"
+    """Replacement policy. NetSparse Table 5 (LRU)."""
+
+    def _check(self) -> None:
+        if self.policy != "lru":
+            raise ConfigError(f"property_cache.policy={self.policy!r}: only 'lru' is modeled (NetSparse Table 5)")
+        if self.max_line_bytes % self.segment_bytes:
+            raise ConfigError("property_cache.max_line_bytes must be a multiple of property_cache.segment_bytes")
+
+
+@dataclass(frozen=True)
+class SNICParams(_Validated):
+    """The SmartNIC with RIG units (NetSparse §5, Table 5)."""
+
+    clock_ghz: float = _p(2.2)
+    """SNIC clock. NetSparse Table 5 (2.2 GHz)."""
+    rig_units: int = _p(32)
+    """RIG units per SNIC (half client, half server, as in the issue-3 RIG unit). NetSparse Table 5 (32)."""
+    pending_pr_table: int = _p(256)
+    """Pending PR Table entries per RIG unit. NetSparse Table 5 (256)."""
+    lsq_entries: int = _p(64)
+    """Load-store queue entries per RIG unit. NetSparse Table 5 (64)."""
+    rig_batch_size: float = _p(32768, inf_ok=True)
+    """Nonzeros per RIG command. NetSparse §8 default (32768; swept in Fig. 15); ``inf`` = one command."""
+    concat_delay_cycles: float = _p(500, zero_ok=True, inf_ok=True)
+    """NIC concatenation delay in SNIC cycles. NetSparse Table 5 (500 cycles); swept in Fig. 17."""
+
+
+@dataclass(frozen=True)
+class PCIeParams(_Validated):
+    """Host-SNIC interconnect."""
+
+    generation: int = _p(6)
+    """PCIe generation. NetSparse Table 5 (Gen6)."""
+    latency_ns: float = _p(200.0, zero_ok=True)
+    """One-way latency. NetSparse Table 5 (200 ns)."""
+
+
+@dataclass(frozen=True)
+class HeaderParams(_Validated):
+    """Modeled header sizes and MTU (NetSparse Table 5). The encoded wire format of the issue-3
+    protocol unit uses the Fig. 6 sizes instead (14 B concatenation header); this model uses Table 5."""
+
+    upper_bytes: int = _p(50, zero_ok=True)
+    """Upper-layer headers (Ethernet/IP/UDP...) per packet. NetSparse Table 5 (50 B)."""
+    concat_bytes: int = _p(12, zero_ok=True)
+    """Concatenation header per packet. NetSparse Table 5 (12 B)."""
+    pr_bytes: int = _p(18, zero_ok=True)
+    """Header per property request (PR). NetSparse Table 5 (18 B)."""
+    mtu_bytes: int = _p(1500)
+    """Maximum transmission unit, including the upper-layer headers. NetSparse Table 5 (1500 B)."""
+    element_bytes: int = _p(4)
+    """Bytes per property element: fp32. Our assumption (NetSparse Table 3 uses 4-byte elements)."""
+
+    def _check(self) -> None:
+        if self.mtu_bytes < self.upper_bytes + self.concat_bytes + self.pr_bytes:
+            raise ConfigError(
+                f"headers.mtu_bytes={self.mtu_bytes} is smaller than one packet's headers "
+                f"({self.upper_bytes}+{self.concat_bytes}+{self.pr_bytes} B)"
+            )
+
+    @property
+    def packet_bytes(self) -> int:
+        """Per-packet header bytes (upper + concatenation)."""
+        return self.upper_bytes + self.concat_bytes
+
+    def prs_per_packet(self, payload_bytes: int) -> int:
+        """Most PRs with ``payload_bytes`` each that fit in one MTU packet (at least 1).
+
+        A property larger than the MTU would need fragmentation; we charge it as one PR per packet
+        (an assumption: the paper's properties always fit).
+        """
+        room = self.mtu_bytes - self.packet_bytes
+        return max(1, room // (self.pr_bytes + payload_bytes))
+
+
+@dataclass(frozen=True)
+class SoftwareParams(_Validated):
+    """The SAOpt software baseline (NetSparse §8.1).
+
+    ``sa_per_pr_overhead_ns`` is a *calibration*, not a paper number: when left ``None`` it is set
+    so that SAOpt's goodput at K=16 is ``sa_target_goodput`` of the line rate on a balanced
+    workload (see :func:`hw_models.baselines.calibrate_sa_per_pr_overhead`); 10% is the typical
+    "Gput SA" of NetSparse Table 7.
+    """
+
+    cores: int = _p(64)
+    """Cores per node running the SA runtime. NetSparse §8.1 (64 cores)."""
+    sa_target_goodput: float = _p(0.10)
+    """SAOpt goodput at K=16 as a fraction of line rate used for the calibration. NetSparse Table 7
+    (typical "Gput SA" about 10%)."""
+    sa_per_pr_overhead_ns: float | None = None
+    """Per-PR software time on one core (issue + serve each count once). Our calibration, an assumption
+    and not a NetSparse number: ``None`` = calibrated from ``sa_target_goodput``; a number overrides
+    the calibration (config knob ``software.sa_per_pr_overhead_ns``)."""
+
+    def _check(self) -> None:
+        if self.sa_target_goodput > 1:
+            raise ConfigError(f"software.sa_target_goodput must be <= 1, got {self.sa_target_goodput}")
+        if self.sa_per_pr_overhead_ns is not None:
+            _check_number(type(self).__name__, "sa_per_pr_overhead_ns", self.sa_per_pr_overhead_ns,
+                          {"zero_ok": True, "inf_ok": False})
+
+
+_SECTIONS: dict[str, type] = {
+    "cluster": ClusterParams,
+    "topology": TopologyParams,
+    "link": LinkParams,
+    "switch": SwitchParams,
+    "property_cache": PropertyCacheParams,
+    "snic": SNICParams,
+    "pcie": PCIeParams,
+    "headers": HeaderParams,
+    "software": SoftwareParams,
+}
+
+
+@dataclass(frozen=True)
+class HardwareParams:
+    """The whole modeled cluster; every section defaults to NetSparse Table 5."""
+
+    cluster: ClusterParams = field(default_factory=ClusterParams)
+    topology: TopologyParams = field(default_factory=TopologyParams)
+    link: LinkParams = field(default_factory=LinkParams)
+    switch: SwitchParams = field(default_factory=SwitchParams)
+    property_cache: PropertyCacheParams = field(default_factory=PropertyCacheParams)
+    snic: SNICParams = field(default_factory=SNICParams)
+    pcie: PCIeParams = field(default_factory=PCIeParams)
+    headers: HeaderParams = field(default_factory=HeaderParams)
+    software: SoftwareParams = field(default_factory=SoftwareParams)
+
+    @classmethod
+    def from_dict(cls, cfg: Mapping[str, Any] | None = None) -> HardwareParams:
+        """Build from a nested mapping (plain dict or OmegaConf ``DictConfig``) of section -> fields.
+
+        Missing sections and fields keep their defaults; unknown keys raise ``ConfigError``.
+        ``"inf"`` / ``".inf"`` strings become ``float('inf')``.
+        """
+        cfg = _to_container(cfg)
+        unknown = sorted(set(cfg) - set(_SECTIONS))
+        if unknown:
+            raise ConfigError(f"unknown hardware section(s) {unknown}; known: {', '.join(_SECTIONS)}")
+        return cls(**{name: section_from_dict(_SECTIONS[name], cfg.get(name)) for name in _SECTIONS})
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """Plain nested dict (JSON-friendly apart from ``inf``, which ``json`` writes as ``Infinity``)."""
+        return dataclasses.asdict(self)
+
+    def replace(self, **sections: Mapping[str, Any]) -> HardwareParams:
+        """A copy with some fields of some sections changed: ``p.replace(snic={"rig_units": 8})``."""
+        merged = self.to_dict()
+        for name, values in sections.items():
+            if name not in _SECTIONS:
+                raise ConfigError(f"unknown hardware section {name!r}; known: {', '.join(_SECTIONS)}")
+            merged[name].update(_to_container(values))
+        return HardwareParams.from_dict(merged)
+
+
+def section_from_dict(kind: type, values: Mapping[str, Any] | None) -> Any:
+    """One section dataclass from a mapping; unknown keys raise ``ConfigError``."""
+    values = _to_container(values)
+    names = {f.name for f in dataclasses.fields(kind)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ConfigError(f"unknown {kind.__name__} field(s) {unknown}; known: {', '.join(sorted(names))}")
+    return kind(**{k: _parse_inf(v) for k, v in values.items()})
+
+
+def _to_container(cfg: Any) -> dict[str, Any]:
+    if cfg is None:
+        return {}
+    try:  # OmegaConf is optional here: accept DictConfig without importing it eagerly.
+        from omegaconf import DictConfig, OmegaConf
+
+        if isinstance(cfg, DictConfig):
+            cfg = OmegaConf.to_container(cfg, resolve=True)
+    except ImportError:  # pragma: no cover - omegaconf is a dependency of the package
+        pass
+    if not isinstance(cfg, Mapping):
+        raise ConfigError(f"expected a mapping of parameters, got {type(cfg).__name__}")
+    return dict(cfg)
+
+
+def _parse_inf(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().lower() in ("inf", ".inf", "infinity", "+inf"):
+        return math.inf
+    return value
