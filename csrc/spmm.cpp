@@ -11,6 +11,10 @@
 
 #include "spmm_isa.h"
 
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
 namespace netsparse {
 namespace {
 
@@ -45,6 +49,23 @@ std::vector<int64_t> nnz_balanced_chunks(const int64_t* crow, int64_t rows, int6
     bounds[c] = std::max(bounds[c], bounds[c - 1]);
   }
   return bounds;
+}
+
+// A large fresh output costs one page fault per 4 KiB on first touch, which at K=128 takes longer
+// than the product itself (measured: 51 MB of float32 rows, ~14 ms of faults vs ~4 ms to write).
+// Asking for transparent huge pages on the 2 MiB-aligned interior of this tensor's own buffer cuts
+// the faults 512-fold. Linux only; a no-op when THP is off or the pages are already mapped.
+void advise_huge_pages(void* ptr, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  if (bytes < 2 * kHuge) return;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(ptr) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(ptr) + bytes) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advisory only
+#else
+  (void)ptr;
+  (void)bytes;
+#endif
 }
 
 enum class Isa { generic = 0, avx2 = 1, avx512 = 2 };
@@ -117,6 +138,7 @@ at::Tensor spmm(const at::Tensor& crow, const at::Tensor& col, const at::Tensor&
   // Every row, even an empty one, is written in full by the kernel, so no zero fill is needed.
   at::Tensor out = at::empty({rows, K}, B.options().memory_format(at::MemoryFormat::Contiguous));
   if (rows == 0 || K == 0) return out.zero_();
+  advise_huge_pages(out.data_ptr(), out.nbytes());
   const int64_t* crow_p = crow.data_ptr<int64_t>();
   const int64_t chunks = std::min<int64_t>(rows, 8 * at::get_num_threads());
   const auto bounds = nnz_balanced_chunks(crow_p, rows, chunks);

@@ -27,116 +27,131 @@ struct Vec {
   typedef T unaligned __attribute__((vector_size(NETSPARSE_VEC_BYTES), aligned(sizeof(T))));
 };
 
-// How far ahead (in nonzeros) the B row of a later nonzero is prefetched. Own assumption, tuned
-// on the shared graphs: long enough to cover an L3 miss at ~2-4 ns per nonzero.
-constexpr int64_t kPrefetchDistance = 16;
+// How far ahead (in nonzeros) the B rows of later nonzeros are prefetched. Own assumption, tuned on
+// the shared graphs (benchmarks/local_spmm.py): ~50-100 ns of work ahead covers an L3/DRAM miss.
+#ifndef NETSPARSE_PREFETCH_DISTANCE
+#define NETSPARSE_PREFETCH_DISTANCE 24
+#endif
+constexpr int64_t kPrefetchDistance = NETSPARSE_PREFETCH_DISTANCE;
 
-// out[0:NV*lanes] = sum_p val[p] * B[col[p], k0 : k0 + NV*lanes]: NV vector accumulators stay in
-// registers for the whole row, so each output element is written once. With few accumulators the
-// nonzero loop is unrolled by two into independent accumulator sets, which hides the FMA latency.
+// Prefetch the tile's cache lines of the B row that nonzero q reads, if q is still in this chunk.
+// The limit is the chunk's last nonzero, not the row's: power-law graphs have mostly short rows,
+// so a per-row prefetch would rarely run ahead far enough.
 template <typename T, int NV>
-inline bool row_vectors(const int64_t* __restrict col, const T* __restrict val, int64_t p0, int64_t p1,
-                        const T* __restrict B, int64_t ldb, uint64_t b_rows, T* __restrict out) {
+inline void prefetch_row(const int64_t* __restrict col, int64_t q, int64_t q_end, const T* B, int64_t ldb) {
+  if (q < q_end) {
+    const char* b = reinterpret_cast<const char*>(B + col[q] * ldb);
+    for (int line = 0; line < NV * NETSPARSE_VEC_BYTES; line += 64) __builtin_prefetch(b + line);
+  }
+}
+
+// For every row r in [r0, r1): out[r, 0:NV*lanes] = sum_p val[p] * B[col[p], 0:NV*lanes]. NV vector
+// accumulators stay in registers for the whole row, so each output element is written once and
+// empty rows come out as zeros. With few accumulators the nonzero loop is unrolled by two into
+// independent accumulator sets, which hides the FMA latency. The row loop lives in here so a row
+// costs no call or setup beyond its accumulator init (power-law graphs have mostly short rows).
+template <typename T, int NV>
+inline bool rows_tile(const int64_t* __restrict crow, const int64_t* __restrict col, const T* __restrict val,
+                      int64_t r0, int64_t r1, const T* __restrict B, int64_t ldb, uint64_t b_rows,
+                      T* __restrict out, int64_t ldo) {
   using V = typename Vec<T>::type;
   using VU = typename Vec<T>::unaligned;
   constexpr int L = Vec<T>::lanes;
-  constexpr bool kTwoSets = 2 * NV <= NETSPARSE_MAX_ACC;
-  V acc[NV], acc2[NV];
-  for (int j = 0; j < NV; ++j) acc[j] = acc2[j] = V{};
-  bool bad = false;
-  int64_t p = p0;
-  if (kTwoSets) {
-    for (; p + 1 < p1; p += 2) {
-      const uint64_t c0 = static_cast<uint64_t>(col[p]), c1 = static_cast<uint64_t>(col[p + 1]);
-      if (p + kPrefetchDistance < p1) __builtin_prefetch(B + col[p + kPrefetchDistance] * ldb);
-      if (p + kPrefetchDistance + 1 < p1) __builtin_prefetch(B + col[p + kPrefetchDistance + 1] * ldb);
-      if (c0 >= b_rows || c1 >= b_rows) {
-        bad = true;
-        break;
+  const int64_t pf_end = crow[r1];
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t p1 = crow[r + 1];
+    int64_t p = crow[r];
+    V acc[NV];
+    for (int j = 0; j < NV; ++j) acc[j] = V{};
+    if constexpr (2 * NV <= NETSPARSE_MAX_ACC) {
+      V acc2[NV];
+      for (int j = 0; j < NV; ++j) acc2[j] = V{};
+      for (; p + 1 < p1; p += 2) {
+        const uint64_t c0 = static_cast<uint64_t>(col[p]), c1 = static_cast<uint64_t>(col[p + 1]);
+        prefetch_row<T, NV>(col, p + kPrefetchDistance, pf_end, B, ldb);
+        prefetch_row<T, NV>(col, p + kPrefetchDistance + 1, pf_end, B, ldb);
+        if (c0 >= b_rows || c1 >= b_rows) return true;
+        const T v0 = val[p], v1 = val[p + 1];
+        const T* b0 = B + c0 * ldb;
+        const T* b1 = B + c1 * ldb;
+        for (int j = 0; j < NV; ++j) {
+          acc[j] += v0 * *reinterpret_cast<const VU*>(b0 + j * L);
+          acc2[j] += v1 * *reinterpret_cast<const VU*>(b1 + j * L);
+        }
       }
-      const T v0 = val[p], v1 = val[p + 1];
-      const T* b0 = B + c0 * ldb;
-      const T* b1 = B + c1 * ldb;
-      for (int j = 0; j < NV; ++j) {
-        acc[j] += v0 * *reinterpret_cast<const VU*>(b0 + j * L);
-        acc2[j] += v1 * *reinterpret_cast<const VU*>(b1 + j * L);
-      }
+      for (int j = 0; j < NV; ++j) acc[j] += acc2[j];
     }
-  }
-  for (; p < p1 && !bad; ++p) {
-    const uint64_t c = static_cast<uint64_t>(col[p]);
-    if (p + kPrefetchDistance < p1) __builtin_prefetch(B + col[p + kPrefetchDistance] * ldb);
-    if (c >= b_rows) {
-      bad = true;
-      break;
+    for (; p < p1; ++p) {
+      const uint64_t c = static_cast<uint64_t>(col[p]);
+      prefetch_row<T, NV>(col, p + kPrefetchDistance, pf_end, B, ldb);
+      if (c >= b_rows) return true;
+      const T v = val[p];
+      const T* b = B + c * ldb;
+      for (int j = 0; j < NV; ++j) acc[j] += v * *reinterpret_cast<const VU*>(b + j * L);
     }
-    const T v = val[p];
-    const T* b = B + c * ldb;
-    for (int j = 0; j < NV; ++j) acc[j] += v * *reinterpret_cast<const VU*>(b + j * L);
+    T* o = out + r * ldo;
+    for (int j = 0; j < NV; ++j) *reinterpret_cast<VU*>(o + j * L) = acc[j];
   }
-  for (int j = 0; j < NV; ++j) *reinterpret_cast<VU*>(out + j * L) = acc[j] + acc2[j];
-  return bad;
-}
-
-// The last K % lanes columns: scalar accumulators, n < lanes.
-template <typename T>
-inline bool row_scalars(const int64_t* __restrict col, const T* __restrict val, int64_t p0, int64_t p1,
-                        const T* __restrict B, int64_t ldb, uint64_t b_rows, T* __restrict out, int n) {
-  T acc[Vec<T>::lanes] = {};
-  for (int64_t p = p0; p < p1; ++p) {
-    const uint64_t c = static_cast<uint64_t>(col[p]);
-    if (c >= b_rows) return true;
-    const T v = val[p];
-    const T* b = B + c * ldb;
-    for (int k = 0; k < n; ++k) acc[k] += v * b[k];
-  }
-  for (int k = 0; k < n; ++k) out[k] = acc[k];
   return false;
 }
 
-// The widest tile: as many vector accumulators as the register file holds.
+// The last K % lanes columns (n < lanes) of every row: scalar accumulators.
+template <typename T>
+inline bool rows_scalars(const int64_t* __restrict crow, const int64_t* __restrict col, const T* __restrict val,
+                         int64_t r0, int64_t r1, const T* __restrict B, int64_t ldb, uint64_t b_rows,
+                         T* __restrict out, int64_t ldo, int n) {
+  for (int64_t r = r0; r < r1; ++r) {
+    T acc[Vec<T>::lanes] = {};
+    for (int64_t p = crow[r]; p < crow[r + 1]; ++p) {
+      const uint64_t c = static_cast<uint64_t>(col[p]);
+      if (c >= b_rows) return true;
+      const T v = val[p];
+      const T* b = B + c * ldb;
+      for (int k = 0; k < n; ++k) acc[k] += v * b[k];
+    }
+    for (int k = 0; k < n; ++k) out[r * ldo + k] = acc[k];
+  }
+  return false;
+}
+
+// The widest tile: as many vector accumulators as the register file holds next to the loads.
 constexpr int kTileVectors = NETSPARSE_MAX_ACC;
-static_assert(kTileVectors >= 1 && kTileVectors <= 8, "row_rest dispatches 1..7 leftover vectors");
+static_assert(kTileVectors >= 1 && kTileVectors <= 8, "rows_rest dispatches 1..7 leftover vectors");
 
 template <typename T>
-inline bool row_rest(const int64_t* col, const T* val, int64_t p0, int64_t p1, const T* B, int64_t ldb,
-                     uint64_t b_rows, T* out, int nv) {
+inline bool rows_rest(const int64_t* crow, const int64_t* col, const T* val, int64_t r0, int64_t r1, const T* B,
+                      int64_t ldb, uint64_t b_rows, T* out, int64_t ldo, int nv) {
   // Compile-time accumulator counts for the 1..kTileVectors-1 vectors left after the full tiles.
   switch (nv) {
-    case 1: return row_vectors<T, 1>(col, val, p0, p1, B, ldb, b_rows, out);
-    case 2: return row_vectors<T, 2>(col, val, p0, p1, B, ldb, b_rows, out);
-    case 3: return row_vectors<T, 3>(col, val, p0, p1, B, ldb, b_rows, out);
-    case 4: return row_vectors<T, 4>(col, val, p0, p1, B, ldb, b_rows, out);
-    case 5: return row_vectors<T, 5>(col, val, p0, p1, B, ldb, b_rows, out);
-    case 6: return row_vectors<T, 6>(col, val, p0, p1, B, ldb, b_rows, out);
-    case 7: return row_vectors<T, 7>(col, val, p0, p1, B, ldb, b_rows, out);
+    case 1: return rows_tile<T, 1>(crow, col, val, r0, r1, B, ldb, b_rows, out, ldo);
+    case 2: return rows_tile<T, 2>(crow, col, val, r0, r1, B, ldb, b_rows, out, ldo);
+    case 3: return rows_tile<T, 3>(crow, col, val, r0, r1, B, ldb, b_rows, out, ldo);
+    case 4: return rows_tile<T, 4>(crow, col, val, r0, r1, B, ldb, b_rows, out, ldo);
+    case 5: return rows_tile<T, 5>(crow, col, val, r0, r1, B, ldb, b_rows, out, ldo);
+    case 6: return rows_tile<T, 6>(crow, col, val, r0, r1, B, ldb, b_rows, out, ldo);
+    case 7: return rows_tile<T, 7>(crow, col, val, r0, r1, B, ldb, b_rows, out, ldo);
     default: return false;
   }
 }
 
-// Rows [r0, r1) of out = A x B (out row stride ldo, B row stride ldb, column stride 1).
-// Returns true when some column index is outside [0, b_rows); the rows are then incomplete.
+// Rows [r0, r1) of out = A x B (out row stride ldo, B row stride ldb, column stride 1), one K tile
+// at a time. Returns true when some column index is outside [0, b_rows); the rows are then incomplete.
 template <typename T>
 inline bool spmm_rows(const int64_t* crow, const int64_t* col, const T* val, const T* B, int64_t ldb,
                       int64_t b_rows, int64_t K, T* out, int64_t ldo, int64_t r0, int64_t r1) {
   constexpr int L = Vec<T>::lanes;
   constexpr int64_t tile = static_cast<int64_t>(kTileVectors) * L;
   const uint64_t nb = static_cast<uint64_t>(b_rows);
-  bool bad = false;
-  for (int64_t r = r0; r < r1 && !bad; ++r) {
-    const int64_t p0 = crow[r], p1 = crow[r + 1];
-    T* o = out + r * ldo;
-    int64_t k0 = 0;
-    for (; k0 + tile <= K; k0 += tile)
-      bad |= row_vectors<T, kTileVectors>(col, val, p0, p1, B + k0, ldb, nb, o + k0);
-    const int nv = static_cast<int>((K - k0) / L);
-    if (nv > 0) {
-      bad |= row_rest<T>(col, val, p0, p1, B + k0, ldb, nb, o + k0, nv);
-      k0 += static_cast<int64_t>(nv) * L;
-    }
-    if (k0 < K) bad |= row_scalars<T>(col, val, p0, p1, B + k0, ldb, nb, o + k0, static_cast<int>(K - k0));
+  int64_t k0 = 0;
+  for (; k0 + tile <= K; k0 += tile)
+    if (rows_tile<T, kTileVectors>(crow, col, val, r0, r1, B + k0, ldb, nb, out + k0, ldo)) return true;
+  const int nv = static_cast<int>((K - k0) / L);
+  if (nv > 0) {
+    if (rows_rest<T>(crow, col, val, r0, r1, B + k0, ldb, nb, out + k0, ldo, nv)) return true;
+    k0 += static_cast<int64_t>(nv) * L;
   }
-  return bad;
+  if (k0 < K) return rows_scalars<T>(crow, col, val, r0, r1, B + k0, ldb, nb, out + k0, ldo, static_cast<int>(K - k0));
+  return false;
 }
 
 }  // namespace
