@@ -1,0 +1,139 @@
+"""hw_models.definitions against an independent, loop-based computation and hand-worked cases."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+from conftest import DATA
+
+from hw_models import definitions as D
+from hw_models.params import HeaderParams
+from netsparse_torch.errors import ConfigError, GraphInputError
+from netsparse_torch.partition import row_bounds
+
+
+def _reference(a, nodes, partition):
+    """Straightforward per-node loops over a dense pattern: a different code path from the module."""
+    a = sp.coo_matrix(a)
+    n_rows, n_cols = a.shape
+    pattern = np.zeros(a.shape, dtype=bool)
+    pattern[a.row, a.col] = True  # duplicates merge, explicit zeros stay
+    if partition == "rows":
+        row_blocks = np.array_split(np.arange(n_rows), nodes)
+    else:
+        b = row_bounds(n_rows, nodes, "nnz", sp.csr_matrix(pattern).indptr)
+        row_blocks = [np.arange(b[p], b[p + 1]) for p in range(nodes)]
+    col_blocks = row_blocks if n_rows == n_cols else np.array_split(np.arange(n_cols), nodes)
+    owner = {int(c): p for p, blk in enumerate(col_blocks) for c in blk}
+    useful = sa = su = 0
+    windows = []
+    for p, rows in enumerate(row_blocks):
+        stream = []  # remote PRs in CSR order: rows ascending, columns ascending
+        for r in rows:
+            for c in range(n_cols):
+                if pattern[r, c] and owner[c] != p:
+                    stream.append(c)
+        sa += len(stream)
+        useful += len(set(stream))
+        su += n_cols - len(col_blocks[p])
+        for w in range(len(stream) // 64):
+            windows.append(len({owner[c] for c in stream[64 * w: 64 * w + 64]}))
+    locality = sum(windows) / len(windows) if windows else math.nan
+    return useful, sa, su, locality
+
+
+def _random_matrix(seed, n=150, m=None, density=0.06):
+    rng = np.random.default_rng(seed)
+    m = m or n
+    a = sp.random(n, m, density=density, format="coo", random_state=rng)
+    # Duplicates and an explicit zero must count once as a pattern entry.
+    rows = np.concatenate([a.row, a.row[:5]])
+    cols = np.concatenate([a.col, a.col[:5]])
+    data = np.concatenate([a.data, np.zeros(5)])
+    return sp.coo_matrix((data, (rows, cols)), shape=(n, m))
+
+
+def _check(a, nodes, partition):
+    w = D.workload(a, nodes, partition)
+    red = D.redundancy(w)
+    useful, sa, su, locality = _reference(a, nodes, partition)
+    assert (red.useful_transfers, red.sa_prs, red.su_transfers) == (useful, sa, su)
+    assert red.su_redundant_per_useful == pytest.approx((su - useful) / useful)
+    assert red.sa_redundant_per_useful == pytest.approx((sa - useful) / useful)
+    got = D.dest_locality(w)
+    assert (math.isnan(got) and math.isnan(locality)) or got == pytest.approx(locality)
+    assert w.pair_prs.trace() == 0 and w.pair_useful.trace() == 0
+
+
+@pytest.mark.parametrize("partition", ["rows", "nnz"])
+@pytest.mark.parametrize(("seed", "nodes"), [(0, 2), (1, 3), (2, 7), (3, 16)])
+def test_random_matrices_match_reference(seed, nodes, partition):
+    _check(_random_matrix(seed, n=150 + 13 * seed, density=0.08), nodes, partition)
+
+
+def test_rectangular_matches_reference():
+    _check(_random_matrix(5, n=90, m=140, density=0.3), 4, "rows")
+
+
+@pytest.mark.parametrize("name", ["karate.mtx", "west0067.mtx"])
+@pytest.mark.parametrize("nodes", [2, 4, 8])
+def test_real_matrices_match_reference(name, nodes):
+    a = scipy.io.mmread(DATA / "mtx_small" / name)
+    for partition in ("rows", "nnz"):
+        _check(a, nodes, partition)
+
+
+def test_hand_worked_case():
+    # 2 nodes own rows {0,1} and {2,3}. Node 0 needs cols 2,3 (col 2 twice); node 1 needs cols 0 (twice), 1.
+    rows = [0, 0, 1, 1, 2, 3, 3, 3]
+    cols = [2, 3, 2, 0, 0, 0, 1, 3]
+    a = sp.coo_matrix((np.ones(8), (rows, cols)), shape=(4, 4))
+    w = D.workload(a, 2)
+    red = D.redundancy(w)
+    assert red.to_dict() == {"useful_transfers": 4, "sa_prs": 6, "su_transfers": 4,
+                             "su_redundant_per_useful": 0.0, "sa_redundant_per_useful": 0.5}
+    assert w.pair_prs.tolist() == [[0, 3], [3, 0]] and w.pair_useful.tolist() == [[0, 2], [2, 0]]
+    assert w.remote_col.tolist() == [2, 3, 2, 0, 0, 1]
+    assert math.isnan(D.dest_locality(w))  # no node has a full window of 64
+    assert D.dest_locality(w, window=2) == pytest.approx((1 + 1) / 2)  # node 0: [2,3]; node 1: [0,0]
+
+
+def test_locality_window_hand_case():
+    # Only row 0 (node 0) has nonzeros: columns 33..131, owned by nodes 1, 2 and 3 (blocks of 33 rows).
+    n = 132
+    a = sp.csr_matrix((np.ones(n - 33), (np.zeros(n - 33, int), np.arange(33, n))), shape=(n, n))
+    w = D.workload(a, 4)
+    # 99 remote PRs -> one full window: cols 33..96 -> dests {1, 2} (col 66 starts node 2).
+    assert D.dest_locality(w) == 2.0
+
+
+def test_table3_header_fraction_exact():
+    """NetSparse Table 3: header share of SA traffic, one read + one response packet per PR."""
+    expected = {1: 97.6, 2: 95.2, 4: 90.9, 8: 83.3, 16: 71.4, 32: 55.6, 64: 38.5, 128: 23.8, 256: 13.5}
+    got = {k: round(100 * D.header_fraction_sa(k), 1) for k in expected}
+    assert got == expected
+    assert D.header_fraction_sa(16, HeaderParams(upper_bytes=0, concat_bytes=0, pr_bytes=0)) == 0.0
+
+
+def test_zero_useful_and_one_node():
+    w = D.workload(sp.eye(10, format="csr"), 2)  # only local nonzeros
+    red = D.redundancy(w)
+    assert red.useful_transfers == 0 and red.su_redundant_per_useful == math.inf
+    assert red.sa_redundant_per_useful == 0.0
+    red1 = D.redundancy(D.workload(sp.random(10, 10, density=0.5, random_state=0), 1))
+    assert (red1.useful_transfers, red1.sa_prs, red1.su_transfers, red1.su_redundant_per_useful) == (0, 0, 0, 0.0)
+
+
+def test_bad_input():
+    with pytest.raises(GraphInputError, match="scipy sparse"):
+        D.workload(np.eye(3), 2)
+    with pytest.raises(GraphInputError, match="non-empty"):
+        D.workload(sp.csr_matrix((0, 0)), 1)
+    with pytest.raises(ConfigError, match="larger than the graph"):
+        D.workload(sp.eye(3, format="csr"), 4)
+    with pytest.raises(ConfigError, match="unknown partition"):
+        D.workload(sp.eye(3, format="csr"), 2, "cols")
+    with pytest.raises(ValueError, match="k must be"):
+        D.header_fraction_sa(0)
