@@ -52,7 +52,7 @@ def _spmm_kernel(crow_ptr, col_ptr, val_ptr, b_ptr, out_ptr, n_rows, K, stride_b
     ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     k_mask = ks < K
     for i in range(BLOCK_ROWS):
-        r = tl.program_id(0) * BLOCK_ROWS + i
+        r = (tl.program_id(0) * BLOCK_ROWS + i).to(tl.int64)  # 64-bit: r * stride can pass 2**31
         if r < n_rows:
             start = tl.load(crow_ptr + r)
             end = tl.load(crow_ptr + r + 1)
@@ -76,7 +76,7 @@ def _spmm_t_kernel(crow_ptr, col_ptr, val_ptr, g_ptr, out_ptr, n_rows, K, stride
     ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     k_mask = ks < K
     for i in range(BLOCK_ROWS):
-        r = tl.program_id(0) * BLOCK_ROWS + i
+        r = (tl.program_id(0) * BLOCK_ROWS + i).to(tl.int64)  # 64-bit: r * stride can pass 2**31
         if r < n_rows:
             start = tl.load(crow_ptr + r)
             end = tl.load(crow_ptr + r + 1)
@@ -97,7 +97,7 @@ def _sddmm_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, out_ptr, n_rows, K, 
                   BLOCK_ROWS: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_NNZ: tl.constexpr):
     """out[p] = val[p] * <X[r, :], Y[col[p], :]> for every nonzero p of the program's rows."""
     for i in range(BLOCK_ROWS):
-        r = tl.program_id(0) * BLOCK_ROWS + i
+        r = (tl.program_id(0) * BLOCK_ROWS + i).to(tl.int64)  # 64-bit: r * stride can pass 2**31
         if r < n_rows:
             start = tl.load(crow_ptr + r)
             end = tl.load(crow_ptr + r + 1)
@@ -123,7 +123,7 @@ def _sddmm_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, out_ptr, n_rows, K, 
 def _gather_kernel(idx_ptr, b_ptr, out_ptr, n, K, stride_bn, stride_bk, stride_on,
                    BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):
     """out[i, :] = B[idx[i], :], the packing of halo rows."""
-    rs = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    rs = (tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)
     ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     r_mask = rs < n
     mask = r_mask[:, None] & (ks < K)[None, :]
@@ -137,7 +137,7 @@ def _gather_kernel(idx_ptr, b_ptr, out_ptr, n, K, stride_bn, stride_bk, stride_o
 def _scatter_add_kernel(idx_ptr, src_ptr, out_ptr, n, K, stride_sn, stride_sk, stride_on,
                         BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):
     """out[idx[i], :] += src[i, :], the reverse of gather (halo gradients back to their owners)."""
-    rs = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    rs = (tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)
     ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     r_mask = rs < n
     mask = r_mask[:, None] & (ks < K)[None, :]
