@@ -2,6 +2,8 @@
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from netsparse_torch import _C
 from netsparse_torch import kernels as K
@@ -188,3 +190,23 @@ def test_bad_input_gets_one_clear_error():
         _C.scatter_add_rows(B, torch.tensor([0, 1, 2, 9, 1, 1]), 6)
     with pytest.raises(ValueError, match="one row per CSR row"):
         K.sddmm(crow, col, torch.randn(4, 4), B)
+
+
+def test_backend_errors_name_the_problem(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    crow, col, val, _ = random_csr(4, 4)
+    if K._ops.triton_installed():
+        with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
+            K.spmm(crow, col, val, torch.randn(4, 2), backend="triton")
+    with pytest.raises(ValueError, match="runs on CPU tensors"):
+        K.resolve_backend("cpp", torch.device("meta"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(0, 40), cols=st.integers(1, 40), k=st.integers(1, 200), density=st.floats(0.0, 1.0),
+       seed=st.integers(0, 2**16), double=st.booleans(), isa=st.sampled_from(ISAS))
+def test_cpp_spmm_property_matches_dense(rows, cols, k, density, seed, double, isa):
+    dtype = torch.float64 if double else torch.float32
+    crow, col, val, dense = random_csr(rows, cols, density=density, dtype=dtype, seed=seed)
+    B = torch.randn(cols, k, dtype=dtype, generator=torch.Generator().manual_seed(seed))
+    torch.testing.assert_close(_C.spmm(crow, col, val, B, isa), dense @ B, **TOL)
