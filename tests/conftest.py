@@ -3,6 +3,10 @@ from pathlib import Path
 
 import pytest
 
+# Triton reads TRITON_INTERPRET when it is first imported, and any test may import it first (through
+# netsparse_torch.kernels): set it before collection so the CPU interpreter is used throughout.
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("NETSPARSE_DATA", ROOT.parent / "shared" / "data"))
 
