@@ -1,0 +1,197 @@
+"""Assembles the modeled-communication report of issue 4 point 6 from the hw_models pieces.
+
+Everything in the report is *modeled*, never measured: the workload definitions
+(:mod:`hw_models.definitions`), the analytic optima (:mod:`hw_models.baselines`) and, when a
+NetSparse simulator is plugged in, its runs. The simulator is a callable (see
+:class:`NetSparseSimulator`); until the C++ discrete-event core exists the ``netsparse`` strategy
+block says it is unavailable and the keys that need it are ``None`` (see ``docs/simulator.md``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import scipy.sparse as sp
+
+from hw_models import baselines, compute, definitions
+from hw_models.params import HardwareParams
+from netsparse_torch.errors import ConfigError
+
+STAGES = ("rig", "filter", "coalesce", "concat_nic", "switch")
+"""NetSparse mechanisms in the cumulative order of the Table 8 ablation."""
+
+KERNELS = ("spmm", "spmv", "sddmm")
+
+
+@dataclass(frozen=True)
+class NetSparseRun:
+    """What one NetSparse simulation returns (filled by the C++ simulator's wrapper)."""
+
+    node_time_s: np.ndarray
+    """Completion time of each node."""
+    tail: dict[str, float]
+    """Tail-node statistics: fc_rate, prs_per_packet, pcache_hit_rate, goodput, line_util,
+    wire_bytes, read_prs (definitions in docs/simulator.md)."""
+    active_nodes: tuple[list[float], list[int]] = field(default_factory=lambda: ([], []))
+    """Step series (time in s, nodes still running)."""
+    counters: dict[str, object] = field(default_factory=dict)
+
+
+class NetSparseSimulator(Protocol):
+    """``sim(a, workload, params, k, kernel, mechanisms)`` simulates NetSparse with the mechanisms
+    named in ``STAGES`` switched on or off by ``mechanisms`` (a dict stage -> bool)."""
+
+    def __call__(self, a: sp.csr_matrix, w: definitions.Workload, params: HardwareParams, k: int,
+                 kernel: str, mechanisms: dict[str, bool]) -> NetSparseRun: ...
+
+
+def mechanisms_up_to(stage: str) -> dict[str, bool]:
+    """The cumulative Table 8 setting: every mechanism up to and including ``stage`` on."""
+    if stage not in STAGES:
+        raise ConfigError(f"unknown NetSparse stage {stage!r}; choose one of {', '.join(STAGES)}")
+    last = STAGES.index(stage)
+    return {s: i <= last for i, s in enumerate(STAGES)}
+
+
+def check_mechanisms(mechanisms: dict[str, bool] | None) -> dict[str, bool]:
+    """All mechanisms on by default; unknown names raise ``ConfigError``."""
+    out = dict.fromkeys(STAGES, True)
+    for name, on in (mechanisms or {}).items():
+        if name not in out:
+            raise ConfigError(f"unknown NetSparse mechanism {name!r}; choose from {', '.join(STAGES)}")
+        out[name] = bool(on)
+    return out
+
+
+def default_simulator() -> NetSparseSimulator | None:
+    """The C++ simulator when it is built (``hw_models.simulator``), else ``None``."""
+    try:
+        from hw_models.simulator import simulate  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return simulate
+
+
+def gathered_k(k: int, kernel: str) -> int:
+    """Elements per gathered property: K for SpMM and SDDMM (rows of B, resp. of Y), 1 for SpMV."""
+    if kernel not in KERNELS:
+        raise ConfigError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
+    if k < 1:
+        raise ConfigError(f"k must be >= 1, got {k}")
+    return 1 if kernel == "spmv" else k
+
+
+def analyze(a: sp.spmatrix | sp.sparray, params: HardwareParams, k: int = 16, kernel: str = "spmm",
+            partition: str = "rows", simulator: NetSparseSimulator | None = None,
+            mechanisms: dict[str, bool] | None = None, ablation: bool = True,
+            progress: Callable[[Sequence[str]], Sequence[str]] | None = None) -> dict:
+    """The report dict of issue 4 point 6 for matrix ``a`` on the cluster ``params``.
+
+    ``mechanisms`` switches NetSparse mechanisms for the main run (all on by default); ``ablation``
+    adds one run per cumulative stage of Table 8.
+    """
+    kk = gathered_k(k, kernel)
+    mechanisms = check_mechanisms(mechanisms)
+    w = definitions.workload(a, params.cluster.nodes, partition)
+    red = definitions.redundancy(w)
+    su = baselines.su_opt(w, kk, params)
+    sa = baselines.sa_opt(w, kk, params)
+    report: dict = {
+        "modeled": True,
+        "matrix": {"rows": w.n_rows, "cols": w.n_cols, "nnz": w.nnz},
+        "cluster": {"nodes": params.cluster.nodes, "rack_size": params.cluster.rack_size,
+                    "topology": params.cluster.topology},
+        "k": k, "kernel": kernel, "partition": partition, "mechanisms": mechanisms,
+        "redundancy": red.to_dict(),
+        "dest_locality_64": definitions.dest_locality(w),
+        "header_fraction_sa": definitions.header_fraction_sa(kk, params.headers),
+        "strategies": {
+            "su_opt": su.to_dict(),
+            "sa_opt": {**sa.to_dict(), "per_pr_overhead_s": baselines.sa_per_pr_overhead_s(params),
+                       "per_pr_overhead_source": "calibrated" if params.software.sa_per_pr_overhead_ns is None
+                       else "config"},
+        },
+        "speedup": {"sa_opt_vs_su_opt": _ratio(su.comm_time_s, sa.comm_time_s),
+                    "netsparse_vs_su_opt": None, "netsparse_vs_sa_opt": None},
+        "ablation": [],
+        "active_nodes": None,
+        "hardware": params.to_dict(),
+    }
+    if simulator is None:
+        report["strategies"]["netsparse"] = {
+            "status": "unavailable: the C++ discrete-event simulator is not built yet (docs/simulator.md)"}
+        return report
+    _add_netsparse(report, sp.csr_matrix(a), w, params, kk, kernel, simulator, mechanisms, su, sa, ablation,
+                   progress)
+    return report
+
+
+def _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, sa, ablation, progress) -> None:
+    settings = {"main": mechanisms}
+    if ablation:
+        settings.update({s: mechanisms_up_to(s) for s in STAGES})
+    done: dict[tuple[bool, ...], NetSparseRun] = {}  # the full ablation stage often equals the main run
+    runs = {}
+    for name in (progress or list)(list(settings)):
+        key = tuple(settings[name].values())
+        if key not in done:
+            done[key] = simulator(a, w, params, kk, kernel, settings[name])
+        runs[name] = done[key]
+    full = runs["main"]
+    t = float(full.node_time_s.max())
+    tail = int(np.argmax(full.node_time_s))
+    su_tail_bytes = float(su.rx_bytes[tail])
+    report["strategies"]["netsparse"] = {
+        "comm_time_s": t, "tail_node": tail,
+        "tail": {**full.tail,
+                 "traffic_vs_su": _ratio(full.tail.get("wire_bytes", math.nan), su_tail_bytes),
+                 "prs_vs_sa": _ratio(full.tail.get("read_prs", math.nan), float(w.sa_prs_per_node[tail]))},
+    }
+    report["speedup"]["netsparse_vs_su_opt"] = _ratio(su.comm_time_s, t)
+    report["speedup"]["netsparse_vs_sa_opt"] = _ratio(sa.comm_time_s, t)
+    report["active_nodes"] = {"t_s": list(full.active_nodes[0]), "count": list(full.active_nodes[1])}
+    su_total = float(su.rx_bytes.sum())
+    report["ablation"] = [
+        {"stage": s, "speedup_vs_su_opt": _ratio(su.comm_time_s, float(r.node_time_s.max())),
+         "traffic_reduction_vs_su": _ratio(su_total, float(r.counters.get("wire_bytes_total", math.nan))),
+         "goodput": r.tail.get("goodput")}
+        for s, r in runs.items() if s != "main"
+    ]
+
+
+def strong_scaling(a: sp.spmatrix | sp.sparray, params: HardwareParams, node_counts: Sequence[int],
+                   k: int = 16, kernel: str = "spmm", partition: str = "rows",
+                   compute_models: dict[str, object] | None = None) -> list[dict]:
+    """End-to-end modeled time per node count (NetSparse Figs. 13 and 21) for SUOpt and SAOpt.
+
+    For each count and compute model, the tail node's compute time (``compute.node_work`` + model)
+    is combined with each strategy's per-node communication time without overlap and with full
+    overlap. The NetSparse rows join once the simulator exists (it returns per-node times too).
+    """
+    kk = gathered_k(k, kernel)
+    models = compute_models or {"spade": compute.AcceleratorModel()}
+    rows = []
+    for n in node_counts:
+        p = params.replace(cluster={"nodes": int(n)})
+        w = definitions.workload(a, int(n), partition)
+        work = compute.node_work(a, int(n), partition)
+        comm = {"su_opt": baselines.su_opt(w, kk, p).node_time_s, "sa_opt": baselines.sa_opt(w, kk, p).node_time_s}
+        for name, model in models.items():
+            comp = model.time_s(work, k, kernel)  # type: ignore[attr-defined]
+            row = {"nodes": int(n), "compute_model": name, "compute_s": float(comp.max())}
+            for strat, m in comm.items():
+                row[f"{strat}_comm_s"] = float(m.max())
+                row[f"{strat}_no_overlap_s"] = compute.end_to_end_s(comp, m, "none")
+                row[f"{strat}_full_overlap_s"] = compute.end_to_end_s(comp, m, "full")
+            rows.append(row)
+    return rows
+
+
+def _ratio(num: float, den: float) -> float | None:
+    if den == 0 or math.isnan(den) or math.isnan(num):
+        return None
+    return num / den

@@ -1,0 +1,202 @@
+"""``netsparse-simulate`` / ``python -m netsparse_torch.simulate``: modeled communication of one sparse
+kernel on a NetSparse cluster (Hydra app, ``configs/simulate.yaml``).
+
+    python -m netsparse_torch.simulate matrix=../shared/data/graphs/ego-twitter.mtx.gz k=16 nodes=128
+    python -m netsparse_torch.simulate matrix=synthetic synthetic.shape=road synthetic.n=50000 topology=hyperx
+
+Writes a JSON report (keys of issue 4 point 6, all values *modeled*), prints a Markdown summary and
+saves PNG figures beside the report. The workload definitions and the SUOpt/SAOpt optima are
+analytic (``hw_models``); the NetSparse block needs the C++ simulator and says so while it is absent.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from hw_models.analysis import analyze, default_simulator
+from hw_models.params import HardwareParams
+from netsparse_torch.errors import ConfigError, NetsparseError
+from netsparse_torch.graph import generate, read_mtx
+from netsparse_torch.report import write_json
+
+log = logging.getLogger("netsparse_torch.simulate")
+
+
+def config_dir() -> str:
+    """Installed packages carry ``netsparse_torch/configs``; a source checkout has ``configs/``."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "configs", here.parent / "configs"):
+        if (candidate / "simulate.yaml").is_file():
+            return str(candidate)
+    raise RuntimeError("netsparse_torch: cannot find the Hydra configs (configs/simulate.yaml)")
+
+
+def load_matrix(cfg: DictConfig):
+    """The matrix named by ``cfg.matrix``: a Matrix Market path or ``synthetic``."""
+    if cfg.matrix is None:
+        raise ConfigError("matrix is not set: give matrix=<path.mtx[.gz]> or matrix=synthetic")
+    if str(cfg.matrix) == "synthetic":
+        s = cfg.synthetic
+        params = _container(s.get("params"))
+        return generate(str(s.shape), int(s.n), seed=int(s.seed), **params), f"synthetic-{s.shape}-{s.n}"
+    path = Path(str(cfg.matrix))
+    return read_mtx(path), path.name.split(".")[0]
+
+
+def _container(node) -> object:
+    """A plain Python value from an OmegaConf node (``None`` -> ``{}``)."""
+    if node is None:
+        return {}
+    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+
+
+def hardware_params(cfg: DictConfig) -> HardwareParams:
+    """``HardwareParams`` from the top-level shortcuts plus the free-form ``hw`` overrides."""
+    hw = _container(cfg.get("hw"))
+    base = {
+        "cluster": {"nodes": cfg.nodes, "rack_size": cfg.rack_size, "topology": cfg.topology},
+        "snic": {"rig_batch_size": cfg.batch_size, "rig_units": cfg.rig_units,
+                 "concat_delay_cycles": cfg.nic_delay_cycles},
+        "switch": {"concat_delay_cycles": cfg.switch_delay_cycles},
+        "property_cache": {"size_bytes": cfg.cache_bytes},
+        "software": {"sa_per_pr_overhead_ns": cfg.get("sa_per_pr_overhead_ns")},
+    }
+    if not isinstance(hw, dict):
+        raise ConfigError("hw must be a mapping {section: {field: value}}")
+    for section, values in hw.items():
+        if not isinstance(values, dict):
+            raise ConfigError(f"hw.{section} must be a mapping of fields")
+        base.setdefault(section, {}).update(values)
+    return HardwareParams.from_dict(base)
+
+
+def run(cfg: DictConfig, out_dir: Path | None = None) -> dict:
+    """Model the configured case; writes the report (and figures) and returns it."""
+    t0 = time.perf_counter()
+    params = hardware_params(cfg)
+    a, name = load_matrix(cfg)
+    simulator = default_simulator()
+    mechanisms = _container(cfg.get("mechanisms"))
+    report = analyze(a, params, k=int(cfg.k), kernel=str(cfg.kernel), partition=str(cfg.partition),
+                     simulator=simulator, mechanisms=mechanisms, ablation=bool(cfg.ablation),
+                     progress=_progress)
+    report["matrix"]["name"] = name
+    report["wall_clock_s"] = time.perf_counter() - t0
+    paths = write_json(report, cfg.get("report_path"), out_dir / "report.json" if out_dir else None)
+    if cfg.get("plots", True) and paths:
+        paths += save_figures(report, paths[-1].parent)
+    for line in summary_lines(report):
+        print(line)
+    for p in paths:
+        print(f"  written      {p}")
+    return report
+
+
+def _progress(items):
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency
+        return items
+    return tqdm(items, desc="netsparse runs", disable=len(items) < 2, leave=False)
+
+
+def _fmt(x, unit: str = "") -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{x:.4g}{unit}"
+
+
+def summary_lines(report: dict) -> list[str]:
+    """A Markdown summary: workload, the three strategies, speedups (all modeled)."""
+    m, c, r, st = report["matrix"], report["cluster"], report["redundancy"], report["strategies"]
+    ns = st.get("netsparse", {})
+    lines = [
+        f"### {m.get('name', 'matrix')}: {m['rows']:,} x {m['cols']:,}, {m['nnz']:,} nnz on {c['nodes']} nodes "
+        f"({c['topology']}, rack {c['rack_size']}), {report['kernel']} K={report['k']}, "
+        f"partition={report['partition']}",
+        "",
+        "All numbers are modeled (hw_models), none measured.",
+        "",
+        "| quantity | value |",
+        "|---|---|",
+        f"| useful / SA PRs / SU transfers | {r['useful_transfers']:,} / {r['sa_prs']:,} / {r['su_transfers']:,} |",
+        f"| SU, SA redundant per useful (Table 1) | {_fmt(r['su_redundant_per_useful'])}, "
+        f"{_fmt(r['sa_redundant_per_useful'])} |",
+        f"| dest locality of 64 PRs (Table 4) | {_fmt(report['dest_locality_64'])} |",
+        f"| SA header fraction (Table 3) | {_fmt(100 * report['header_fraction_sa'], ' %')} |",
+        f"| SUOpt comm time | {_fmt(st['su_opt']['comm_time_s'] * 1e6, ' us')} |",
+        f"| SAOpt comm time, goodput | {_fmt(st['sa_opt']['comm_time_s'] * 1e6, ' us')}, "
+        f"{_fmt(100 * st['sa_opt']['goodput'], ' %')} |",
+        f"| NetSparse comm time | "
+        f"{_fmt(ns['comm_time_s'] * 1e6, ' us') if 'comm_time_s' in ns else ns.get('status')} |",
+        f"| speedup SAOpt vs SUOpt | {_fmt(report['speedup']['sa_opt_vs_su_opt'])} |",
+        f"| speedup NetSparse vs SUOpt, vs SAOpt | {_fmt(report['speedup']['netsparse_vs_su_opt'])}, "
+        f"{_fmt(report['speedup']['netsparse_vs_sa_opt'])} |",
+    ]
+    return lines
+
+
+def save_figures(report: dict, out_dir: Path) -> list[Path]:
+    """Speedup bars, the ablation and active nodes over time (those the report has data for)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out: list[Path] = []
+    speed = {"SUOpt": 1.0, "SAOpt": report["speedup"]["sa_opt_vs_su_opt"],
+             "NetSparse": report["speedup"]["netsparse_vs_su_opt"]}
+    speed = {k: v for k, v in speed.items() if v is not None}
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.bar(list(speed), list(speed.values()))
+    ax.set_ylabel("speedup vs SUOpt (modeled)")
+    ax.set_title(f"{report['matrix'].get('name', '')} K={report['k']}")
+    out.append(_save(fig, out_dir / "speedup.png"))
+    if report["ablation"]:
+        fig, ax = plt.subplots(figsize=(5, 3))
+        ax.bar([a["stage"] for a in report["ablation"]], [a["speedup_vs_su_opt"] or 0 for a in report["ablation"]])
+        ax.set_ylabel("speedup vs SUOpt (modeled)")
+        out.append(_save(fig, out_dir / "ablation.png"))
+    if report["active_nodes"]:
+        fig, ax = plt.subplots(figsize=(5, 3))
+        ax.step(report["active_nodes"]["t_s"], report["active_nodes"]["count"], where="post")
+        ax.set_xlabel("time (s, modeled)")
+        ax.set_ylabel("active nodes")
+        out.append(_save(fig, out_dir / "active_nodes.png"))
+    return out
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path
+
+
+@hydra.main(config_path=config_dir(), config_name="simulate", version_base="1.3")
+def _hydra_main(cfg: DictConfig) -> None:
+    try:
+        out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
+        run(cfg, out_dir)
+    except NetsparseError as exc:
+        print(f"netsparse-simulate: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+def main() -> None:
+    """Console entry point (``netsparse-simulate``)."""
+    _hydra_main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""hw_models.analysis and the netsparse-simulate CLI: report schema, simulator plumbing, bad input."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from cli import run_cli
+from conftest import DATA, ROOT
+from hydra import compose, initialize_config_dir
+
+from hw_models import analysis as A
+from hw_models import baselines as B
+from hw_models import definitions as D
+from hw_models.params import HardwareParams
+from netsparse_torch import simulate
+from netsparse_torch.errors import ConfigError, DatasetNotFoundError, GraphInputError
+
+LUX = DATA / "graphs" / "luxembourg_osm.mtx.gz"
+KARATE = DATA / "mtx_small" / "karate.mtx"
+
+
+def _cfg(*overrides):
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        return compose(config_name="simulate", overrides=list(overrides))
+
+
+class FakeSimulator:
+    """Stands in for the C++ simulator: node i finishes at (i + 1) us, fewer bytes per stage."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, a, w, params, k, kernel, mechanisms):
+        self.calls.append(dict(mechanisms))
+        on = sum(mechanisms.values())
+        times = (np.arange(w.nodes) + 1) * 1e-6 / on
+        tail = {"fc_rate": 0.5, "prs_per_packet": 10.0, "pcache_hit_rate": 0.2, "goodput": 0.1 * on,
+                "line_util": 0.9, "wire_bytes": 1000.0, "read_prs": 4.0}
+        return A.NetSparseRun(times, tail, ([0.0, float(times.max())], [w.nodes, 0]),
+                              {"wire_bytes_total": 1e4 / on})
+
+
+def _small():
+    return sp.random(64, 64, density=0.1, random_state=0, format="csr")
+
+
+def test_report_without_simulator_has_the_analytic_keys():
+    p = HardwareParams().replace(cluster={"nodes": 4, "rack_size": 2})
+    r = A.analyze(_small(), p, k=16)
+    w = D.workload(_small(), 4)
+    assert r["modeled"] is True and r["matrix"] == {"rows": 64, "cols": 64, "nnz": _small().nnz}
+    assert r["cluster"] == {"nodes": 4, "rack_size": 2, "topology": "leafspine"}
+    assert r["redundancy"] == D.redundancy(w).to_dict()
+    assert r["strategies"]["su_opt"]["comm_time_s"] == B.su_opt(w, 16, p).comm_time_s
+    assert r["strategies"]["sa_opt"]["goodput"] == B.sa_opt(w, 16, p).goodput
+    assert r["speedup"]["sa_opt_vs_su_opt"] == pytest.approx(
+        r["strategies"]["su_opt"]["comm_time_s"] / r["strategies"]["sa_opt"]["comm_time_s"])
+    assert "unavailable" in r["strategies"]["netsparse"]["status"]
+    assert r["speedup"]["netsparse_vs_su_opt"] is None and r["ablation"] == []
+    assert r["header_fraction_sa"] == pytest.approx(160 / 224)  # Table 3, K=16
+
+
+def test_simulator_plugs_in_and_ablation_is_cumulative():
+    p = HardwareParams().replace(cluster={"nodes": 4, "rack_size": 2})
+    fake = FakeSimulator()
+    r = A.analyze(_small(), p, k=16, simulator=fake)
+    # main run == the full "switch" stage, so it is simulated once: 5 calls for 6 settings.
+    assert len(fake.calls) == 5
+    assert fake.calls[1] == {"rig": True, "filter": False, "coalesce": False, "concat_nic": False, "switch": False}
+    ns = r["strategies"]["netsparse"]
+    assert ns["comm_time_s"] == pytest.approx(4e-6 / 5) and ns["tail_node"] == 3
+    su = r["strategies"]["su_opt"]
+    assert r["speedup"]["netsparse_vs_su_opt"] == pytest.approx(su["comm_time_s"] / (4e-6 / 5))
+    assert ns["tail"]["traffic_vs_su"] == pytest.approx(1000.0 / B.su_opt(D.workload(_small(), 4), 16).rx_bytes[3])
+    assert [a["stage"] for a in r["ablation"]] == list(A.STAGES)
+    assert [a["goodput"] for a in r["ablation"]] == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])
+    speeds = [a["speedup_vs_su_opt"] for a in r["ablation"]]
+    assert speeds == sorted(speeds)
+    assert r["active_nodes"] == {"t_s": [0.0, pytest.approx(4e-6 / 5)], "count": [4, 0]}
+
+
+def test_mechanism_toggles_and_kernels():
+    assert A.mechanisms_up_to("coalesce") == {"rig": True, "filter": True, "coalesce": True,
+                                               "concat_nic": False, "switch": False}
+    fake = FakeSimulator()
+    p = HardwareParams().replace(cluster={"nodes": 2})
+    A.analyze(_small(), p, simulator=fake, mechanisms={"switch": False}, ablation=False)
+    assert fake.calls == [{"rig": True, "filter": True, "coalesce": True, "concat_nic": True, "switch": False}]
+    assert A.gathered_k(64, "spmv") == 1 and A.gathered_k(64, "sddmm") == 64
+    with pytest.raises(ConfigError, match="unknown NetSparse mechanism"):
+        A.analyze(_small(), p, mechanisms={"cache": True})
+    with pytest.raises(ConfigError, match="unknown kernel"):
+        A.analyze(_small(), p, kernel="spgemm")
+
+
+def test_strong_scaling_rows():
+    p = HardwareParams()
+    rows = A.strong_scaling(_small(), p, [1, 2, 4], k=16)
+    assert [r["nodes"] for r in rows] == [1, 2, 4]
+    assert rows[0]["su_opt_comm_s"] == 0.0 and rows[0]["su_opt_no_overlap_s"] == rows[0]["compute_s"]
+    for r in rows:
+        for s in ("su_opt", "sa_opt"):
+            assert r[f"{s}_full_overlap_s"] <= r[f"{s}_no_overlap_s"]
+            assert r[f"{s}_full_overlap_s"] >= max(r["compute_s"], r[f"{s}_comm_s"]) - 1e-18
+
+
+def test_cli_run_luxembourg_paper_shape(tmp_path):
+    """Road network: SA is nearly free of redundancy (Table 1, europe_osm) and SU very redundant."""
+    r = simulate.run(_cfg(f"matrix={LUX}", "plots=false"), tmp_path)
+    red = r["redundancy"]
+    assert red["sa_redundant_per_useful"] < 0.1 and red["su_redundant_per_useful"] > 100
+    assert r["speedup"]["sa_opt_vs_su_opt"] > 10  # SU moves ~600x more rows than needed
+    saved = json.loads((tmp_path / "report.json").read_text())
+    assert saved["redundancy"] == red and saved["matrix"]["name"] == "luxembourg_osm"
+
+
+def test_cli_determinism_and_figures(tmp_path):
+    a = simulate.run(_cfg(f"matrix={KARATE}", "nodes=4", "rack_size=2"), tmp_path / "a")
+    b = simulate.run(_cfg(f"matrix={KARATE}", "nodes=4", "rack_size=2"), tmp_path / "b")
+    a.pop("wall_clock_s"), b.pop("wall_clock_s")
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    assert (tmp_path / "a" / "speedup.png").stat().st_size > 0
+
+
+def test_cli_shortcuts_reach_the_parameters():
+    p = simulate.hardware_params(_cfg("batch_size=.inf", "cache_bytes=.inf", "rig_units=8", "topology=hyperx",
+                                      "+hw.link.bandwidth_gbps=100", "sa_per_pr_overhead_ns=5"))
+    assert p.snic.rig_batch_size == math.inf and p.property_cache.size_bytes == math.inf
+    assert p.snic.rig_units == 8 and p.cluster.topology == "hyperx" and p.link.bandwidth_gbps == 100
+    assert p.software.sa_per_pr_overhead_ns == 5
+
+
+@pytest.mark.parametrize(("overrides", "error", "match"), [
+    (["matrix=/nonexistent/x.mtx"], DatasetNotFoundError, "not found"),
+    (["matrix=" + str(DATA / "README.md")], GraphInputError, "not a readable Matrix Market"),
+    ([f"matrix={KARATE}", "nodes=35", "rack_size=5"], ConfigError, "larger than the graph"),
+    ([f"matrix={KARATE}", "rig_units=-2"], ConfigError, "rig_units must be > 0"),
+    ([f"matrix={KARATE}", "k=0"], ConfigError, "k must be >= 1"),
+    ([f"matrix={KARATE}", "topology=torus"], ConfigError, "unknown topology 'torus'"),
+])
+def test_bad_input(tmp_path, overrides, error, match):
+    with pytest.raises(error, match=match):
+        simulate.run(_cfg(*overrides, "plots=false"), tmp_path)
+
+
+def test_cli_exits_nonzero_with_one_line(tmp_path):
+    proc = run_cli("netsparse_torch.simulate", "topology=torus", f"matrix={KARATE}",
+                   f"hydra.run.dir={tmp_path}", timeout=120)
+    assert proc.returncode == 2
+    assert "netsparse-simulate: error: unknown topology 'torus'" in proc.stderr
