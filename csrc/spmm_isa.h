@@ -14,7 +14,9 @@ namespace isa {
 
 NETSPARSE_SPMM_ROWS_DECL(spmm_rows_generic, float);
 NETSPARSE_SPMM_ROWS_DECL(spmm_rows_generic, double);
-#if defined(__GNUC__) && defined(__x86_64__)
+// GCC only: the ISA files rely on `#pragma GCC target`, which clang ignores (clang builds get the
+// portable kernel).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define NETSPARSE_HAVE_X86_ISA 1
 NETSPARSE_SPMM_ROWS_DECL(spmm_rows_avx2, float);
 NETSPARSE_SPMM_ROWS_DECL(spmm_rows_avx2, double);
