@@ -3,7 +3,6 @@
 
 #include "bind/bindings.h"
 #include "kernels_sparse_ops.h"
-#include "kernels_sparse_ops.h"
 #include "spmm.h"
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -16,14 +15,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("gather_rows", &netsparse::gather_rows, "out[i] = B[idx[i]] on CPU", py::arg("B"), py::arg("idx"));
   m.def("scatter_add_rows", &netsparse::scatter_add_rows, "out[idx[i]] += src[i] on CPU (deterministic)",
         py::arg("src"), py::arg("idx"), py::arg("n_out"));
-  m.def("sddmm", &netsparse::sddmm, "out[p] = val[p] * <X[row p], Y[col p]> on CPU", py::arg("crow"), py::arg("col"),
-        py::arg("X"), py::arg("Y"), py::arg("val") = py::none());
-  m.def("gather_rows", &netsparse::gather_rows, "out[i] = B[idx[i]] on CPU", py::arg("B"), py::arg("idx"));
-  m.def("scatter_add_rows", &netsparse::scatter_add_rows, "out[idx[i]] += src[i] on CPU (deterministic)",
-        py::arg("src"), py::arg("idx"), py::arg("n_out"));
   m.def("csr_transpose", &netsparse::csr_transpose, "CSR of the transpose", py::arg("crow"), py::arg("col"),
         py::arg("val"), py::arg("n_cols"));
   m.def("num_threads", [] { return at::get_num_threads(); });
   auto units = m.def_submodule("units", "Hardware units (one C++ implementation each)");
   bind_flit_link(units);
+  bind_protocol(units);
+  bind_header_model(units);
+  bind_concatenator(units);
+  bind_property_cache(units);
+  bind_rig_unit(units);
+  bind_switch_pipe(units);
+  bind_rig_node(units);
 }

@@ -4,3 +4,10 @@
 #include <pybind11/pybind11.h>
 
 void bind_flit_link(pybind11::module_& units);  // NetCrafter link layer -> _C.units
+void bind_protocol(pybind11::module_& units);        // NetSparse wire protocol (Fig. 6) -> _C.units
+void bind_header_model(pybind11::module_& units);    // header model (Table 5 / Fig. 6) -> _C.units
+void bind_concatenator(pybind11::module_& units);    // concatenator (§6.1.2) -> _C.units
+void bind_property_cache(pybind11::module_& units);  // switch property cache (§6.2.2) -> _C.units
+void bind_rig_unit(pybind11::module_& units);        // RIG client unit (§5.1-5.3) -> _C.units
+void bind_switch_pipe(pybind11::module_& units);     // switch middle pipe (§6.2.1) -> _C.units
+void bind_rig_node(pybind11::module_& units);        // one node's RIG pipeline -> _C.units

@@ -1,0 +1,56 @@
+#pragma once
+// Property cache of the switch (paper §6.2.2): set-associative, LRU, invalidated as a whole before
+// each kernel.
+//
+// Defaults (paper §6.2.2): 32 MB capacity, 16 ways, 16 B segments, lines of at most 512 B. A line
+// holds one property rounded up to whole segments. A property larger than the maximum line is tiled
+// into ceil(bytes / 512) chunks, each its own line with key idx * n_chunks + chunk (consecutive
+// chunks land in consecutive sets). Set of a key = key mod n_sets (our assumption: low-order index
+// bits). A property lookup hits only when all its chunks are present; counters count property
+// lookups (hits, misses) and lines (inserts, evictions).
+#include <cstdint>
+#include <vector>
+
+namespace netsparse::units {
+
+struct CacheConfig {
+  int64_t capacity_bytes = int64_t{32} << 20;  // paper §6.2.2
+  int64_t ways = 16;                           // paper §6.2.2
+  int64_t segment_bytes = 16;                  // paper §6.2.2
+  int64_t max_line_bytes = 512;                // paper §6.2.2
+  void validate() const;
+};
+
+class PropertyCache {
+ public:
+  explicit PropertyCache(const CacheConfig& cfg);
+
+  // Invalidates every line and sets the property size of the next kernel.
+  void invalidate(int64_t prop_bytes);
+  int64_t prop_bytes() const { return prop_bytes_; }
+  int64_t line_bytes() const { return line_bytes_; }
+  int64_t n_chunks() const { return n_chunks_; }
+  int64_t n_sets() const { return n_sets_; }
+
+  // Copies the property into `out` (may be null) and returns true on a hit; updates LRU.
+  bool lookup(uint64_t idx, uint8_t* out);
+  // Inserts the property if absent (LRU victim when the set is full) and returns true if inserted.
+  // A property already present is left unchanged (no LRU update).
+  bool insert(uint64_t idx, const uint8_t* data);
+  bool contains(uint64_t idx) const;
+
+  int64_t hits = 0, misses = 0, inserts = 0, evictions = 0;
+
+ private:
+  int64_t find(uint64_t key, int64_t set) const;  // way or -1
+  CacheConfig cfg_;
+  int64_t prop_bytes_ = 0, line_bytes_ = 0, n_chunks_ = 0, n_sets_ = 0;
+  uint32_t epoch_ = 1;  // lines of an older epoch are invalid: a whole invalidate is O(1)
+  uint64_t clock_ = 0;  // LRU stamp
+  std::vector<uint64_t> tag_;
+  std::vector<uint32_t> line_epoch_;
+  std::vector<uint64_t> stamp_;
+  std::vector<uint8_t> data_;
+};
+
+}  // namespace netsparse::units

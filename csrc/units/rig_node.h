@@ -1,0 +1,81 @@
+#pragma once
+// One node's NetSparse SmartNIC pipeline (paper §5-6.1): client RIG units sharing the node's Idx
+// Filter, a concatenator for read packets, server RIG units and a concatenator for response packets.
+//
+// Round-based use (what the training path, the switch service and the benchmark do):
+//   begin_kernel(prop_bytes, halo, local)  invalidates the Idx Filter, sets the property size
+//   submit(idxs, slots)                    splits into RIG batches (commands) dealt to client units
+//   pump_reads(now)                        every client unit issues until it stalls or finishes;
+//                                          read PRs are concatenated and encoded, and the round
+//                                          ends with a flush; read packets are in stream(0, dest)
+//   serve(bytes)                           server side: read packets in, response packets out in
+//                                          stream(1, dest) (flushed at the end of the call)
+//   absorb(bytes)                          client side: response packets fill the halo buffer
+//   done()                                 every command completed
+// Timing inside a round: the node's virtual clock advances cycles_per_pr per read PR issued (our
+// assumption: the NIC emits one PR per cycle), so concatenation delays act between PRs of a round.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "units/concatenator.h"
+#include "units/rig_unit.h"
+
+namespace netsparse::units {
+
+struct RigNodeConfig {
+  int64_t n_units = 32;             // RIG units per node, half client and half server (issue 3 / paper §5)
+  int64_t n_client_units = -1;      // -1 = n_units / 2
+  int64_t batch_size = 32768;       // nonzeros per RIG command (issue 3 / paper §5.1)
+  int64_t pending_capacity = 256;   // Pending PR Table entries per client unit (issue 3 / paper §5.3)
+  bool filter = true;
+  bool coalesce = true;
+  int64_t cycles_per_pr = 1;        // our assumption
+  ConcatConfig concat;              // n_dests is set to the node count; delay 500 = NIC default (§6.1.2)
+};
+
+struct RigNodeStats {
+  RigCounters rig;
+  int64_t served_prs = 0;
+  int64_t packets[2] = {0, 0}, prs[2] = {0, 0}, encoded_bytes[2] = {0, 0};
+};
+
+class RigNode {
+ public:
+  RigNode(uint32_t node, std::vector<int64_t> row_bounds, RigNodeConfig cfg);
+
+  void begin_kernel(int64_t prop_bytes, uint8_t* halo, int64_t halo_bytes, const uint8_t* local, int64_t local_bytes);
+  // Validates everything first (no partial state on bad input). Arrays must outlive the kernel
+  // (the binding keeps copies).
+  void submit(const int64_t* idxs, const int64_t* slots, int64_t n);
+  void pump_reads(int64_t now);
+  void serve(const uint8_t* buf, int64_t n);
+  void absorb(const uint8_t* buf, int64_t n);
+  bool done() const;
+  int64_t pending() const;
+  int64_t clock() const { return clock_; }
+
+  std::vector<uint8_t>& stream(uint16_t type, uint32_t dest) {
+    return (type == kReadType ? reads_ : responses_).stream(type, dest);
+  }
+  RigNodeStats stats() const;
+  const RigNodeConfig& config() const { return cfg_; }
+  const NodeMap& map() const { return map_; }
+  uint32_t node() const { return ctx_.node; }
+  int64_t n_client_units() const { return static_cast<int64_t>(clients_.size()); }
+
+ private:
+  RigNodeConfig cfg_;
+  NodeMap map_;
+  IdxFilter filter_;
+  RigContext ctx_;
+  std::vector<RigClientUnit> clients_;
+  std::vector<RigServerUnit> servers_;
+  Concatenator reads_, responses_;
+  int64_t next_client_ = 0, next_server_ = 0;
+  int64_t clock_ = 0;
+  int64_t halo_bytes_ = 0;
+  bool in_kernel_ = false;
+};
+
+}  // namespace netsparse::units

@@ -1,0 +1,127 @@
+// RIG client and server units (paper §5.1-5.3).
+#include "units/rig_unit.h"
+
+#include <string>
+
+namespace netsparse::units {
+
+NodeMap::NodeMap(std::vector<int64_t> b) : bounds(std::move(b)) {
+  if (bounds.size() < 2 || bounds[0] != 0)
+    throw std::invalid_argument("row bounds must start at 0 and name at least one node");
+  for (size_t i = 1; i < bounds.size(); ++i)
+    if (bounds[i] < bounds[i - 1]) throw std::invalid_argument("row bounds must be non-decreasing");
+  if (n_nodes() > (int64_t{1} << 31)) throw std::invalid_argument("too many nodes for a u32 destination");
+}
+
+void IdxFilter::reset(int64_t n_cols) {
+  bits_.assign(static_cast<size_t>((n_cols + 63) / 64), 0);
+  if (slot_.size() != static_cast<size_t>(n_cols)) slot_.assign(static_cast<size_t>(n_cols), -1);
+}
+
+void RigCounters::add(const RigCounters& o) {
+  idxs += o.idxs;
+  local += o.local;
+  filtered += o.filtered;
+  coalesced += o.coalesced;
+  prs += o.prs;
+  responses += o.responses;
+  stalls += o.stalls;
+  commands += o.commands;
+}
+
+RigClientUnit::RigClientUnit(uint16_t tid, int64_t pending_capacity) : tid_(tid), capacity_(pending_capacity) {
+  if (pending_capacity <= 0 || pending_capacity > (int64_t{1} << 24))
+    throw std::invalid_argument("Pending PR Table capacity must be in 1..2^24, got " + std::to_string(pending_capacity));
+  entries_.resize(static_cast<size_t>(capacity_));
+  uint64_t size = 1;
+  shift_ = 64;
+  while (size < static_cast<uint64_t>(2 * capacity_)) {  // load factor <= 1/2
+    size <<= 1;
+    --shift_;
+  }
+  if (size == 1) {  // keep the hash shift < 64
+    size = 2;
+    --shift_;
+  }
+  mask_ = size - 1;
+  table_.assign(size, -1);
+  reset();
+}
+
+void RigClientUnit::reset() {
+  if (pending_ != 0) throw std::invalid_argument("RIG client unit reset with PRs still pending");
+  cmds_.clear();
+  cmd_ = 0;
+  pos_ = 0;
+  stalled_ = false;
+  free_.clear();
+  for (int64_t e = capacity_ - 1; e >= 0; --e) free_.push_back(static_cast<int32_t>(e));
+  for (auto& en : entries_) en.busy = false;
+  waiters_.clear();
+  free_waiter_ = -1;
+}
+
+void RigClientUnit::table_insert(uint64_t idx, int32_t e) {
+  uint64_t h = hash(idx);
+  while (table_[h] >= 0) h = (h + 1) & mask_;
+  table_[h] = e;
+}
+
+void RigClientUnit::table_erase(uint64_t idx) {
+  uint64_t h = hash(idx);
+  while (entries_[table_[h]].idx != idx) h = (h + 1) & mask_;
+  // Backward-shift deletion keeps every probe chain unbroken without tombstones.
+  uint64_t hole = h;
+  for (uint64_t j = (hole + 1) & mask_; table_[j] >= 0; j = (j + 1) & mask_) {
+    const uint64_t home = hash(entries_[table_[j]].idx);
+    // Move j into the hole when its home is not cyclically in (hole, j].
+    if (((j - home) & mask_) >= ((j - hole) & mask_)) {
+      table_[hole] = table_[j];
+      hole = j;
+    }
+  }
+  table_[hole] = -1;
+}
+
+void RigClientUnit::add_waiter(int32_t e, int64_t slot) {
+  int32_t w;
+  if (free_waiter_ >= 0) {
+    w = free_waiter_;
+    free_waiter_ = waiters_[w].next;
+  } else {
+    w = static_cast<int32_t>(waiters_.size());
+    waiters_.push_back(Waiter{});
+  }
+  waiters_[w] = Waiter{slot, entries_[e].next};
+  entries_[e].next = w;
+}
+
+void RigClientUnit::on_response(const RigContext& c, const PR& pr, const uint8_t* payload) {
+  if (pr.id >= static_cast<uint64_t>(capacity_) || !entries_[pr.id].busy || entries_[pr.id].idx != pr.idx)
+    throw std::invalid_argument("response PR (idx " + std::to_string(pr.idx) + ", id " + std::to_string(pr.id) +
+                                ") matches no pending entry of RIG unit " + std::to_string(tid_));
+  Entry& en = entries_[pr.id];
+  const size_t pb = c.prop_bytes;
+  std::memcpy(c.halo + en.slot * pb, payload, pb);
+  for (int32_t w = en.next; w >= 0;) {
+    std::memcpy(c.halo + waiters_[w].slot * pb, payload, pb);
+    const int32_t next = waiters_[w].next;
+    waiters_[w].next = free_waiter_;
+    free_waiter_ = w;
+    w = next;
+  }
+  c.filter->set(pr.idx, en.slot);
+  if (c.coalesce_on) table_erase(pr.idx);
+  en.busy = false;
+  free_.push_back(static_cast<int32_t>(pr.id));
+  --pending_;
+  ++counters.responses;
+}
+
+void RigServerUnit::not_owned(const RigContext& c, uint64_t idx) {
+  throw std::invalid_argument("read PR for idx " + std::to_string(idx) + " reached node " + std::to_string(c.node) +
+                              ", which owns rows [" + std::to_string(c.row_start) + ", " + std::to_string(c.row_end) +
+                              ")");
+}
+
+}  // namespace netsparse::units

@@ -1,0 +1,217 @@
+#pragma once
+// RIG (remote indexed gather) units of a SmartNIC (paper §5.1-5.3).
+//
+// Client unit: runs RIG commands. A command is a batch of idxs (global column ids of nonzeros) with a
+// parallel array of destination slots in the host (halo) buffer, whose row stride is the property
+// size. For each idx, in order:
+//   * local: owned by this node -> dropped (the kernel reads local rows directly; its slot is ignored);
+//   * filtered: the node's Idx Filter bit is set -> the property is already in local memory; it is
+//     copied from the slot where it first landed (filtering, §5.2);
+//   * coalesced: the idx is in this unit's Pending PR Table -> the slot is recorded as a waiter
+//     (coalescing, only within one unit, §5.3);
+//   * otherwise a read PR {src node, src_tid = unit id, idx, id = pending entry} goes to the owner.
+// A full Pending PR Table stalls the unit (in order: it stops at the idx that needs a new entry and
+// resumes once responses free entries). A response writes the property to every waiting slot, sets
+// the filter bit and frees the entry. A command completes when every non-dropped idx is answered;
+// the unit starts its next command only then.
+//
+// Server unit: answers read PRs from the local property array (owner-local row = idx - row_start)
+// with response PRs that keep {src, src_tid, idx, id} and go back to src.
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "units/protocol.h"
+
+namespace netsparse::units {
+
+// Contiguous 1D row ownership: node p owns rows [bounds[p], bounds[p+1]).
+struct NodeMap {
+  std::vector<int64_t> bounds;
+  explicit NodeMap(std::vector<int64_t> b);
+  int64_t n_nodes() const { return static_cast<int64_t>(bounds.size()) - 1; }
+  int64_t n_cols() const { return bounds.back(); }
+  uint32_t owner(uint64_t idx) const {
+    // Few nodes: a branch-light binary search over the bounds.
+    int64_t lo = 0, n = n_nodes();
+    while (n > 1) {
+      const int64_t half = n / 2;
+      if (static_cast<uint64_t>(bounds[lo + half]) <= idx) lo += half;
+      n -= half;
+    }
+    return static_cast<uint32_t>(lo);
+  }
+};
+
+// The node's Idx Filter: one bit per column, set when a response arrives, shared by the node's
+// client units; remembers the slot where each filtered property landed.
+class IdxFilter {
+ public:
+  void reset(int64_t n_cols);  // invalidate (before each kernel)
+  bool test(uint64_t idx) const { return (bits_[idx >> 6] >> (idx & 63)) & 1u; }
+  void set(uint64_t idx, int64_t slot) {
+    bits_[idx >> 6] |= uint64_t{1} << (idx & 63);
+    slot_[idx] = slot;
+  }
+  int64_t slot(uint64_t idx) const { return slot_[idx]; }
+
+ private:
+  std::vector<uint64_t> bits_;
+  std::vector<int64_t> slot_;
+};
+
+// What a node's units share during one kernel.
+struct RigContext {
+  uint32_t node = 0;
+  const NodeMap* map = nullptr;
+  int64_t row_start = 0, row_end = 0;
+  IdxFilter* filter = nullptr;
+  bool filter_on = true, coalesce_on = true;
+  uint32_t prop_bytes = 0;
+  uint8_t* halo = nullptr;  // host buffer, n_slots rows of prop_bytes
+  int64_t n_slots = 0;
+  const uint8_t* local = nullptr;  // local property array, (row_end - row_start) rows
+};
+
+struct RigCounters {
+  int64_t idxs = 0, local = 0, filtered = 0, coalesced = 0, prs = 0, responses = 0, stalls = 0, commands = 0;
+  void add(const RigCounters& o);
+};
+
+class RigClientUnit {
+ public:
+  // Pending PR Table of 256 entries per unit by default (issue 3; our reading of paper §5.3).
+  RigClientUnit(uint16_t tid, int64_t pending_capacity);
+  uint16_t tid() const { return tid_; }
+  void reset();  // new kernel: drops commands (the table must be empty)
+  // The arrays must stay alive until the command completes.
+  void enqueue(const int64_t* idxs, const int64_t* slots, int64_t n) { cmds_.push_back(Command{idxs, slots, n}); }
+  bool finished() const { return cmd_ == cmds_.size() && pending_ == 0; }
+  bool stalled() const { return stalled_; }
+  int64_t pending() const { return pending_; }
+
+  // Processes idxs until the unit stalls, waits for its command to complete, or runs out of work.
+  // emit(dest, pr) receives each read PR.
+  template <class Emit>
+  void issue(const RigContext& c, Emit&& emit);
+  void on_response(const RigContext& c, const PR& pr, const uint8_t* payload);
+
+  RigCounters counters;
+
+ private:
+  struct Command {
+    const int64_t* idx;
+    const int64_t* slot;
+    int64_t n;
+  };
+  struct Entry {
+    uint64_t idx;
+    int64_t slot;  // first waiter
+    int32_t next;  // further waiters (index into waiters_), -1 = none
+    bool busy;
+  };
+  struct Waiter {
+    int64_t slot;
+    int32_t next;
+  };
+  // Pending PR Table lookup by idx: open addressing, linear probing, backward-shift deletion.
+  int32_t find(uint64_t idx) const {
+    for (uint64_t h = hash(idx);; h = (h + 1) & mask_) {
+      const int32_t e = table_[h];
+      if (e < 0) return -1;
+      if (entries_[e].idx == idx) return e;
+    }
+  }
+  uint64_t hash(uint64_t idx) const { return (idx * 0x9E3779B97F4A7C15ull) >> shift_; }
+  void table_insert(uint64_t idx, int32_t e);
+  void table_erase(uint64_t idx);
+  void add_waiter(int32_t e, int64_t slot);
+
+  uint16_t tid_;
+  int64_t capacity_;
+  std::vector<Command> cmds_;
+  size_t cmd_ = 0;
+  int64_t pos_ = 0;
+  bool stalled_ = false;
+  std::vector<Entry> entries_;
+  std::vector<int32_t> free_;  // stack of free entry ids (pops 0, 1, 2, ... first)
+  int64_t pending_ = 0;
+  std::vector<int32_t> table_;
+  uint64_t mask_ = 0;
+  int shift_ = 0;
+  std::vector<Waiter> waiters_;
+  int32_t free_waiter_ = -1;
+};
+
+template <class Emit>
+void RigClientUnit::issue(const RigContext& c, Emit&& emit) {
+  stalled_ = false;
+  const uint64_t lo = static_cast<uint64_t>(c.row_start), span = static_cast<uint64_t>(c.row_end - c.row_start);
+  const size_t pb = c.prop_bytes;
+  while (cmd_ < cmds_.size()) {
+    const Command& cm = cmds_[cmd_];
+    int64_t pos = pos_;
+    for (; pos < cm.n; ++pos) {
+      const uint64_t idx = static_cast<uint64_t>(cm.idx[pos]);
+      if (idx - lo < span) {  // local (unsigned wrap makes one compare)
+        ++counters.local;
+        continue;
+      }
+      const int64_t slot = cm.slot[pos];
+      if (c.filter_on && c.filter->test(idx)) {
+        const int64_t from = c.filter->slot(idx);
+        if (from != slot) std::memcpy(c.halo + slot * pb, c.halo + from * pb, pb);
+        ++counters.filtered;
+        continue;
+      }
+      if (c.coalesce_on) {
+        const int32_t e = find(idx);
+        if (e >= 0) {
+          add_waiter(e, slot);
+          ++counters.coalesced;
+          continue;
+        }
+      }
+      if (pending_ == capacity_) {
+        stalled_ = true;
+        ++counters.stalls;
+        break;
+      }
+      const int32_t e = free_.back();
+      free_.pop_back();
+      entries_[e] = Entry{idx, slot, -1, true};
+      ++pending_;
+      if (c.coalesce_on) table_insert(idx, e);
+      ++counters.prs;
+      emit(c.map->owner(idx), PR{c.node, tid_, idx, static_cast<uint32_t>(e)});
+    }
+    counters.idxs += pos - pos_;
+    pos_ = pos;
+    if (stalled_ || pending_ != 0) return;
+    ++cmd_;
+    pos_ = 0;
+    ++counters.commands;
+  }
+}
+
+class RigServerUnit {
+ public:
+  // emit(dest, pr, payload) receives each response PR.
+  template <class Emit>
+  void serve(const RigContext& c, const PacketView& v, Emit&& emit) {
+    const uint64_t lo = static_cast<uint64_t>(c.row_start), span = static_cast<uint64_t>(c.row_end - c.row_start);
+    for (int64_t i = 0; i < v.n_prs; ++i) {
+      const PR pr = v.pr(i);
+      if (pr.idx - lo >= span) not_owned(c, pr.idx);
+      emit(pr.src, pr, c.local + (pr.idx - lo) * c.prop_bytes);
+    }
+    served += v.n_prs;
+  }
+  int64_t served = 0;
+
+ private:
+  [[noreturn]] static void not_owned(const RigContext& c, uint64_t idx);
+};
+
+}  // namespace netsparse::units
