@@ -14,7 +14,8 @@ namespace {
 // A matrix with unit column stride is read in place; any other layout is copied once.
 at::Tensor unit_col_stride(const at::Tensor& t) { return (t.size(1) <= 1 || t.stride(1) == 1) ? t : t.contiguous(); }
 
-int64_t row_stride(const at::Tensor& t) { return t.size(1) <= 1 ? std::max<int64_t>(t.size(1), 1) : t.stride(0); }
+// Row stride of a 2-D tensor, also for one column (a one-column slice keeps its parent's row stride).
+int64_t row_stride(const at::Tensor& t) { return t.stride(0); }
 
 void check_dense(const char* op, const char* name, const at::Tensor& t) {
   TORCH_CHECK_VALUE(t.dim() == 2, op, ": ", name, " must be 2-D, got ", t.dim(), "-D");

@@ -134,7 +134,7 @@ at::Tensor spmm(const at::Tensor& crow, const at::Tensor& col, const at::Tensor&
   // A column slice of a row-major matrix is read in place; any other layout is copied once.
   const at::Tensor B = (B_in.size(1) <= 1 || B_in.stride(1) == 1) ? B_in : B_in.contiguous();
   const int64_t rows = crow.numel() - 1, K = B.size(1), b_rows = B.size(0);
-  const int64_t ldb = B.size(1) <= 1 ? 1 : B.stride(0);
+  const int64_t ldb = B.stride(0);  // also for K = 1: a one-column slice keeps its row stride
   // Every row, even an empty one, is written in full by the kernel, so no zero fill is needed.
   at::Tensor out = at::empty({rows, K}, B.options().memory_format(at::MemoryFormat::Contiguous));
   if (rows == 0 || K == 0) return out.zero_();

@@ -57,7 +57,8 @@ def test_cpp_spmm_matches_dense_and_torch_sparse(isa, dtype, rows, cols, k):
 def test_cpp_spmm_reads_non_contiguous_b(isa):
     crow, col, val, dense = random_csr(23, 40, seed=3)
     wide = torch.randn(40, 150)
-    for B in (wide[:, 7:77], wide[:, ::3], torch.randn(70, 40).t()):  # row-strided, column-strided, transposed
+    # row-strided, column-strided, transposed, one-column slices (K = 1 keeps the parent's row stride)
+    for B in (wide[:, 7:77], wide[:, ::3], torch.randn(70, 40).t(), wide[:, 5:6], wide[:, 9:10:2]):
         assert not B.is_contiguous()
         torch.testing.assert_close(_C.spmm(crow, col, val, B, isa), dense @ B, **TOL)
 
@@ -157,6 +158,7 @@ def test_gather_scatter_add_match_index_ops(backend):
     idx = torch.tensor([49, 0, 7, 7, 7, 12, 0])
     torch.testing.assert_close(K.gather(B, idx, backend=backend), B[idx], rtol=0, atol=0)
     torch.testing.assert_close(K.gather(B[:, 1:20], idx, backend=backend), B[idx, 1:20], rtol=0, atol=0)
+    torch.testing.assert_close(K.gather(B[:, 4:5], idx, backend=backend), B[idx, 4:5], rtol=0, atol=0)
     src = torch.randn(7, 33)
     expected = torch.zeros(60, 33)
     for i, r in enumerate(idx.tolist()):
