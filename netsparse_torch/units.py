@@ -1,0 +1,56 @@
+"""NetSparse hardware units (C++, one implementation each), re-exported from ``netsparse_torch._C.units``.
+
+Units (paper sections in brackets):
+
+- wire protocol [Fig. 6]: :func:`encode_packet`, :func:`decode_packet`, :func:`decode_stream`
+  (the deconcatenator), :func:`max_prs_per_packet`; header 14 B + 18 B per PR (+ ``len`` payload
+  bytes per response PR), little-endian. Bad packets raise ``ValueError`` naming the problem.
+- header model [Table 5, Fig. 6]: :class:`HeaderSizes` (``table5()`` = 50/12/18 B,
+  ``wire()`` = 50/14/18 B), :func:`packet_bytes`, :func:`stream_bytes`, :func:`sa_header_share` (Table 3).
+- :class:`Concatenator` [§6.1.2, §7.2]: queues per (type, destination), expiration FIFO, optional
+  virtualised queues; time is a caller-supplied cycle counter.
+- :class:`PropertyCache` [§6.2.2]: set-associative LRU switch cache.
+- :class:`SwitchPipe` [§6.2.1]: the switch middle pipe (cache + concatenation).
+- :class:`RigClientUnit` [§5.1-5.3]: one RIG client unit with filtering and coalescing.
+- :class:`RigNode`: one node's pipeline (client units, Idx Filter, concatenators, server units) with
+  the round API ``begin_kernel / submit / pump_reads / serve / absorb / done / stats``.
+"""
+
+from __future__ import annotations
+
+from netsparse_torch._C import units as _units
+
+READ: int = _units.READ
+RESPONSE: int = _units.RESPONSE
+CONCAT_HEADER_BYTES: int = _units.CONCAT_HEADER_BYTES
+PR_HEADER_BYTES: int = _units.PR_HEADER_BYTES
+DEFAULT_MTU: int = _units.DEFAULT_MTU
+DEFAULT_UPPER_BYTES: int = _units.DEFAULT_UPPER_BYTES
+
+encode_packet = _units.encode_packet
+decode_packet = _units.decode_packet
+decode_stream = _units.decode_stream
+max_prs_per_packet = _units.max_prs_per_packet
+HeaderSizes = _units.HeaderSizes
+packet_bytes = _units.packet_bytes
+stream_bytes = _units.stream_bytes
+sa_header_share = _units.sa_header_share
+Concatenator = _units.Concatenator
+PropertyCache = _units.PropertyCache
+SwitchPipe = _units.SwitchPipe
+RigClientUnit = _units.RigClientUnit
+RigNode = _units.RigNode
+
+
+def goodput(header_bytes: int, payload_bytes: int) -> float:
+    """Goodput = payload / (payload + header) of a byte count (0.0 for an empty stream)."""
+    total = header_bytes + payload_bytes
+    return payload_bytes / total if total else 0.0
+
+
+__all__ = [
+    "READ", "RESPONSE", "CONCAT_HEADER_BYTES", "PR_HEADER_BYTES", "DEFAULT_MTU", "DEFAULT_UPPER_BYTES",
+    "encode_packet", "decode_packet", "decode_stream", "max_prs_per_packet", "HeaderSizes", "packet_bytes",
+    "stream_bytes", "sa_header_share", "Concatenator", "PropertyCache", "SwitchPipe", "RigClientUnit", "RigNode",
+    "goodput",
+]
