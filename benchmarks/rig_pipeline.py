@@ -83,7 +83,8 @@ def run_pipeline(bounds, streams, x: np.ndarray, check: bool) -> dict:
                 raise AssertionError(f"node {p}: halo buffer differs from the owners' rows")
     stats = [n.stats() for n in nodes]
     total = {k: sum(s[k] for s in stats) for k in stats[0] if isinstance(stats[0][k], int)}
-    total["prs_per_packet_read"] = sum(s["read"]["prs"] for s in stats) / max(1, sum(s["read"]["packets"] for s in stats))
+    read_prs, read_packets = (sum(s["read"][k] for s in stats) for k in ("prs", "packets"))
+    total["prs_per_packet_read"] = read_prs / max(1, read_packets)
     return {"elapsed_s": elapsed, "pump_s": t_pump, "rounds": rounds, "totals": total}
 
 
@@ -120,7 +121,8 @@ def main() -> None:
         "rounds": best["rounds"], "totals": t,
         "pipeline_s": best["elapsed_s"], "idx_per_s": t["idxs"] / best["elapsed_s"],
         "prs_per_s": t["prs_issued"] / best["elapsed_s"],
-        "client_s": best_pump, "client_idx_per_s": t["idxs"] / best_pump, "client_prs_per_s": t["prs_issued"] / best_pump,
+        "client_s": best_pump, "client_idx_per_s": t["idxs"] / best_pump,
+        "client_prs_per_s": t["prs_issued"] / best_pump,
         "cache": cache_rate(streams, x, args.repeats),
     }
     print(f"{args.graph}: nnz {a.nnz}, {args.nodes} nodes, K={args.k}, {best['rounds']} rounds")
