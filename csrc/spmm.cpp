@@ -140,17 +140,23 @@ at::Tensor spmm(const at::Tensor& crow, const at::Tensor& col, const at::Tensor&
   if (rows == 0 || K == 0) return out.zero_();
   advise_huge_pages(out.data_ptr(), out.nbytes());
   const int64_t* crow_p = crow.data_ptr<int64_t>();
-  const int64_t chunks = std::min<int64_t>(rows, 8 * at::get_num_threads());
+  const int64_t workers = at::get_num_threads();
+  const int64_t chunks = std::min<int64_t>(rows, 16 * workers);
   const auto bounds = nnz_balanced_chunks(crow_p, rows, chunks);
   std::atomic<bool> bad_index{false};
+  // Workers take the next chunk from a shared counter instead of a fixed half each: equal nonzero
+  // counts are not equal times (cache hits differ between parts of a graph), and a worker that the
+  // OS delays leaves its chunks to the others.
+  std::atomic<int64_t> next_chunk{0};
   AT_DISPATCH_FLOATING_TYPES(B.scalar_type(), "netsparse_spmm", [&] {
     const RowsFn<scalar_t> kernel = rows_kernel<scalar_t>(isa);
     const scalar_t* val_p = val.data_ptr<scalar_t>();
     const scalar_t* b_p = B.data_ptr<scalar_t>();
     scalar_t* out_p = out.data_ptr<scalar_t>();
     const int64_t* col_p = col.data_ptr<int64_t>();
-    at::parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
-      for (int64_t c = c0; c < c1; ++c)
+    at::parallel_for(0, workers, 1, [&](int64_t, int64_t) {
+      for (int64_t c = next_chunk.fetch_add(1, std::memory_order_relaxed); c < chunks;
+           c = next_chunk.fetch_add(1, std::memory_order_relaxed))
         if (kernel(crow_p, col_p, val_p, b_p, ldb, b_rows, K, out_p, K, bounds[c], bounds[c + 1]))
           bad_index.store(true, std::memory_order_relaxed);
     });

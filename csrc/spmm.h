@@ -7,8 +7,10 @@
 namespace netsparse {
 
 // out[r, :] = sum_p val[p] * B[col[p], :] for p in [crow[r], crow[r+1]). float32 and float64.
-// Rows are split across threads (at::parallel_for) by nonzero count, not row count, so power-law
-// rows do not leave a thread behind. Each row keeps a K tile of accumulators in vector registers.
+// Rows are cut into 16 chunks per thread of about equal nonzero count (not row count, so power-law
+// hubs do not leave a thread behind), which at::parallel_for workers take from a shared counter.
+// Each row keeps a K tile of accumulators in vector registers and is summed by one thread in a
+// fixed order, so the result does not depend on the thread count.
 // `isa` is "auto" (the widest the CPU supports, see cpu_isa), "avx512", "avx2" or "generic".
 // B needs unit column stride only; a row-strided B (a column slice) is read in place.
 at::Tensor spmm(const at::Tensor& crow, const at::Tensor& col, const at::Tensor& val, const at::Tensor& B,

@@ -1,6 +1,6 @@
 #pragma once
 // The CSR SpMM inner kernel on raw pointers, written once and compiled once per x86 ISA level
-// (kernels_spmm_avx2.cpp, kernels_spmm_avx512.cpp, and the portable build in spmm.cpp).
+// (kernels_spmm_generic.cpp, kernels_spmm_avx2.cpp, kernels_spmm_avx512.cpp); spmm.cpp picks one.
 //
 // This header includes nothing but <cstdint>, and everything in it has internal linkage (anonymous
 // namespace): a translation unit compiled under `#pragma GCC target("avx512f")` must not hand the
@@ -18,7 +18,7 @@ namespace netsparse {
 namespace spmm_kernel {
 namespace {
 
-// GCC/Clang vector extensions: one value is one SIMD register of the target ISA. The `aligned`
+// GCC vector extensions: one value is one SIMD register of the target ISA. The `aligned`
 // variant lets a row of B start at any element (B rows are only element-aligned).
 template <typename T>
 struct Vec {
