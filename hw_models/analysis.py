@@ -107,7 +107,7 @@ def analyze(a: sp.spmatrix | sp.sparray, params: HardwareParams, k: int = 16, ke
                     "topology": params.cluster.topology},
         "k": k, "kernel": kernel, "partition": partition, "mechanisms": mechanisms,
         "redundancy": red.to_dict(),
-        "dest_locality_64": definitions.dest_locality(w),
+        "dest_locality_64": _none_if_nan(definitions.dest_locality(w)),  # null: no node has 64 remote PRs
         "header_fraction_sa": definitions.header_fraction_sa(kk, params.headers),
         "strategies": {
             "su_opt": su.to_dict(),
@@ -189,6 +189,10 @@ def strong_scaling(a: sp.spmatrix | sp.sparray, params: HardwareParams, node_cou
                 row[f"{strat}_full_overlap_s"] = compute.end_to_end_s(comp, m, "full")
             rows.append(row)
     return rows
+
+
+def _none_if_nan(x: float) -> float | None:
+    return None if math.isnan(x) else x
 
 
 def _ratio(num: float, den: float) -> float | None:

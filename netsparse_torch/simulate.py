@@ -15,12 +15,14 @@ import logging
 import math
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from hw_models import analysis, compute
 from hw_models.analysis import analyze, default_simulator
 from hw_models.params import HardwareParams
 from netsparse_torch.errors import ConfigError, NetsparseError
@@ -40,13 +42,19 @@ def config_dir() -> str:
 
 
 def load_matrix(cfg: DictConfig):
-    """The matrix named by ``cfg.matrix``: a Matrix Market path or ``synthetic``."""
+    """The matrix named by ``cfg.matrix`` and a short name for it.
+
+    ``matrix`` is a Matrix Market path (``.mtx``/``.mtx.gz``), ``synthetic`` (generator settings in
+    ``cfg.synthetic``) or ``synthetic:<shape>`` (the same with the shape given inline, handy in sweeps).
+    """
     if cfg.matrix is None:
         raise ConfigError("matrix is not set: give matrix=<path.mtx[.gz]> or matrix=synthetic")
-    if str(cfg.matrix) == "synthetic":
+    spec = str(cfg.matrix)
+    if spec == "synthetic" or spec.startswith("synthetic:"):
         s = cfg.synthetic
-        params = _container(s.get("params"))
-        return generate(str(s.shape), int(s.n), seed=int(s.seed), **params), f"synthetic-{s.shape}-{s.n}"
+        shape = spec.split(":", 1)[1] if ":" in spec else str(s.shape)
+        params = _container((s.get("shape_params") or {}).get(shape)) or _container(s.get("params"))
+        return generate(shape, int(s.n), seed=int(s.seed), **params), f"synthetic-{shape}-{s.n}"
     path = Path(str(cfg.matrix))
     return read_mtx(path), path.name.split(".")[0]
 
@@ -89,8 +97,11 @@ def run(cfg: DictConfig, out_dir: Path | None = None) -> dict:
                      simulator=simulator, mechanisms=mechanisms, ablation=bool(cfg.ablation),
                      progress=_progress)
     report["matrix"]["name"] = name
+    if cfg.get("strong_scaling"):
+        report["strong_scaling"] = strong_scaling_block(a, params, cfg)
     report["wall_clock_s"] = time.perf_counter() - t0
-    paths = write_json(report, cfg.get("report_path"), out_dir / "report.json" if out_dir else None)
+    paths = write_json(report, cfg.get("report_path"), _report_dir_path(cfg, report),
+                       out_dir / "report.json" if out_dir else None)
     if cfg.get("plots", True) and paths:
         paths += save_figures(report, paths[-1].parent)
     for line in summary_lines(report):
@@ -98,6 +109,41 @@ def run(cfg: DictConfig, out_dir: Path | None = None) -> dict:
     for p in paths:
         print(f"  written      {p}")
     return report
+
+
+def _report_dir_path(cfg: DictConfig, report: dict) -> Path | None:
+    """``report_dir/<matrix>-n<nodes>-<topology>-<kernel>-k<K>.json`` for sweeps, if ``report_dir`` is set."""
+    if not cfg.get("report_dir"):
+        return None
+    c = report["cluster"]
+    tag = cfg.get("tag") or ""
+    stem = f"{report['matrix']['name']}-n{c['nodes']}-{c['topology']}-{report['kernel']}-k{report['k']}{tag}"
+    return Path(str(cfg.report_dir)) / f"{stem}.json"
+
+
+def strong_scaling_block(a, params: HardwareParams, cfg: DictConfig) -> dict:
+    """End-to-end modeled times over ``cfg.strong_scaling`` node counts (NetSparse Figs. 13 and 21).
+
+    The SPADE-like model is analytic; the CPU model's rate is *measured* here by timing
+    ``netsparse_torch.kernels.spmm`` (see ``hw_models.compute.calibrate_cpu``).
+    """
+    counts = [int(n) for n in _container(cfg.strong_scaling)]
+    models: dict[str, object] = {}
+    info: dict[str, dict] = {}
+    for name in _container(cfg.get("compute_models") or ["spade", "cpu"]):
+        if name == "spade":
+            models[name] = compute.AcceleratorModel()
+            info[name] = {"modeled": True, **asdict(models[name]), "formula": "max(flops/peak, bytes/HBM)"}
+        elif name == "cpu":
+            cpu = compute.calibrate_cpu(k=int(cfg.k))
+            models[name] = cpu
+            info[name] = {"calibrated_from_measurement": True, "nnz_k_per_s": cpu.nnz_k_per_s,
+                          "gflops": cpu.gflops, "source": cpu.source}
+        else:
+            raise ConfigError(f"unknown compute model {name!r}; choose from spade, cpu")
+    rows = analysis.strong_scaling(a, params, counts, k=int(cfg.k), kernel=str(cfg.kernel),
+                                   partition=str(cfg.partition), compute_models=models)
+    return {"compute_models": info, "rows": rows}
 
 
 def _progress(items):

@@ -150,3 +150,41 @@ def test_cli_exits_nonzero_with_one_line(tmp_path):
                    f"hydra.run.dir={tmp_path}", timeout=120)
     assert proc.returncode == 2
     assert "netsparse-simulate: error: unknown topology 'torus'" in proc.stderr
+
+
+def test_strong_scaling_through_the_cli(tmp_path):
+    cfg = _cfg(f"matrix={KARATE}", "nodes=4", "rack_size=2", "plots=false", "strong_scaling=[1,2,4]",
+               "compute_models=[spade,cpu]",
+               f"report_dir={tmp_path / 'reports'}", "tag=_x")
+    r = simulate.run(cfg, tmp_path)
+    block = r["strong_scaling"]
+    assert block["compute_models"]["cpu"]["calibrated_from_measurement"] is True
+    assert block["compute_models"]["spade"]["pes"] == 128
+    assert [(row["nodes"], row["compute_model"]) for row in block["rows"]] == [
+        (n, m) for n in (1, 2, 4) for m in ("spade", "cpu")]
+    assert json.loads((tmp_path / "reports" / "karate-n4-leafspine-spmm-k16_x.json").read_text()) == \
+        json.loads(json.dumps(r))
+    with pytest.raises(ConfigError, match="unknown compute model"):
+        simulate.run(_cfg(f"matrix={KARATE}", "nodes=2", "plots=false", "strong_scaling=[1]",
+                          "compute_models=[gpu]"), tmp_path)
+
+
+def test_collect_tables(tmp_path):
+    from hw_models import collect
+
+    d = tmp_path / "reports"
+    for k in (16, 1):
+        simulate.run(_cfg(f"matrix={KARATE}", "nodes=4", "rack_size=2", f"k={k}", "plots=false",
+                          f"report_dir={d}", "strong_scaling=[1,4]", "compute_models=[spade]"))
+    reports = collect.load_reports(d)
+    assert [r["k"] for r in reports] == [1, 16]  # numeric order
+    t3 = collect.markdown("table3", reports)
+    assert t3[2:] == ["| 1 | 0.9756 |", "| 16 | 0.7143 |"]  # NetSparse Table 3: 97.6 %, 71.4 %
+    t1 = collect.markdown("table1", reports)
+    red = reports[0]["redundancy"]
+    assert t1[2].startswith(f"| karate | 4 | {red['useful_transfers']:,} | {red['sa_prs']:,} |")
+    assert "n/a" in collect.markdown("speedup", reports)[2]  # NetSparse columns before the simulator
+    assert len(collect.markdown("strong_scaling", reports)) == 2 + 2 * 2
+    assert collect.main(["table1", str(tmp_path / "empty")]) == 2
+    with pytest.raises(ValueError, match="unknown table"):
+        collect.markdown("table9", reports)
