@@ -13,7 +13,24 @@ Units (paper sections in brackets):
 - :class:`SwitchPipe` [§6.2.1]: the switch middle pipe (cache + concatenation).
 - :class:`RigClientUnit` [§5.1-5.3]: one RIG client unit with filtering and coalescing.
 - :class:`RigNode`: one node's pipeline (client units, Idx Filter, concatenators, server units) with
-  the round API ``begin_kernel / submit / pump_reads / serve / absorb / done / stats``.
+  the round API ``begin_kernel / submit / pump_reads / serve / absorb / done / stats / reset_stats``.
+
+RigNode round loop (what ``strategy=netsparse`` runs per kernel on every rank)::
+
+    node = RigNode(rank, row_bounds)                     # row_bounds: n_ranks + 1 ints, contiguous blocks
+    node.begin_kernel(prop_bytes, halo_u8, local_u8)     # halo: (n_slots, prop_bytes) writable, C-contiguous;
+                                                         # local: owned rows (rows, prop_bytes); filter invalidated
+    node.submit(idxs, slots)                             # int64 global column ids + halo slot each
+    while not all_ranks_done:                            # (e.g. an all_reduce of node.done())
+        reads = node.pump_reads()                        # {dest: bytes}; exchange with all_to_all
+        responses = node.serve(b"".join(reads_from_peers))   # {requester: bytes}; exchange back
+        node.absorb(b"".join(responses_from_peers))      # fills halo slots
+
+Semantics: slots of locally owned idxs are ignored (may be -1); a filtered idx is copied inside the
+halo buffer from the slot where its property first landed; coalesced idxs get the same payload when
+the response arrives. Counters accumulate until ``reset_stats()``. A property must fit one response
+PR: ``prop_bytes <= MTU - upper - 14 - 18`` (1418 B with the defaults), else ``begin_kernel`` raises.
+All errors are ``ValueError`` with a message naming the problem.
 """
 
 from __future__ import annotations

@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 from netsparse_torch import units
 
 
-def _cluster(bounds, streams, x, **kw):
-    """Run one kernel on all nodes with loopback exchange; returns nodes, halos, rounds."""
+def _cluster(bounds, streams, x, nodes=None, **kw):
+    """Run one kernel on all nodes with loopback exchange; returns nodes, halos."""
     xb = x.view(np.uint8)
     pb = xb.shape[1]
-    nodes = [units.RigNode(p, bounds, **kw) for p in range(len(streams))]
+    nodes = nodes or [units.RigNode(p, bounds, **kw) for p in range(len(streams))]
     halos = []
     for p, (idxs, slots, n_slots) in enumerate(streams):
         halos.append(np.zeros((n_slots, pb), np.uint8))
@@ -97,6 +97,24 @@ def test_defaults_and_packing():
     s = nodes[1].stats()
     assert s["read"]["packets"] == 1 and s["read"]["prs"] == 10  # one MTU-bounded packet to node 0
     assert nodes[0].stats()["response"]["packets"] == 1
+
+
+def test_second_kernel_after_reset_stats():
+    bounds = [0, 30, 60, 90]
+    rng = np.random.default_rng(5)
+    x1 = rng.standard_normal((90, 16)).astype(np.float32)
+    streams = _streams(rng, bounds, 200, per_nonzero_slots=False)
+    nodes, _ = _cluster(bounds, streams, x1, n_units=4, pending_capacity=4)
+    first = [n.stats()["prs_issued"] for n in nodes]
+    for n in nodes:
+        n.reset_stats()
+        assert n.stats()["idxs"] == 0 and n.stats()["packets"] == 0
+    x2 = rng.standard_normal((90, 3)).astype(np.float64)  # another layer: 24 B properties
+    nodes, halos = _cluster(bounds, streams, x2, nodes=nodes)
+    for p, (idxs, slots, _) in enumerate(streams):
+        remote = (idxs < bounds[p]) | (idxs >= bounds[p + 1])
+        assert np.array_equal(halos[p][slots[remote]], x2.view(np.uint8)[idxs[remote]])
+        assert nodes[p].stats()["idxs"] == len(idxs) and nodes[p].stats()["prs_issued"] == first[p]
 
 
 def _node():

@@ -52,8 +52,6 @@ const uint8_t* bytes_ptr(const py::bytes& b, int64_t* n) {
 py::dict stats(const NodeHandle& h) {
   const RigNodeStats s = h.node->stats();
   const ConcatConfig& cc = h.node->config().concat;
-  const int64_t len = h.node->config().concat.mtu > 0 ? 0 : 0;
-  (void)len;
   py::dict d;
   d["idxs"] = s.rig.idxs;
   d["local"] = s.rig.local;
@@ -172,5 +170,6 @@ void bind_rig_node(py::module_& units) {
       .def("done", [](const NodeHandle& h) { return h.node->done(); })
       .def_property_readonly("pending", [](const NodeHandle& h) { return h.node->pending(); })
       .def_property_readonly("n_client_units", [](const NodeHandle& h) { return h.node->n_client_units(); })
+      .def("reset_stats", [](NodeHandle& h) { h.node->reset_stats(); }, "Zero every counter (per layer/direction)")
       .def("stats", &stats, "Every counter plus packets, PRs/packet, header, payload and wire bytes (Fig. 6 sizes)");
 }

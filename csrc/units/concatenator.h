@@ -91,6 +91,10 @@ class Concatenator {
   int64_t bytes[2] = {0, 0};  // encoded bytes (without the upper-layer header)
   int64_t flushes[4] = {0, 0, 0, 0};  // by FlushReason
   int64_t pool_in_use() const { return pool_used_; }
+  void reset_counters() {
+    for (int t = 0; t < 2; ++t) packets[t] = prs[t] = bytes[t] = 0;
+    for (auto& f : flushes) f = 0;
+  }
 
  private:
   struct Queue {

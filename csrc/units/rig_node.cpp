@@ -149,6 +149,13 @@ int64_t RigNode::pending() const {
   return p;
 }
 
+void RigNode::reset_stats() {
+  for (auto& u : clients_) u.counters = RigCounters{};
+  for (auto& u : servers_) u.served = 0;
+  reads_.reset_counters();
+  responses_.reset_counters();
+}
+
 RigNodeStats RigNode::stats() const {
   RigNodeStats s;
   for (const auto& u : clients_) s.rig.add(u.counters);

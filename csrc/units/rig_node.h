@@ -59,6 +59,7 @@ class RigNode {
     return (type == kReadType ? reads_ : responses_).stream(type, dest);
   }
   RigNodeStats stats() const;
+  void reset_stats();  // zero every counter (e.g. per layer / direction); the clock keeps running
   const RigNodeConfig& config() const { return cfg_; }
   const NodeMap& map() const { return map_; }
   uint32_t node() const { return ctx_.node; }
