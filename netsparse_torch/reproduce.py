@@ -51,6 +51,10 @@ NETCRAFTER_TABLE1 = {  # NetCrafter Table 1 (16 B flits): occupied, needed, padd
     "Write Rsp": (16, 4, 12, 1),
     "Page Table Rsp": (16, 12, 4, 1),
 }
+NETSPARSE_TABLE3 = {  # NetSparse Table 3: header share (%) of SA traffic, K four-byte elements per property
+    1: 97.6, 2: 95.2, 4: 90.9, 8: 83.3, 16: 71.4, 32: 55.6, 64: 38.5, 128: 23.8, 256: 13.5,
+}
+TABLE5_SIZES = (50, 12, 18)  # NetSparse Table 5: upper layers, concatenation header, PR header (bytes)
 BF3_TABLE2 = {  # BF3 paper Table 2: max improvement (%) for slowdown k (rows) x transfer share c (columns)
     4.33: (16.0, 13.0, 7.5),
     3.28: (19.0, 16.3, 9.3),
@@ -69,6 +73,30 @@ def _netcrafter_table1() -> list[Row]:
     return rows
 
 
+def _netsparse_table3() -> list[Row]:
+    from netsparse_torch import units
+
+    sizes = units.HeaderSizes.table5()
+    return [Row(f"K={k}", paper, 100.0 * units.sa_header_share(sizes, k, 4)) for k, paper in NETSPARSE_TABLE3.items()]
+
+
+def _netsparse_header_formula() -> list[Row]:
+    """§6.1.1 header bytes of N PRs: the formula with Table 5 sizes ("paper") vs the C++ header model ("ours")."""
+    import numpy as np
+
+    from netsparse_torch import units
+
+    upper, concat, pr = TABLE5_SIZES
+    sizes = units.HeaderSizes.table5()
+    rows = []
+    for n in range(1, 65):
+        separate, _ = units.stream_bytes(sizes, np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.uint8), 4)
+        concatenated, _ = units.packet_bytes(sizes, n, False, 4)
+        rows.append(Row(f"N={n} separate", n * (upper + concat + pr), separate))
+        rows.append(Row(f"N={n} concatenated", upper + concat + n * pr, concatenated))
+    return rows
+
+
 def _bf3_table2() -> list[Row]:
     from hw_models.seeds import bf3
 
@@ -80,6 +108,10 @@ def _bf3_table2() -> list[Row]:
 
 
 TABLES: dict[str, Table] = {
+    "netsparse_table3": Table("NetSparse Table 3: header share (%) of SA traffic for K = 1..256 (Table 5 sizes)",
+                              0.05, _netsparse_table3),
+    "netsparse_header_formula": Table("NetSparse §6.1.1: header bytes of N PRs, separate vs concatenated, "
+                                      "N = 1..64 (Table 5 sizes)", 0.0, _netsparse_header_formula),
     "netcrafter_table1": Table("NetCrafter Table 1: bytes occupied/needed/padding and flits, 16 B flits", 0.0,
                                _netcrafter_table1),
     "bf3_table2": Table("BlueField-3 offload Table 2: max improvement (%) for slowdown k and transfer share c",

@@ -16,7 +16,26 @@ NETCRAFTER_TABLE1 = [  # occupied, needed, padding, flits (16 B flits)
     16, 4, 12, 1,   # Write Rsp
     16, 12, 4, 1,   # Page Table Rsp
 ]
+NETSPARSE_TABLE3 = [97.6, 95.2, 90.9, 83.3, 71.4, 55.6, 38.5, 23.8, 13.5]  # K = 1, 2, 4, ..., 256
 BF3_TABLE2 = [16, 13, 7.5, 19, 16.3, 9.3, 20, 17, 9.5]  # k = 4.33, 3.28, 3.21 x c = 15, 30, 60 %
+
+
+def test_netsparse_table3_exact_to_the_printed_digit():
+    rows = rp.reproduce("netsparse_table3")
+    assert [r.key for r in rows] == [f"K={k}" for k in (1, 2, 4, 8, 16, 32, 64, 128, 256)]
+    assert [r.paper for r in rows] == NETSPARSE_TABLE3
+    assert [round(r.ours, 1) for r in rows] == NETSPARSE_TABLE3
+
+
+def test_netsparse_header_formula():
+    rows = rp.reproduce("netsparse_header_formula")
+    assert len(rows) == 128  # N = 1..64, separate and concatenated
+    by_key = {r.key: r for r in rows}
+    # Hand-computed with Table 5 sizes (50 + 12 + 18 B per single-PR packet; 50 + 12 + 18 N concatenated).
+    for key, value in [("N=1 separate", 80), ("N=1 concatenated", 80), ("N=2 separate", 160),
+                       ("N=2 concatenated", 98), ("N=64 separate", 5120), ("N=64 concatenated", 1214)]:
+        assert by_key[key].paper == value and by_key[key].ours == value
+    assert all(r.ours == r.paper for r in rows)
 
 
 def test_netcrafter_table1_exact():
@@ -51,7 +70,7 @@ def test_json_output(capsys):
 def test_list_and_table_text(capsys):
     assert rp.main(["list"]) == 0
     listed = capsys.readouterr().out
-    for name in ("netcrafter_table1", "bf3_table2"):
+    for name in ("netsparse_table3", "netsparse_header_formula", "netcrafter_table1", "bf3_table2"):
         assert name in listed
     assert rp.main(["netcrafter_table1"]) == 0
     assert "within tolerance" in capsys.readouterr().out
