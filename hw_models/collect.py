@@ -109,22 +109,92 @@ def _strong_scaling(reports: list[dict]) -> list[str]:
     return lines
 
 
+def plot(kind: str, reports: list[dict], out: Path) -> list[Path]:
+    """PNG figures: speedup vs SUOpt per matrix (bars per K/topology/run), or strong scaling curves."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "strong_scaling":
+        return [_plot_scaling(plt, reports, model, out.with_name(f"{out.stem}_{model}.png"))
+                for model in sorted({row["compute_model"] for r in reports
+                                     for row in (r.get("strong_scaling") or {}).get("rows", [])})]
+    matrices = sorted({r["matrix"]["name"] for r in reports})
+    variants = sorted({_variant(r) for r in reports}, key=lambda v: (len(v), v))
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(matrices) * max(1, len(variants)) / 2), 3.5))
+    width = 0.8 / (2 * len(variants))
+    for j, v in enumerate(variants):
+        for s, (key, label) in enumerate((("sa_opt_vs_su_opt", "SAOpt"), ("netsparse_vs_su_opt", "NetSparse"))):
+            ys = [next((r["speedup"][key] or 0 for r in reports if r["matrix"]["name"] == m and _variant(r) == v), 0)
+                  for m in matrices]
+            xs = [i + (2 * j + s) * width - 0.4 for i in range(len(matrices))]
+            ax.bar(xs, ys, width, label=f"{label} {v}", align="edge")
+    ax.set_xticks(range(len(matrices)), matrices, rotation=30, ha="right", fontsize=7)
+    ax.set_yscale("log")
+    ax.axhline(1.0, color="k", lw=0.5)
+    ax.set_ylabel("speedup vs SUOpt (modeled)")
+    ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return [out]
+
+
+def _variant(r: dict) -> str:
+    tag = r["_file"].rsplit(f"-k{r['k']}", 1)[-1]  # the sweep's tag suffix, e.g. _b4096
+    return f"K={r['k']} {r['cluster']['topology']}{tag}"
+
+
+def _plot_scaling(plt, reports: list[dict], model: str, out: Path) -> Path:
+    n = len(reports)
+    cols = min(3, n)
+    fig, axes = plt.subplots((n + cols - 1) // cols, cols, figsize=(3.2 * cols, 2.6 * ((n + cols - 1) // cols)),
+                             squeeze=False)
+    for ax, r in zip(axes.ravel(), reports, strict=False):
+        rows = [row for row in r["strong_scaling"]["rows"] if row["compute_model"] == model]
+        nodes = [row["nodes"] for row in rows]
+        for key, style in (("su_opt_no_overlap_s", "C0-"), ("su_opt_full_overlap_s", "C0--"),
+                           ("sa_opt_no_overlap_s", "C1-"), ("sa_opt_full_overlap_s", "C1--")):
+            ax.plot(nodes, [row[key] * 1e6 for row in rows], style, label=key.replace("_s", "").replace("_", " "))
+        ax.plot(nodes, [row["compute_s"] * 1e6 for row in rows], "k:", label="compute only")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(r["matrix"]["name"], fontsize=8)
+        ax.set_xlabel("nodes", fontsize=7)
+        ax.set_ylabel("us (modeled)", fontsize=7)
+    for ax in axes.ravel()[n:]:
+        ax.axis("off")
+    axes.ravel()[0].legend(fontsize=5)
+    fig.suptitle(f"strong scaling, compute model {model}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI: print (and optionally write) the table."""
     ap = argparse.ArgumentParser(prog="python -m hw_models.collect", description=__doc__.splitlines()[0])
     ap.add_argument("kind", choices=[*TABLES, "strong_scaling"])
     ap.add_argument("directory", type=Path)
-    ap.add_argument("--out", type=Path)
+    ap.add_argument("--out", type=Path, help="also write the Markdown table here")
+    ap.add_argument("--png", type=Path, help="also save figure(s) here (speedup, table7, strong_scaling)")
     args = ap.parse_args(argv)
     try:
-        text = "\n".join(markdown(args.kind, load_reports(args.directory))) + "\n"
+        reports = load_reports(args.directory)
     except FileNotFoundError as exc:
         print(f"hw_models.collect: error: {exc}", file=sys.stderr)
         return 2
+    text = "\n".join(markdown(args.kind, reports)) + "\n"
     print(text, end="")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text)
+    if args.png:
+        for p in plot(args.kind, reports, args.png):
+            print(f"figure: {p}")
     return 0
 
 
