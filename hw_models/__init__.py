@@ -1,1 +1,11 @@
-"""Hardware models: parameters with their sources, topologies, analytic baselines and the seed papers."""
+"""Hardware models: parameters with their sources, topologies, analytic baselines and the seed papers.
+
+* :mod:`hw_models.params` - NetSparse Table 5 parameters (``HardwareParams``), validated.
+* :mod:`hw_models.topology` - leaf-spine, HyperX, Dragonfly with deterministic minimal routing.
+* :mod:`hw_models.definitions` - useful/SA/SU transfers, Table 1 redundancy, Table 4 locality, Table 3.
+* :mod:`hw_models.baselines` - SUOpt and SAOpt (NetSparse §8.1).
+* :mod:`hw_models.compute` - SPADE-like and calibrated CPU compute models, overlap combinations.
+* :mod:`hw_models.analysis` - the simulator report, strong scaling, the training ``modeled`` block.
+* :mod:`hw_models.collect` - Markdown tables and figures from experiment sweeps.
+* :mod:`hw_models.seeds` - NetCrafter, BF3 and SmartFuse models.
+"""

@@ -199,3 +199,55 @@ def _ratio(num: float, den: float) -> float | None:
     if den == 0 or math.isnan(den) or math.isnan(num):
         return None
     return num / den
+
+
+def modeled_training(a: sp.spmatrix | sp.sparray, params: HardwareParams, gathers: Sequence[int],
+                     compute_model: object | None = None, partition: str = "rows",
+                     simulator: NetSparseSimulator | None = None) -> dict:
+    """The ``modeled`` block of a training report (issue 4 point 9): one epoch on the target cluster.
+
+    ``gathers`` lists the K of every SpMM gather of one epoch, forward and backward (e.g. a 2-layer
+    GCN: ``[f_in, hidden]`` forward plus the backward gathers of the layers that need them). The graph
+    is partitioned to ``params.cluster.nodes`` *virtual* nodes, independently of the training's
+    world size. A backward gather is charged like a forward gather of the same K (our assumption: the
+    halo gradients cross the same node pairs in the opposite direction, with the same volume). Per
+    node, compute and communication add up over the gathers (``none``) or overlap gather by gather
+    (``full``); the epoch time is the tail node's. Everything here is modeled, nothing measured.
+    """
+    if not gathers:
+        raise ConfigError("modeled_training needs at least one gather width K")
+    model = compute_model or compute.AcceleratorModel()
+    w = definitions.workload(a, params.cluster.nodes, partition)
+    work = compute.node_work(a, params.cluster.nodes, partition)
+    comp = [model.time_s(work, gathered_k(k, "spmm")) for k in gathers]  # type: ignore[attr-defined]
+    comm: dict[str, list[np.ndarray] | None] = {
+        "su_opt": [baselines.su_opt(w, k, params).node_time_s for k in gathers],
+        "sa_opt": [baselines.sa_opt(w, k, params).node_time_s for k in gathers],
+        "netsparse": None if simulator is None else [
+            simulator(sp.csr_matrix(a), w, params, k, "spmm", check_mechanisms(None)).node_time_s for k in gathers],
+    }
+    comm_s = {s: (float(np.sum(ts, axis=0).max()) if ts is not None else None) for s, ts in comm.items()}
+    epoch = {mode: {s: (float(sum(compute.combine(c, t, mode) for c, t in zip(comp, ts, strict=True)).max())
+                        if ts is not None else None) for s, ts in comm.items()} for mode in compute.OVERLAPS}
+
+    def speedups(times: dict) -> dict:
+        return {"netsparse_vs_su_opt": _ratio_opt(times["su_opt"], times["netsparse"]),
+                "netsparse_vs_sa_opt": _ratio_opt(times["sa_opt"], times["netsparse"]),
+                "sa_opt_vs_su_opt": _ratio_opt(times["su_opt"], times["sa_opt"])}
+
+    return {
+        "what": "modeled (hw_models): communication and compute of one epoch on the target cluster; not measured",
+        "cluster": {"nodes": params.cluster.nodes, "rack_size": params.cluster.rack_size,
+                    "topology": params.cluster.topology},
+        "virtual_nodes": params.cluster.nodes, "partition": partition, "gathers_k": [int(k) for k in gathers],
+        "comm_time_s": comm_s,
+        "netsparse_status": "simulated" if simulator is not None else "unavailable: C++ simulator not built",
+        "compute": {"model": type(model).__name__, "time_s": float(np.sum(comp, axis=0).max())},
+        "epoch_time_s": epoch,
+        "comm_speedup": speedups(comm_s),
+        "end_to_end_speedup": {mode: speedups(epoch[mode]) for mode in compute.OVERLAPS},
+    }
+
+
+def _ratio_opt(num: float | None, den: float | None) -> float | None:
+    return None if num is None or den is None else _ratio(num, den)

@@ -188,3 +188,28 @@ def test_collect_tables(tmp_path):
     assert collect.main(["table1", str(tmp_path / "empty")]) == 2
     with pytest.raises(ValueError, match="unknown table"):
         collect.markdown("table9", reports)
+
+
+def test_modeled_training_block_by_hand():
+    from hw_models import compute as C
+
+    rows = [0, 0, 1, 1, 2, 3, 3, 3]  # the hand case of test_hw_models_baselines: 4 nonzeros per node
+    cols = [2, 3, 2, 0, 0, 0, 1, 3]
+    a = sp.coo_matrix((np.ones(8), (rows, cols)), shape=(4, 4))
+    p = HardwareParams().replace(cluster={"nodes": 2}, software={"sa_per_pr_overhead_ns": 0})
+    m = A.modeled_training(a, p, [16, 8], compute_model=C.CPUModel.from_gflops(2.0))  # 1e9 nnz*K per s
+    # SUOpt: 2 rows of (16 + 8) * 4 B = 192 B at 50 GB/s. SAOpt (network only): 324 B at K=16 and, at
+    # K=8, a 98 B read packet plus a 62 + 2 * (18 + 32) = 162 B response packet -> 260 B.
+    assert m["comm_time_s"]["su_opt"] == pytest.approx(192 / 50e9)
+    assert m["comm_time_s"]["sa_opt"] == pytest.approx((324 + 260) / 50e9)
+    assert m["comm_time_s"]["netsparse"] is None and "unavailable" in m["netsparse_status"]
+    # compute: 4 nonzeros * (16 + 8) / 1e9 = 96 ns per node.
+    assert m["compute"]["time_s"] == pytest.approx(96e-9)
+    assert m["epoch_time_s"]["none"]["su_opt"] == pytest.approx(96e-9 + 192 / 50e9)
+    assert m["epoch_time_s"]["full"]["su_opt"] == pytest.approx(96e-9)  # compute hides comm per gather
+    assert m["virtual_nodes"] == 2 and "not measured" in m["what"]
+    fake = A.modeled_training(a, p, [16], simulator=FakeSimulator())
+    assert fake["comm_time_s"]["netsparse"] == pytest.approx(2e-6 / 5)
+    assert fake["comm_speedup"]["netsparse_vs_su_opt"] == pytest.approx(fake["comm_time_s"]["su_opt"] / 4e-7)
+    with pytest.raises(ConfigError, match="at least one gather"):
+        A.modeled_training(a, p, [])
