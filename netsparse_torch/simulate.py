@@ -53,7 +53,8 @@ def load_matrix(cfg: DictConfig):
     if spec == "synthetic" or spec.startswith("synthetic:"):
         s = cfg.synthetic
         shape = spec.split(":", 1)[1] if ":" in spec else str(s.shape)
-        params = _container((s.get("shape_params") or {}).get(shape)) or _container(s.get("params"))
+        defaults = _container((s.get("shape_params") or {}).get(shape))
+        params = {**defaults, **_container(s.get("params"))}  # explicit params win over the shape's defaults
         return generate(shape, int(s.n), seed=int(s.seed), **params), f"synthetic-{shape}-{s.n}"
     path = Path(str(cfg.matrix))
     return read_mtx(path), path.name.split(".")[0]

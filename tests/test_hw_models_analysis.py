@@ -213,3 +213,16 @@ def test_modeled_training_block_by_hand():
     assert fake["comm_speedup"]["netsparse_vs_su_opt"] == pytest.approx(fake["comm_time_s"]["su_opt"] / 4e-7)
     with pytest.raises(ConfigError, match="at least one gather"):
         A.modeled_training(a, p, [])
+
+
+def test_synthetic_matrices():
+    from netsparse_torch.graph import generate
+
+    a, name = simulate.load_matrix(_cfg("matrix=synthetic:banded", "synthetic.n=300"))
+    assert name == "synthetic-banded-300"
+    assert (a != generate("banded", 300, seed=0, bandwidth=64, density=0.6)).nnz == 0  # shape_params apply
+    a, _ = simulate.load_matrix(_cfg("matrix=synthetic", "synthetic.shape=road", "synthetic.n=300",
+                                     "+synthetic.params.drop=0.0", "+synthetic.params.diagonal=0.0"))
+    assert (a != generate("road", 300, seed=0, drop=0.0, diagonal=0.0)).nnz == 0  # explicit params win
+    with pytest.raises(ConfigError, match="unknown synthetic shape"):
+        simulate.load_matrix(_cfg("matrix=synthetic:torus"))
