@@ -7,6 +7,8 @@ import pytest
 import scipy.io
 import scipy.sparse as sp
 from conftest import DATA
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hw_models import definitions as D
 from hw_models.params import HeaderParams
@@ -137,3 +139,29 @@ def test_bad_input():
         D.workload(sp.eye(3, format="csr"), 2, "cols")
     with pytest.raises(ValueError, match="k must be"):
         D.header_fraction_sa(0)
+
+
+@st.composite
+def _matrices(draw):
+    n = draw(st.integers(2, 90))
+    nnz = draw(st.integers(0, 400))
+    rows = draw(st.lists(st.integers(0, n - 1), min_size=nnz, max_size=nnz))
+    cols = draw(st.lists(st.integers(0, n - 1), min_size=nnz, max_size=nnz))
+    nodes = draw(st.integers(1, n))
+    partition = draw(st.sampled_from(["rows", "nnz"]))
+    return sp.coo_matrix((np.ones(nnz), (rows, cols)), shape=(n, n)), nodes, partition
+
+
+@settings(max_examples=60, deadline=None)
+@given(_matrices())
+def test_invariants_and_reference_on_random_patterns(case):
+    a, nodes, partition = case
+    w = D.workload(a, nodes, partition)
+    red = D.redundancy(w)
+    # useful <= SA PRs, useful <= SU transfers; per pair, distinct needs <= PRs.
+    assert red.useful_transfers <= red.sa_prs and red.useful_transfers <= red.su_transfers
+    assert (w.pair_useful <= w.pair_prs).all()
+    loc = D.dest_locality(w, window=4)
+    assert math.isnan(loc) or 1 <= loc <= min(4, nodes - 1)
+    useful, sa, su, _ = _reference(a, nodes, partition)
+    assert (red.useful_transfers, red.sa_prs, red.su_transfers) == (useful, sa, su)
