@@ -139,9 +139,22 @@ class NetsparseProcessGroup(dist.ProcessGroup):
         self._count("recv", [])
         return self._inner(tensors).recv_anysource(tensors, tag)
 
+    def rig(self, x_local: torch.Tensor, idxs: torch.Tensor, row_bounds, **options):
+        """NetSparse remote indexed gather on this group (see :func:`netsparse_torch.comm.rig.rig`)."""
+        from netsparse_torch.comm.rig import rig
+
+        return rig(x_local, idxs, row_bounds, group=self, **options)
+
     def barrier(self, opts=None):
         self._count("barrier", [])
         return self._gloo.barrier(opts or BarrierOptions())
+
+
+def rig(x_local: torch.Tensor, idxs: torch.Tensor, row_bounds, group=None, **options):
+    """``out[i] = X[idxs[i]]`` through the NetSparse RIG units; returns a (completed) future."""
+    from netsparse_torch.comm.rig import rig as _rig
+
+    return _rig(x_local, idxs, row_bounds, group=group, **options)
 
 
 def _create(store, rank: int, size: int, timeout) -> NetsparseProcessGroup:

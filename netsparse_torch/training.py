@@ -42,8 +42,10 @@ class Trainer:
         self.rank, self.world_size, self.cfg = rank, world_size, cfg
         self.graph = graph
         torch.manual_seed(int(cfg.seed))  # identical initial weights on every rank
-        self.dg = DistGraph(graph, rank, world_size, str(cfg.partition), str(cfg.strategy.name),
-                            dict(cfg.strategy.get("options") or {}))
+        options = dict(cfg.strategy.get("options") or {})
+        if cfg.strategy.name == "netsparse":
+            options["fabric"] = str(cfg.fabric.name)
+        self.dg = DistGraph(graph, rank, world_size, str(cfg.partition), str(cfg.strategy.name), options)
         self.model = DistGNN(str(cfg.model.name), graph.num_features, int(cfg.hidden), graph.num_classes,
                              int(cfg.model.num_layers), float(cfg.dropout))
         self.opt = torch.optim.Adam(self.model.parameters(), lr=float(cfg.lr),

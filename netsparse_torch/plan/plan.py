@@ -30,6 +30,7 @@ class Plan:
     recv_counts: list[int]
     send_idx: torch.Tensor
     send_counts: list[int]
+    rig_idxs: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     extras: dict = field(default_factory=dict)
 
     @property
@@ -50,6 +51,12 @@ class Plan:
 
     def block_sizes(self) -> list[int]:
         return np.diff(self.bounds).astype(int).tolist()
+
+    def rig_slots(self) -> np.ndarray:
+        """Halo slot of each idx of ``rig_idxs`` (-1 for locally owned idxs)."""
+        slots = self.combined_columns(self.rig_idxs) - self.n_local
+        slots[slots < 0] = -1
+        return slots
 
     def combined_columns(self, cols: np.ndarray) -> np.ndarray:
         """Map global column ids to ``[0, n_local)`` for own rows, ``n_local + slot`` for halo rows."""
@@ -79,12 +86,13 @@ def build_plan(rows: sp.csr_matrix, bounds: np.ndarray, rank: int, world_size: i
     halo = cols[(cols < r0) | (cols >= r1)].astype(np.int64)
     owners = owner_of(halo, bounds)
     recv_counts = np.bincount(owners, minlength=world_size).astype(int).tolist()
+    rig_idxs = rows.indices.astype(np.int64)
     if world_size == 1:
-        return Plan(rank, 1, bounds, halo, recv_counts, torch.empty(0, dtype=torch.long), [0])
+        return Plan(rank, 1, bounds, halo, recv_counts, torch.empty(0, dtype=torch.long), [0], rig_idxs)
     counts_in = torch.tensor(recv_counts, dtype=torch.long)
     counts_out = torch.empty(world_size, dtype=torch.long)
     dist.all_to_all_single(counts_out, counts_in)
     send_counts = counts_out.tolist()
     requested = torch.empty(sum(send_counts), dtype=torch.long)
     dist.all_to_all_single(requested, torch.from_numpy(halo), send_counts, recv_counts)
-    return Plan(rank, world_size, bounds, halo, recv_counts, requested - r0, send_counts)
+    return Plan(rank, world_size, bounds, halo, recv_counts, requested - r0, send_counts, rig_idxs)

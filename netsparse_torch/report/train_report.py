@@ -21,6 +21,11 @@ def _sum_collectives(per_rank: list[dict]) -> dict:
 
 def build_train_report(cfg, graph, result: dict, wall_s: float) -> dict:
     per_rank = result["per_rank"]
+    extra = {}
+    if str(cfg.strategy.name) == "netsparse":
+        from netsparse_torch.comm.netsparse import summarize
+
+        extra["netsparse"] = summarize([r["strategy_stats"] for r in per_rank])
     times = [e["time_s"] for e in result["epochs"]]
     return {
         "kind": "train",
@@ -44,6 +49,7 @@ def build_train_report(cfg, graph, result: dict, wall_s: float) -> dict:
         "epoch_time_s": {"median": _median(times), "mean": sum(times) / len(times) if times else math.nan},
         "comm": {**result["comm"], "collectives": _sum_collectives(per_rank)},
         "strategy_stats": [r["strategy_stats"] for r in per_rank],
+        **extra,
         "wall_s": wall_s,
         "config": OmegaConf.to_container(cfg, resolve=True),
         **{k: v for k, v in result.items() if k not in ("final", "epochs", "per_rank", "comm")},
@@ -80,4 +86,12 @@ def summary_lines(report: dict) -> list[str]:
         f"  epoch time   median {report['epoch_time_s']['median'] * 1e3:.2f} ms (measured)",
         f"  feature comm {c['feature_bytes_per_epoch']:,} B/epoch, {c['feature_bytes']:,} B in the run "
         f"(measured payload, all ranks)",
-    ]
+    ] + _netsparse_lines(report.get("netsparse"))
+
+
+def _netsparse_lines(ns: dict | None) -> list[str]:
+    if not ns:
+        return []
+    return [f"  netsparse    {ns['idxs']:,} idxs: {ns['local']:,} local, {ns['filtered']:,} filtered, "
+            f"{ns['coalesced']:,} coalesced, {ns['prs_issued']:,} read PRs; {ns['prs_per_packet']:.1f} PRs/packet, "
+            f"goodput {ns['goodput']:.3f} (measured packets, forward gathers)"]

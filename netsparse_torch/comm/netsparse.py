@@ -1,0 +1,107 @@
+"""``netsparse``: the NetSparse data path on the real training path.
+
+Forward: each rank's RIG client units turn the plan's idx stream (every nonzero's column, in CSR
+order) into read PRs, with filtering and coalescing; the concatenators pack them into real encoded
+NetSparse packets per destination; the fabric delivers them; the owners' server units answer with
+response packets carrying the feature rows, deconcatenated into the halo buffer. The result equals
+``sa`` bit for bit.
+
+Backward: gradient rows go back to their owners by a reverse exchange (an all_to_all of exactly the
+halo gradient rows, as in ``sa``), not as NetSparse packets: the paper's RIG is a gather, and the
+reverse scatter-add has no RIG counterpart. Its bytes are counted in the traffic meter and in the
+``backward`` entries of the statistics.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import torch
+
+from netsparse_torch.comm.base import Strategy, row_bytes
+from netsparse_torch.comm.rig import gather_columns
+from netsparse_torch.comm.sa import _SAGather
+from netsparse_torch.fabric import FABRICS
+from netsparse_torch.units import RigNode
+
+COUNTERS = ("idxs", "local", "filtered", "coalesced", "prs_issued", "packets", "prs", "header_bytes",
+            "payload_bytes", "wire_bytes", "rounds")
+RIG_OPTIONS = ("n_units", "n_client_units", "batch_size", "pending_capacity", "filter", "coalesce", "mtu",
+               "upper_bytes", "delay_cycles")
+
+
+class _NetSparseGather(_SAGather):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, strat: NetSparse, tag: str) -> torch.Tensor:
+        plan = strat.plan
+        ctx.strat, ctx.tag = strat, tag
+        z = x.new_empty(plan.n_local + plan.n_halo, x.size(1))
+        z[: plan.n_local] = x
+        strat.node.reset_stats()
+        halo, rounds = gather_columns(strat.node, strat.fabric, x.detach().contiguous(), plan.rig_idxs,
+                                      strat.slots, plan.n_halo)
+        z[plan.n_local:] = halo
+        strat.record(tag, "forward", {**strat.node.stats(), "rounds": rounds})
+        strat.traffic.add("forward", row_bytes(plan.n_halo, x), x.size(1), tag)
+        return z
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        out = _SAGather.backward(ctx, grad)
+        nbytes = row_bytes(ctx.strat.plan.n_halo, grad)
+        ctx.strat.record(ctx.tag, "backward", {"mechanism": "reverse_exchange", "payload_bytes": nbytes,
+                                               "wire_bytes": nbytes})
+        return out
+
+
+class NetSparse(Strategy):
+    name = "netsparse"
+    space = "combined"
+    function = _NetSparseGather
+
+    def __init__(self, plan, fabric: str = "collective", **options):
+        super().__init__(plan, **options)
+        unknown = set(options) - set(RIG_OPTIONS)
+        if unknown:
+            from netsparse_torch.errors import ConfigError
+
+            raise ConfigError(f"unknown netsparse option(s) {sorted(unknown)}; known: {', '.join(RIG_OPTIONS)}")
+        rig = {k: v for k, v in options.items() if v is not None or k == "delay_cycles"}
+        self.node = RigNode(plan.rank, plan.bounds.tolist(), **rig)
+        self.fabric = FABRICS[fabric](plan.world_size)
+        self.slots = plan.rig_slots()
+        self._layers: dict[str, dict] = defaultdict(lambda: defaultdict(int))
+
+    def record(self, tag: str, direction: str, stats: dict) -> None:
+        entry = self._layers[f"{tag}/{direction}"]
+        for key, value in stats.items():
+            if key in COUNTERS:
+                entry[key] += value
+            elif key == "mechanism":
+                entry[key] = value
+
+    def stats(self) -> dict:
+        return {"layers": {k: dict(v) for k, v in self._layers.items()}}
+
+
+def summarize(per_rank: list[dict]) -> dict:
+    """The report's ``netsparse`` block: counters summed over ranks, run totals at the top level,
+    and ``layers`` broken down per layer and direction."""
+    layers: dict[str, dict] = defaultdict(lambda: defaultdict(int))
+    for rank_stats in per_rank:
+        for key, entry in rank_stats.get("layers", {}).items():
+            for name, value in entry.items():
+                if isinstance(value, str):
+                    layers[key][name] = value
+                else:
+                    layers[key][name] += value
+    forward = [v for k, v in layers.items() if k.endswith("/forward")]
+    totals = {name: sum(v.get(name, 0) for v in forward) for name in COUNTERS}
+    totals["backward_bytes"] = sum(v.get("payload_bytes", 0) for k, v in layers.items() if k.endswith("/backward"))
+    for entry in [totals, *forward]:
+        wire = entry.get("wire_bytes", 0)
+        entry["goodput"] = entry.get("payload_bytes", 0) / wire if wire else 0.0
+        entry["prs_per_packet"] = entry.get("prs", 0) / entry["packets"] if entry.get("packets") else 0.0
+    return {**totals, "layers": {k: dict(v) for k, v in sorted(layers.items())},
+            "note": "forward gathers are NetSparse packets (header = Fig. 6 sizes + 50 B upper layers); "
+                    "backward is a reverse exchange of gradient rows (payload only)"}
