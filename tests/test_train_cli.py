@@ -44,3 +44,16 @@ def test_sage_su_nnz_partition_on_tolokers(tmp_path):
     # backward only in layer 2, since the raw input features need no gradient.
     per_epoch = sum(n - o for o in owned) * 4 * (10 + 8 + 8)
     assert report["comm"]["feature_bytes_per_epoch"] == per_epoch
+
+
+def test_netsparse_strategy_reports_its_block(tmp_path):
+    proc, report = train(tmp_path, "dataset=cora", "strategy=netsparse", "world_size=2", "epochs=2")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ns = report["netsparse"]
+    for key in ("idxs", "local", "filtered", "coalesced", "prs_issued", "packets", "prs_per_packet",
+                "header_bytes", "payload_bytes", "goodput", "wire_bytes"):
+        assert key in ns, key
+    assert ns["wire_bytes"] == ns["header_bytes"] + ns["payload_bytes"]
+    assert 0 < ns["goodput"] < 1 and ns["prs_per_packet"] > 1
+    assert {"layer0/forward", "layer1/forward", "layer1/backward"} <= set(ns["layers"])
+    assert "netsparse" in proc.stdout
