@@ -3,7 +3,7 @@
     python benchmarks/spmm_strategies.py [--graph ego-twitter] [--k 128] [--ranks 4] [--repeats 5]
 
 Prints the median time and the payload bytes per strategy and the ratio su/sa, plus the local
-kernel comparison, and writes benchmarks/results/spmm_strategies.json. Times are measured here.
+kernel comparison, and writes benchmarks/results/spmm_strategies-<graph>-k<K>.json. Times are measured.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def main() -> None:
         print(f"  ratio su/sa: time {ratios['su_over_sa_time']:.2f}x, bytes {ratios['su_over_sa_bytes']:.2f}x"
               f" (target: time >= 3x)")
     local = local_kernel(adj, args.k, args.repeats)
-    path = write_result("spmm_strategies", {"graph": args.graph, "k": args.k, "ranks": args.ranks,
+    path = write_result(f"spmm_strategies-{args.graph}-k{args.k}", {"graph": args.graph, "k": args.k, "ranks": args.ranks,
                                             "strategies": dist_res, "ratios": ratios, "local_spmm": local})
     print(f"wrote {path}")
 
