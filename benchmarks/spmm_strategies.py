@@ -89,7 +89,8 @@ def main() -> None:
         print(f"  ratio su/sa: time {ratios['su_over_sa_time']:.2f}x, bytes {ratios['su_over_sa_bytes']:.2f}x"
               f" (target: time >= 3x)")
     local = local_kernel(adj, args.k, args.repeats)
-    path = write_result(f"spmm_strategies-{args.graph}-k{args.k}", {"graph": args.graph, "k": args.k, "ranks": args.ranks,
+    path = write_result(f"spmm_strategies-{args.graph}-k{args.k}", {
+                                            "graph": args.graph, "k": args.k, "ranks": args.ranks,
                                             "strategies": dist_res, "ratios": ratios, "local_spmm": local})
     print(f"wrote {path}")
 
