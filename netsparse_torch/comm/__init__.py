@@ -10,10 +10,12 @@ from netsparse_torch.comm.base import Strategy, Traffic
 from netsparse_torch.comm.netsparse import NetSparse
 from netsparse_torch.comm.sa import SparsityAware
 from netsparse_torch.comm.su import SparsityUnaware
+from netsparse_torch.comm.twoface import TwoFace
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.plan import Plan
 
 STRATEGIES: dict[str, type[Strategy]] = {"su": SparsityUnaware, "sa": SparsityAware, "netsparse": NetSparse}
+STRATEGIES["twoface"] = TwoFace
 
 __all__ = ["STRATEGIES", "Strategy", "Traffic", "make_strategy", "register_strategy"]
 

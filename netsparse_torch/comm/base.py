@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from netsparse_torch.kernels import CSR, spmm
 from netsparse_torch.plan import Plan
 
 
@@ -55,6 +56,12 @@ class Strategy:
         if self.plan.world_size == 1:
             return x_local
         return self.function.apply(x_local, self, tag)
+
+    def propagate(self, adjacency: CSR, x_local: torch.Tensor, tag: str = "") -> torch.Tensor:
+        """The distributed SpMM ``adjacency x X``; ``adjacency`` is this rank's rows in ``space``.
+        Default: the local SpMM on :meth:`gather`. Strategies with their own local SpMM (Two-Face's
+        one-sided SpMM, dense shifting's rounds) override it."""
+        return spmm(adjacency, self.gather(x_local, tag))
 
     def stats(self) -> dict:
         """Strategy-specific statistics for the report (empty by default)."""

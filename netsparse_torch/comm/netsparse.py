@@ -18,9 +18,8 @@ from collections import defaultdict
 
 import torch
 
-from netsparse_torch.comm.base import Strategy, row_bytes
 from netsparse_torch.comm.rig import gather_columns
-from netsparse_torch.comm.sa import _SAGather
+from netsparse_torch.comm.sa import SparsityAware
 from netsparse_torch.fabric import FABRICS
 from netsparse_torch.units import RigNode
 
@@ -30,34 +29,8 @@ RIG_OPTIONS = ("n_units", "n_client_units", "batch_size", "pending_capacity", "f
                "upper_bytes", "delay_cycles")
 
 
-class _NetSparseGather(_SAGather):
-    @staticmethod
-    def forward(ctx, x: torch.Tensor, strat: NetSparse, tag: str) -> torch.Tensor:
-        plan = strat.plan
-        ctx.strat, ctx.tag = strat, tag
-        z = x.new_empty(plan.n_local + plan.n_halo, x.size(1))
-        z[: plan.n_local] = x
-        strat.node.reset_stats()
-        halo, rounds = gather_columns(strat.node, strat.fabric, x.detach().contiguous(), plan.rig_idxs,
-                                      strat.slots, plan.n_halo)
-        z[plan.n_local:] = halo
-        strat.record(tag, "forward", {**strat.node.stats(), "rounds": rounds})
-        strat.traffic.add("forward", row_bytes(plan.n_halo, x), x.size(1), tag)
-        return z
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        out = _SAGather.backward(ctx, grad)
-        nbytes = row_bytes(ctx.strat.plan.n_halo, grad)
-        ctx.strat.record(ctx.tag, "backward", {"mechanism": "reverse_exchange", "payload_bytes": nbytes,
-                                               "wire_bytes": nbytes})
-        return out
-
-
-class NetSparse(Strategy):
+class NetSparse(SparsityAware):
     name = "netsparse"
-    space = "combined"
-    function = _NetSparseGather
 
     def __init__(self, plan, fabric: str = "collective", **options):
         super().__init__(plan, **options)
@@ -71,6 +44,15 @@ class NetSparse(Strategy):
         self.fabric = FABRICS[fabric](plan.world_size)
         self.slots = plan.rig_slots()
         self._layers: dict[str, dict] = defaultdict(lambda: defaultdict(int))
+
+    def fetch_halo(self, x: torch.Tensor, halo: torch.Tensor, tag: str) -> None:
+        self.node.reset_stats()
+        _, rounds = gather_columns(self.node, self.fabric, x.contiguous(), self.plan.rig_idxs, self.slots,
+                                   self.plan.n_halo, out=halo)
+        self.record(tag, "forward", {**self.node.stats(), "rounds": rounds})
+
+    def returned_gradients(self, tag: str, nbytes: int) -> None:
+        self.record(tag, "backward", {"mechanism": "reverse_exchange", "payload_bytes": nbytes, "wire_bytes": nbytes})
 
     def record(self, tag: str, direction: str, stats: dict) -> None:
         entry = self._layers[f"{tag}/{direction}"]

@@ -1,0 +1,134 @@
+"""``twoface``: the Two-Face hybrid collective plus one-sided SpMM on ``torch.distributed``.
+
+Synchronous transfers: one grouped exchange (``all_to_all_single``) in which each owner sends every
+dense synchronous stripe to each rank of its destination set. We chose it over one broadcast per
+destination set on a subgroup because the destination sets differ per stripe: subgroups would need up
+to 2^p communicators created collectively up front, and p small broadcasts per stripe cost p latencies,
+while one exchange moves exactly the same bytes (each stripe once per destination) in one call.
+Asynchronous transfers: a second exchange of only the needed rows of asynchronous stripes, coalesced
+up to (127/K)+1 rows apart (Two-Face §5.2). Both are issued non-blocking (``async_op=True``); the
+local-input SpMM runs while they fly, then the one-sided SpMM on the fetched rows, then the dense
+stripes. Backward is the reverse: the transposed parts produce the halo gradients, which go back to
+their owners through the reverse exchanges, again overlapped with the local transposed SpMM.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from netsparse_torch.comm.base import Strategy, row_bytes
+from netsparse_torch.comm.twoface.classify import (
+    KIND_NAMES,
+    check_width,
+    classify,
+    default_stripe_width,
+    find_stripes,
+)
+from netsparse_torch.comm.twoface.cost import Coefficients
+from netsparse_torch.comm.twoface.layout import Layout, Transfer, build_layout
+from netsparse_torch.kernels import CSR, spmm
+
+
+def _start(out: torch.Tensor, inp: torch.Tensor, out_counts: list[int], in_counts: list[int]):
+    return dist.all_to_all_single(out, inp, out_counts, in_counts, async_op=True)
+
+
+def _forward_exchange(x: torch.Tensor, xfer: Transfer):
+    recv = x.new_empty(xfer.n_recv, x.size(1))
+    return recv, _start(recv, x[xfer.send_idx], xfer.recv_counts, xfer.send_counts)
+
+
+def _backward_exchange(g_rows: torch.Tensor, xfer: Transfer):
+    back = g_rows.new_empty(xfer.send_idx.numel(), g_rows.size(1))
+    return back, _start(back, g_rows.contiguous(), xfer.send_counts, xfer.recv_counts)
+
+
+class _TwoFaceSpMM(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, strat: TwoFace, layout: Layout, tag: str) -> torch.Tensor:
+        ctx.strat, ctx.layout, ctx.tag = strat, layout, tag
+        x = x.detach()
+        z_sync, w_sync = _forward_exchange(x, layout.sync_xfer)  # the big dense stripes start first
+        z_async, w_async = _forward_exchange(x, layout.async_xfer)
+        out = spmm(layout.local.a, x)
+        w_async.wait()
+        out += spmm(layout.async_.a, z_async)
+        w_sync.wait()
+        out += spmm(layout.sync.a, z_sync)
+        strat.count("forward", layout, x, tag)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        layout, strat = ctx.layout, ctx.strat
+        g = grad.contiguous()
+        back_sync, w_sync = _backward_exchange(spmm(layout.sync.a_t, g), layout.sync_xfer)
+        back_async, w_async = _backward_exchange(spmm(layout.async_.a_t, g), layout.async_xfer)
+        gx = spmm(layout.local.a_t, g)
+        w_async.wait()
+        gx.index_add_(0, layout.async_xfer.send_idx, back_async)
+        w_sync.wait()
+        gx.index_add_(0, layout.sync_xfer.send_idx, back_sync)
+        strat.count("backward", layout, g, ctx.tag)
+        return gx, None, None, None
+
+
+class TwoFace(Strategy):
+    """Options: ``width`` (stripe width W, default :func:`default_stripe_width`), ``profile`` (a
+    ``netsparse-calibrate`` JSON; default: the default profile when present, else Table 3),
+    ``memory_limit_bytes`` (memory guard on synchronously received stripes, default none)."""
+
+    name = "twoface"
+    space = "global"
+
+    def __init__(self, plan, width: int | None = None, profile: str | None = None,
+                 memory_limit_bytes: float | None = None, **options):
+        super().__init__(plan, **options)
+        self.width = check_width(width) if width is not None else default_stripe_width(plan.num_nodes,
+                                                                                      plan.world_size)
+        self.coeffs, self.coeffs_source = Coefficients.resolve(profile)
+        self.memory_limit_bytes = memory_limit_bytes
+        self._layouts: dict[tuple[int, int], Layout] = {}
+        self.sync_bytes = self.async_bytes = 0
+
+    def layout(self, adjacency: CSR, k: int) -> Layout:
+        key = (id(adjacency), k)
+        if key not in self._layouts:
+            plan = self.plan
+            rows = _scipy_rows(adjacency, plan.num_nodes)
+            stripes = classify(find_stripes(rows, plan.bounds, plan.rank, self.width), k, self.coeffs,
+                               self.width, self.memory_limit_bytes)
+            self._layouts[key] = build_layout(rows, stripes, plan.bounds, plan.rank, plan.world_size, k,
+                                              self.width)
+        return self._layouts[key]
+
+    def propagate(self, adjacency: CSR, x_local: torch.Tensor, tag: str = "") -> torch.Tensor:
+        if self.plan.world_size == 1:
+            return spmm(adjacency, x_local)
+        return _TwoFaceSpMM.apply(x_local, self, self.layout(adjacency, x_local.size(1)), tag)
+
+    def count(self, direction: str, layout: Layout, x: torch.Tensor, tag: str) -> None:
+        s, a = row_bytes(layout.sync_xfer.n_recv, x), row_bytes(layout.async_xfer.n_recv, x)
+        self.sync_bytes += s
+        self.async_bytes += a
+        self.traffic.add(direction, s + a, x.size(1), tag)
+
+    def stats(self) -> dict:
+        by_k = {}
+        for (_, k), lay in self._layouts.items():
+            by_k[str(k)] = {**lay.stripes.counts(), "sync_rows": lay.sync_xfer.n_recv,
+                            "async_rows": lay.async_xfer.n_recv,
+                            "dense_stripes_sent": sum(len(d) for d in lay.destinations.values())}
+        totals = {f"{n}_stripes": sum(v[f"{n}_stripes"] for v in by_k.values()) for n in KIND_NAMES.values()}
+        return {"stripe_width": self.width, "coefficients": self.coeffs.to_dict(),
+                "coefficients_source": self.coeffs_source, **totals, "sync_bytes": self.sync_bytes,
+                "async_bytes": self.async_bytes, "by_k": by_k}
+
+
+def _scipy_rows(adjacency: CSR, n_cols: int):
+    import scipy.sparse as sp
+
+    return sp.csr_matrix((adjacency.val.detach().numpy().astype(np.float32), adjacency.col.numpy(),
+                          adjacency.crow.numpy()), shape=(adjacency.n_rows, n_cols))
