@@ -7,7 +7,7 @@ import torch
 
 from netsparse_torch.comm import Strategy, make_strategy
 from netsparse_torch.graph import Graph, gcn_norm, mean_norm
-from netsparse_torch.kernels import CSR, spmm
+from netsparse_torch.kernels import CSR
 from netsparse_torch.partition import row_bounds
 from netsparse_torch.plan import build_plan
 
@@ -57,4 +57,4 @@ class DistGraph:
         return self._adjacency[norm]
 
     def propagate(self, x_local: torch.Tensor, norm: str, tag: str = "") -> torch.Tensor:
-        return spmm(self.adjacency(norm), self.strategy.gather(x_local, tag))
+        return self.strategy.propagate(self.adjacency(norm), x_local, tag)
