@@ -7,6 +7,7 @@ inside one ``torch.autograd.Function``; :func:`make_strategy` builds one by name
 from __future__ import annotations
 
 from netsparse_torch.comm.base import Strategy, Traffic
+from netsparse_torch.comm.ds import DenseShifting
 from netsparse_torch.comm.netsparse import NetSparse
 from netsparse_torch.comm.sa import SparsityAware
 from netsparse_torch.comm.su import SparsityUnaware
@@ -16,6 +17,7 @@ from netsparse_torch.plan import Plan
 
 STRATEGIES: dict[str, type[Strategy]] = {"su": SparsityUnaware, "sa": SparsityAware, "netsparse": NetSparse}
 STRATEGIES["twoface"] = TwoFace
+STRATEGIES["ds"] = DenseShifting
 
 __all__ = ["STRATEGIES", "Strategy", "Traffic", "make_strategy", "register_strategy"]
 

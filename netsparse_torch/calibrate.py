@@ -1,0 +1,151 @@
+"""``netsparse-calibrate``: measure the Two-Face cost model on this machine and backend, fit it.
+
+As in Two-Face §6.2, a small set of configurations is timed between two ranks:
+
+- synchronous transfer: ``S`` dense stripes of ``W`` rows x ``K`` sent one after the other,
+  ``T = S(beta_S K W + alpha_S)``;
+- asynchronous transfer: ``S`` one-sided fetches (a request of row ids, a reply of the rows) moving
+  ``L`` rows in all, ``T = beta_A K L + alpha_A S``;
+- asynchronous computation: ``S`` one-sided SpMMs with ``N`` nonzeros in all,
+  ``T = gamma_A K N + kappa_A S``.
+
+Each pair of coefficients is fitted by least squares; the profile JSON (default
+:data:`~netsparse_torch.comm.twoface.cost.DEFAULT_PROFILE`) is what ``strategy=twoface`` then uses.
+
+    netsparse-calibrate [--out PATH] [--repeats 5] [--backend gloo]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import statistics
+import sys
+import time
+from functools import partial
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from tqdm import tqdm
+
+from netsparse_torch.comm.twoface.cost import DEFAULT_PROFILE, Coefficients
+from netsparse_torch.errors import NetsparseError
+
+SYNC_GRID = list(itertools.product([16, 64, 128], [32, 128, 512], [4, 16]))  # K, W, S
+ASYNC_GRID = list(itertools.product([16, 64, 128], [64, 512, 2048], [4, 16]))  # K, L, S
+COMP_GRID = list(itertools.product([16, 64, 128], [2048, 16384], [4, 16]))  # K, N, S
+
+
+def fit_pair(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> tuple[float, float, float]:
+    """Least-squares ``t ~ x a + y b`` (both >= 0); returns ``x, y`` and the relative RMS error."""
+    design = np.column_stack([a, b]).astype(float)
+    t = np.asarray(t, dtype=float)
+    (x, y), *_ = np.linalg.lstsq(design / t[:, None], np.ones_like(t), rcond=None)  # relative residuals
+    x, y = max(float(x), 0.0), max(float(y), 0.0)
+    err = float(np.sqrt(np.mean(((design @ [x, y]) - t) ** 2 / t**2)))
+    return x, y, err
+
+
+def fit(samples: dict[str, list[tuple]]) -> tuple[Coefficients, dict[str, float]]:
+    """Fit the six coefficients from ``samples[kind] = [(K, size, S, seconds), ...]`` with kind in
+    ``sync`` (size = W), ``async`` (size = L) and ``comp`` (size = N)."""
+    arr = {k: np.asarray(v, dtype=float) for k, v in samples.items()}
+    for k in ("sync", "async", "comp"):
+        if k not in arr or arr[k].ndim != 2 or arr[k].shape[0] < 2 or (arr[k][:, 3] <= 0).any():
+            raise ValueError(f"calibration: need at least 2 positive timings of kind {k!r}")
+    s = arr["sync"]
+    beta_s, alpha_s, e_s = fit_pair(s[:, 2] * s[:, 0] * s[:, 1], s[:, 2], s[:, 3])
+    a = arr["async"]
+    beta_a, alpha_a, e_a = fit_pair(a[:, 0] * a[:, 1], a[:, 2], a[:, 3])
+    c = arr["comp"]
+    gamma_a, kappa_a, e_c = fit_pair(c[:, 0] * c[:, 1], c[:, 2], c[:, 3])
+    coeffs = Coefficients(beta_s, alpha_s, beta_a, alpha_a, gamma_a, kappa_a)
+    return coeffs, {"sync": e_s, "async": e_a, "comp": e_c}
+
+
+def _timed(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats + 1):
+        dist.barrier()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times[1:])
+
+
+def _sync(rank, k, w, s):
+    bufs = [torch.ones(w, k) for _ in range(s)]
+    for b in bufs:
+        dist.send(b, 1) if rank == 0 else dist.recv(b, 0)
+
+
+def _async(rank, k, rows, s, x):
+    per = rows // s
+    for _ in range(s):
+        if rank == 1:
+            ids = torch.randint(0, x.size(0), (per,))
+            dist.send(ids, 0)
+            out = torch.empty(per, k)
+            dist.recv(out, 0)
+        else:
+            ids = torch.empty(per, dtype=torch.long)
+            dist.recv(ids, 1)
+            dist.send(x[ids, :k].contiguous(), 1)
+
+
+def _comp(k, nnz, s, gen):
+    from netsparse_torch.kernels import spmm
+
+    per = nnz // s
+    n_rows = 256
+    crow = torch.linspace(0, per, n_rows + 1).long()
+    col = torch.randint(0, 4096, (per,), generator=gen)
+    val = torch.rand(per, generator=gen)
+    b = torch.randn(4096, k, generator=gen)
+    return lambda: [spmm(crow, col, val, b) for _ in range(s)]
+
+
+def measure(rank: int, world_size: int, repeats: int) -> dict[str, list[tuple]]:
+    """Time every configuration (rank 0 shows the progress bar); returns rank 0's samples."""
+    x = torch.randn(8192, 128)
+    gen = torch.Generator().manual_seed(0)
+    total = len(SYNC_GRID) + len(ASYNC_GRID) + len(COMP_GRID)
+    bar = tqdm(total=total, desc="calibrate", disable=rank != 0, file=sys.stdout)
+    samples: dict[str, list[tuple]] = {"sync": [], "async": [], "comp": []}
+    for k, w, s in SYNC_GRID:
+        samples["sync"].append((k, w, s, _timed(partial(_sync, rank, k, w, s), repeats)))
+        bar.update()
+    for k, rows, s in ASYNC_GRID:
+        samples["async"].append((k, rows, s, _timed(partial(_async, rank, k, rows, s, x), repeats)))
+        bar.update()
+    for k, nnz, s in COMP_GRID:
+        samples["comp"].append((k, nnz, s, _timed(_comp(k, nnz, s, gen), repeats)))
+        bar.update()
+    bar.close()
+    return samples
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=str(DEFAULT_PROFILE), help="where to write the JSON profile")
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args(argv)
+    from netsparse_torch.launch import launch
+
+    try:
+        samples = launch(measure, 2, (args.repeats,), timeout_s=600)
+        coeffs, errors = fit(samples)
+    except (NetsparseError, ValueError) as exc:
+        print(f"netsparse-calibrate: {exc}", file=sys.stderr)
+        return 2
+    path = coeffs.save(args.out, {"fit_rel_rms_error": errors, "backend": "gloo", "samples": samples})
+    for name, value in coeffs.to_dict().items():
+        print(f"  {name:8s} = {value:.3e}   (Two-Face Table 3: {getattr(Coefficients(), name):.3e})")
+    print("  fit error (relative RMS): " + ", ".join(f"{k} {v:.1%}" for k, v in errors.items()))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
