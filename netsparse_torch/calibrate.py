@@ -33,8 +33,8 @@ from netsparse_torch.comm.twoface.cost import DEFAULT_PROFILE, Coefficients
 from netsparse_torch.errors import NetsparseError
 
 SYNC_GRID = list(itertools.product([16, 64, 128], [32, 128, 512], [4, 16]))  # K, W, S
-ASYNC_GRID = list(itertools.product([16, 64, 128], [64, 512, 2048], [4, 16]))  # K, L, S
-COMP_GRID = list(itertools.product([16, 64, 128], [2048, 16384], [4, 16]))  # K, N, S
+ASYNC_GRID = list(itertools.product([16, 64, 128], [64, 512, 2048], [4, 64]))  # K, L, S
+COMP_GRID = list(itertools.product([16, 64, 128], [256, 2048, 16384], [4, 64]))  # K, N, S
 
 
 def fit_pair(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> tuple[float, float, float]:

@@ -1,0 +1,49 @@
+"""Two-Face modeled on the target cluster: the same stripe classification as the runtime, driven by
+coefficients derived from the cluster's bandwidths and latencies.
+
+Own assumptions (the Two-Face paper measures its coefficients, it does not derive them):
+- synchronous transfer: ``beta_S`` = value bytes / link line rate, ``alpha_S`` = the leaf-spine
+  worst path (4 links, 3 switches) one way;
+- asynchronous transfer: the Two-Face Table 3 ratios ``beta_A/beta_S`` (18.5) and ``alpha_A/alpha_S``
+  (7.5) applied to those, because one-sided gets of a few rows run far below line rate;
+- ``gamma_A``, ``kappa_A``: Two-Face Table 3 (CPU one-sided SpMM).
+Per node, synchronous and asynchronous transfers overlap (Two-Face §5.1), so the node's communication
+time is ``max(Comm_S, Comm_A)``; the cluster's is the slowest node's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from netsparse_torch.comm.twoface.classify import ASYNC, SYNC, classify, default_stripe_width, find_stripes
+from netsparse_torch.comm.twoface.cost import Coefficients
+
+
+def cluster_coefficients(link_bytes_per_s: float, link_latency_s: float, switch_latency_s: float,
+                         value_bytes: int = 4) -> Coefficients:
+    t3 = Coefficients()
+    beta_s = value_bytes / link_bytes_per_s
+    alpha_s = 4 * link_latency_s + 3 * switch_latency_s
+    return Coefficients(beta_s=beta_s, alpha_s=alpha_s, beta_a=beta_s * t3.beta_a / t3.beta_s,
+                        alpha_a=alpha_s * t3.alpha_a / t3.alpha_s, gamma_a=t3.gamma_a, kappa_a=t3.kappa_a)
+
+
+def model_two_face(adj: sp.csr_matrix, bounds: np.ndarray, k: int, coeffs: Coefficients,
+                   width: int | None = None) -> dict:
+    """``{comm_time_s, sync_stripes, async_stripes, local_stripes}`` of one SpMM ``adj x B`` (B is N x k)
+    row-partitioned by ``bounds``; stripe counts are summed over nodes."""
+    p = len(bounds) - 1
+    w = width or default_stripe_width(adj.shape[0], p)
+    c = coeffs
+    worst, totals = 0.0, {"sync_stripes": 0, "async_stripes": 0, "local_stripes": 0}
+    for rank in range(p):
+        rows = adj[int(bounds[rank]):int(bounds[rank + 1])]
+        s = classify(find_stripes(rows, bounds, rank, w), k, c, w)
+        sync, asy = s.kind == SYNC, s.kind == ASYNC
+        comm_s = float((c.beta_s * k * s.width[sync] + c.alpha_s).sum())
+        comm_a = c.beta_a * k * float(s.rows[asy].sum()) + c.alpha_a * int(asy.sum())
+        worst = max(worst, comm_s, comm_a)
+        for name, n in s.counts().items():
+            totals[name] += n
+    return {"comm_time_s": worst, **totals, "stripe_width": w}
