@@ -95,3 +95,20 @@ def test_profile_roundtrip_and_corrupt(tmp_path):
         (tmp_path / "bad.json").write_text(text)
         with pytest.raises(ConfigError, match="corrupt Two-Face calibration file"):
             Coefficients.load(tmp_path / "bad.json")
+
+
+def test_cluster_coefficients_by_hand():
+    from netsparse_torch.comm.twoface.model import cluster_coefficients, model_two_face
+
+    # 400 Gb/s = 50e9 B/s: beta_S = 4 B / 50e9 = 8e-11 s; alpha_S = 4 x 450 ns + 3 x 300 ns = 2.7e-6 s;
+    # Table 3 ratios: beta_A = 8e-11 x 3.61e-9/1.95e-10, alpha_A = 2.7e-6 x 1.02e-5/1.36e-6 = 2.025e-5.
+    c = cluster_coefficients(50e9, 450e-9, 300e-9)
+    assert c.beta_s == pytest.approx(8e-11) and c.alpha_s == pytest.approx(2.7e-6)
+    assert c.beta_a == pytest.approx(8e-11 * 3.61e-9 / 1.95e-10) and c.alpha_a == pytest.approx(2.025e-5)
+    # The hand matrix as rank 0 of 3 (ranks 1 and 2 own empty rows): with the first hand coefficients,
+    # A and C are sync (2 x (1*1*2 + 1) = 6) and B async (1*1*1 + 1*1 = 2) -> max = 6.
+    adj = sp.vstack([rank0_rows(), sp.csr_matrix((8, 12), dtype=np.float32)]).tocsr()
+    hand = Coefficients(beta_s=1, alpha_s=1, beta_a=1, alpha_a=1, gamma_a=1, kappa_a=0)
+    out = model_two_face(adj, BOUNDS, 1, hand, width=2)
+    assert out == {"comm_time_s": 6.0, "sync_stripes": 2, "async_stripes": 1, "local_stripes": 2,
+                   "stripe_width": 2}

@@ -17,7 +17,7 @@ MIXED = {"width": 3, "memory_limit_bytes": 200}
 
 
 def combos(world_size):
-    out = [("twoface", {"width": 4}), ("twoface", MIXED), ("twoface", {"width": 1})]
+    out = [("twoface", ALL_ASYNC), ("twoface", MIXED)]
     out += [("ds", {"replication": c}) for c in (1, 2, 4) if world_size % c == 0 and c <= world_size]
     if world_size == 3:
         out.append(("ds", {"replication": 3}))
