@@ -53,16 +53,19 @@ py::tuple scan_frame(const py::bytes& data, int64_t n_dests, int64_t prop_bytes,
 }
 
 // Splits a (validated) frame into one byte string per output port: port_of_dest[d] is the port of
-// destination d. Returns (list[bytes] per port, packets per port, PRs per port).
-py::tuple split_frame(const py::bytes& data, const I64& port_of_dest, int64_t n_ports, int64_t mtu, int64_t upper) {
+// destination d; with by_type the port is the packet type instead (0 read, 1 response; n_ports = 2).
+// Returns (list[bytes] per port, packets per port, PRs per port).
+py::tuple split_frame(const py::bytes& data, const I64& port_of_dest, int64_t n_ports, bool by_type, int64_t mtu,
+                      int64_t upper) {
   const std::string_view s = view_of(data);
   const auto* buf = reinterpret_cast<const uint8_t*>(s.data());
   std::vector<std::string> out(static_cast<size_t>(n_ports));
   std::vector<int64_t> packets(static_cast<size_t>(n_ports), 0), prs(static_cast<size_t>(n_ports), 0);
   const int64_t n_dests = port_of_dest.size();
   for_each_packet(buf, static_cast<int64_t>(s.size()), mtu - upper, [&](const PacketView& v) {
-    if (v.dest >= n_dests) throw std::invalid_argument("unknown destination: node " + std::to_string(v.dest));
-    const int64_t port = port_of_dest.at(v.dest);
+    if (!by_type && v.dest >= n_dests)
+      throw std::invalid_argument("unknown destination: node " + std::to_string(v.dest));
+    const int64_t port = by_type ? static_cast<int64_t>(v.type) : port_of_dest.at(v.dest);
     if (port < 0 || port >= n_ports)
       throw std::invalid_argument("unknown destination: node " + std::to_string(v.dest) + " has no port");
     out[port].append(reinterpret_cast<const char*>(v.prs) - kConcatHeaderBytes, static_cast<size_t>(v.bytes));
@@ -82,7 +85,8 @@ void bind_switch_service(py::module_& units) {
             py::arg("mtu") = kDefaultMTU, py::arg("upper_bytes") = kDefaultUpperBytes);
   units.def("split_frame", &split_frame,
             "Route a frame's packets to ports by destination; returns (list[bytes], packets, prs) per port",
-            py::arg("data"), py::kw_only(), py::arg("port_of_dest"), py::arg("n_ports"), py::arg("mtu") = kDefaultMTU,
+            py::arg("data"), py::kw_only(), py::arg("port_of_dest") = I64(0), py::arg("n_ports"), py::arg("by_type") = false,
+            py::arg("mtu") = kDefaultMTU,
             py::arg("upper_bytes") = kDefaultUpperBytes);
   units.def(
       "switch_pipe_unit_counters",

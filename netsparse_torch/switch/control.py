@@ -1,0 +1,157 @@
+"""Control plane of the switch service (modeled on P4Runtime): configuration and counters.
+
+``SwitchConfig`` is the validated form of a ``ConfigureRequest``; ``PortCounters`` and
+``SwitchCounters`` hold what ``ReadCounters`` returns. Paper defaults: cache 32 MB / 16 ways / 16 B
+segments / 512 B lines (§6.2.2), switch concatenation delay 125 cycles (§6.1.2), MTU 1500 B (§6.1.2),
+upper-layer header 50 B (Table 5).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from netsparse_torch.switch._proto import pb
+
+DEFAULT_DELAY_CYCLES = 125  # switch concatenation delay, paper §6.1.2
+DEFAULT_CACHE = {"capacity_bytes": 32 << 20, "ways": 16, "segment_bytes": 16, "max_line_bytes": 512}  # §6.2.2
+DEFAULT_MTU = 1500  # paper §6.1.2
+DEFAULT_UPPER_BYTES = 50  # paper Table 5
+
+
+class ConfigInvalid(ValueError):
+    """A ConfigureRequest that cannot describe a fabric (mapped to INVALID_ARGUMENT)."""
+
+
+@dataclass
+class SwitchConfig:
+    """One switch's view of the fabric: every node's rack, its own rack, its mechanisms."""
+
+    n_nodes: int
+    prop_bytes: int
+    rack_of: list[int]  # rack id per node
+    rack_id: int
+    spine_address: str
+    cache: dict[str, int]
+    cache_enabled: bool
+    delay_cycles: int | None  # None = infinite (flush when full or idle)
+    mtu: int = DEFAULT_MTU
+    upper_bytes: int = DEFAULT_UPPER_BYTES
+
+    @property
+    def racks(self) -> list[int]:
+        return sorted(set(self.rack_of))
+
+    def rack_nodes(self, rack: int) -> list[int]:
+        return [n for n, r in enumerate(self.rack_of) if r == rack]
+
+
+def config_from_request(req: pb.ConfigureRequest, role: str) -> SwitchConfig:
+    """Validates a ConfigureRequest; raises ConfigInvalid naming the problem."""
+    if req.n_nodes <= 0:
+        raise ConfigInvalid("n_nodes must be > 0")
+    if req.prop_bytes <= 0:
+        raise ConfigInvalid("prop_bytes must be > 0")
+    rack_of = [-1] * req.n_nodes
+    for rack in req.racks:
+        for n in rack.nodes:
+            if n >= req.n_nodes:
+                raise ConfigInvalid(f"rack {rack.rack_id} lists node {n} >= n_nodes={req.n_nodes}")
+            if rack_of[n] != -1:
+                raise ConfigInvalid(f"node {n} is in two racks ({rack_of[n]} and {rack.rack_id})")
+            rack_of[n] = rack.rack_id
+    missing = [n for n, r in enumerate(rack_of) if r == -1]
+    if missing:
+        raise ConfigInvalid(f"nodes {missing[:8]} belong to no rack; every node needs one")
+    if role == "tor":
+        if req.rack_id not in set(rack_of):
+            raise ConfigInvalid(f"rack_id {req.rack_id} has no nodes")
+        if len(set(rack_of)) > 1 and not req.spine_address:
+            raise ConfigInvalid("several racks but no spine_address: other-rack traffic has no route")
+    cache = {k: getattr(req.cache, k) or v for k, v in DEFAULT_CACHE.items()}
+    mech = req.mechanisms
+    if req.concat_delay_default:
+        delay: int | None = DEFAULT_DELAY_CYCLES
+    elif not mech.concatenation:
+        delay = 0  # one PR per packet
+    else:
+        delay = None if req.concat_delay_cycles < 0 else int(req.concat_delay_cycles)
+    if not mech.concatenation:
+        delay = 0
+    return SwitchConfig(n_nodes=req.n_nodes, prop_bytes=req.prop_bytes, rack_of=rack_of, rack_id=req.rack_id,
+                        spine_address=req.spine_address, cache=cache, cache_enabled=mech.cache,
+                        delay_cycles=delay, mtu=req.mtu or DEFAULT_MTU,
+                        upper_bytes=req.upper_bytes or DEFAULT_UPPER_BYTES)
+
+
+def configure_request(n_nodes: int, prop_bytes: int, racks: dict[int, list[int]], *, rack_id: int = 0,
+                      spine_address: str = "", cache: bool = True, concatenation: bool = True,
+                      delay_cycles: int | None = DEFAULT_DELAY_CYCLES, capacity_bytes: int = 0, ways: int = 0,
+                      segment_bytes: int = 0, max_line_bytes: int = 0, mtu: int = 0,
+                      upper_bytes: int = 0) -> pb.ConfigureRequest:
+    """Builds a ConfigureRequest (0 = paper default for the cache/MTU fields; delay None = infinite)."""
+    return pb.ConfigureRequest(
+        n_nodes=n_nodes, prop_bytes=prop_bytes,
+        cache=pb.CacheConfig(capacity_bytes=capacity_bytes, ways=ways, segment_bytes=segment_bytes,
+                             max_line_bytes=max_line_bytes),
+        concat_delay_cycles=-1 if delay_cycles is None else delay_cycles,
+        mechanisms=pb.Mechanisms(cache=cache, concatenation=concatenation),
+        racks=[pb.Rack(rack_id=r, nodes=nodes) for r, nodes in sorted(racks.items())],
+        rack_id=rack_id, spine_address=spine_address, mtu=mtu, upper_bytes=upper_bytes)
+
+
+_PORT_FIELDS = ("packets_in", "bytes_in", "prs_in", "packets_out", "bytes_out", "prs_out")
+
+
+@dataclass
+class PortCounters:
+    """Traffic of one port (node or uplink), in and out of the switch."""
+
+    packets_in: int = 0
+    bytes_in: int = 0
+    prs_in: int = 0
+    packets_out: int = 0
+    bytes_out: int = 0
+    prs_out: int = 0
+
+
+@dataclass
+class SwitchCounters:
+    """Switch-wide PR counters (the cache/concatenator ones come from the C++ SwitchPipe)."""
+
+    read_prs_in: int = 0
+    response_prs_in: int = 0
+    read_prs_out: int = 0
+    response_prs_out: int = 0
+    errors: Counter = field(default_factory=Counter)
+
+
+def counters_message(role: str, ports: dict[str, PortCounters], sw: SwitchCounters,
+                     unit: dict[str, int]) -> pb.Counters:
+    """Assembles a Counters reply; ``unit`` holds the pipe's hits/misses/inserts/evictions/concat_packets."""
+    msg = pb.Counters(role=role)
+    for name, pc in sorted(ports.items()):
+        msg.ports.append(pb.PortCounters(port=name, **{f: getattr(pc, f) for f in _PORT_FIELDS}))
+    msg.packets_in = sum(p.packets_in for p in ports.values())
+    msg.packets_out = sum(p.packets_out for p in ports.values())
+    msg.prs_in = sum(p.prs_in for p in ports.values())
+    msg.prs_out = sum(p.prs_out for p in ports.values())
+    msg.read_prs_in, msg.response_prs_in = sw.read_prs_in, sw.response_prs_in
+    msg.read_prs_out, msg.response_prs_out = sw.read_prs_out, sw.response_prs_out
+    msg.cache_hits = unit.get("hits", 0)
+    msg.cache_misses = unit.get("misses", 0)
+    msg.cache_inserts = unit.get("inserted", 0)
+    msg.cache_evictions = unit.get("evictions", 0)
+    msg.packets_concatenated = unit.get("concat_packets", 0)
+    msg.prs_per_packet = msg.prs_out / msg.packets_out if msg.packets_out else 0.0
+    for k, v in sw.errors.items():
+        msg.errors[k] = v
+    return msg
+
+
+def counters_dict(msg: pb.Counters) -> dict:
+    """A Counters reply as a plain dict of ints (for reports and logs)."""
+    out: dict = {f.name: getattr(msg, f.name) for f in msg.DESCRIPTOR.fields if f.name not in ("ports", "errors")}
+    out["ports"] = {p.port: {f: getattr(p, f) for f in _PORT_FIELDS} for p in msg.ports}
+    out["errors"] = dict(msg.errors)
+    return out
