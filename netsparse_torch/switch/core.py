@@ -45,6 +45,9 @@ def classify(msg: str) -> str:
     """Error-counter key of a C++ validation message (see csrc/bind/switch_service.cpp, protocol.cpp)."""
     if "disagrees with the length" in msg:
         return "n_prs_mismatch"
+    if "truncated: n_prs=" in msg and "buffer has 0" not in msg:
+        # the header is intact but fewer PRs follow than it announces (a cut-off packet looks the same)
+        return "n_prs_mismatch"
     if "larger than the MTU" in msg:
         return "oversize"
     for key in ("unknown destination", "bad source", "wrong property size"):
