@@ -109,6 +109,8 @@ class DataPlaneServicer(pb_grpc.SwitchDataPlaneServicer):
                 if port.attached:
                     raise FrameRejected("bad_attach", f"{name} is already attached")
                 port.attached, port.failed = True, None
+            # detach as soon as the RPC ends (a cancelled client may reattach right away)
+            context.add_callback(lambda: setattr(port, "attached", False))
         except FrameRejected as e:
             core.count_error(e.kind)
             context.abort(grpc.StatusCode.INVALID_ARGUMENT if e.kind != "not_configured"
