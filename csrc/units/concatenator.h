@@ -78,6 +78,9 @@ class Concatenator {
   void advance(int64_t now);    // flushes every expired queue (in expiration order)
   void flush_all(int64_t now);  // flushes every open queue (end of a round / kernel)
   bool empty() const { return open_queues_ == 0; }
+  // Cycle at which advance() next has work (the oldest FIFO entry's expiration; may be a stale entry,
+  // then advance() just drops it), or INT64_MAX when nothing is queued. The simulator's timer uses it.
+  int64_t next_expiration() const { return fifo_size_ != 0 ? fifo_[fifo_head_].exp : INT64_MAX; }
   int64_t now() const { return now_; }
 
   // Output: back-to-back encoded packets per (type, destination), and a log of every packet.

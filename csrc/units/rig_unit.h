@@ -92,9 +92,10 @@ class RigClientUnit {
   int64_t pending() const { return pending_; }
 
   // Processes idxs until the unit stalls, waits for its command to complete, or runs out of work.
-  // emit(dest, pr) receives each read PR.
+  // emit(dest, pr) receives each read PR. max_prs bounds the read PRs emitted by this call (the
+  // simulator issues one PR per SNIC cycle); the unit then resumes at the next idx.
   template <class Emit>
-  void issue(const RigContext& c, Emit&& emit);
+  void issue(const RigContext& c, Emit&& emit, int64_t max_prs = INT64_MAX);
   void on_response(const RigContext& c, const PR& pr, const uint8_t* payload);
 
   RigCounters counters;
@@ -145,7 +146,7 @@ class RigClientUnit {
 };
 
 template <class Emit>
-void RigClientUnit::issue(const RigContext& c, Emit&& emit) {
+void RigClientUnit::issue(const RigContext& c, Emit&& emit, int64_t max_prs) {
   stalled_ = false;
   const uint64_t lo = static_cast<uint64_t>(c.row_start), span = static_cast<uint64_t>(c.row_end - c.row_start);
   const size_t pb = c.prop_bytes;
@@ -185,6 +186,12 @@ void RigClientUnit::issue(const RigContext& c, Emit&& emit) {
       if (c.coalesce_on) table_insert(idx, e);
       ++counters.prs;
       emit(c.map->owner(idx), PR{c.node, tid_, idx, static_cast<uint32_t>(e)});
+      if (--max_prs == 0) {  // budget spent: resume after this idx on the next call
+        ++pos;
+        counters.idxs += pos - pos_;
+        pos_ = pos;
+        return;
+      }
     }
     counters.idxs += pos - pos_;
     pos_ = pos;

@@ -1,0 +1,137 @@
+"""NetSparse on the modeled cluster: wrapper of the C++ packet-level discrete-event simulator.
+
+The event loop, links, switches and every NetSparse unit run in C++ (``csrc/sim/simulator.cpp``,
+which drives the issue-3 units: RIG client/server units, NIC concatenator, switch pipe with the
+property cache, header model). This module only flattens :class:`HardwareParams` and the topology of
+:mod:`hw_models.topology` into arrays and turns the counters into an :class:`analysis.NetSparseRun`.
+Timing rules and counter definitions: ``docs/simulator.md`` and :mod:`hw_models.analytic`.
+
+Assumptions of ours (not NetSparse numbers): ``BUFFER_BYTES`` of input buffer per directed link
+(credit flow control, lossless); half the RIG units are clients and half servers (as in issue 3);
+per-node byte statistics of the tail node count the bytes the node *receives*, like SUOpt's.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from hw_models import analysis, definitions
+from hw_models.params import HardwareParams
+from hw_models.topology import Topology, build_topology
+from netsparse_torch.errors import ConfigError
+
+BUFFER_BYTES = 64 * 1024
+"""Input buffer per directed link in bytes. Our assumption (64 KiB per port); NetSparse gives none."""
+
+
+def simulate(a: sp.spmatrix | sp.sparray, w: definitions.Workload, params: HardwareParams, k: int,
+             kernel: str = "spmm", mechanisms: dict[str, bool] | None = None,
+             topo: Topology | None = None) -> analysis.NetSparseRun:
+    """Simulate one NetSparse gather of ``k``-element properties (``k`` is the *gathered* width).
+
+    ``w`` is the partition of ``a`` (:func:`hw_models.definitions.workload`); ``mechanisms`` switches
+    the Table 8 stages (all on by default). Returns per-node completion times, tail statistics,
+    the active-nodes step series and every counter.
+    """
+    from netsparse_torch._C import units as _units
+
+    mech = analysis.check_mechanisms(mechanisms)
+    if not mech["rig"]:
+        raise ConfigError("mechanism rig=False: NetSparse without RIG units is the SAOpt baseline; "
+                          "the simulator models RIG offload only")
+    if kernel not in analysis.KERNELS:
+        raise ConfigError(f"unknown kernel {kernel!r}; choose one of {', '.join(analysis.KERNELS)}")
+    if k < 1:
+        raise ConfigError(f"k must be >= 1, got {k}")
+    csr = definitions._canonical_csr(a)
+    if params.cluster.nodes != w.nodes:
+        raise ConfigError(f"workload has {w.nodes} nodes but cluster.nodes={params.cluster.nodes}")
+    topo = topo or build_topology(params)
+    routes, _ = topo.path_table()
+    if routes.shape[2] == 0:  # one node: no path has a link
+        routes = np.full((topo.n_hosts, topo.n_hosts, 1), -1, dtype=np.int64)
+    cfg = sim_config(params, k, mech, w.n_cols)
+    out = _units.simulate(
+        csr.indptr.astype(np.int64), csr.indices.astype(np.int64), np.asarray(w.row_bounds, np.int64),
+        np.asarray(w.col_bounds, np.int64), cfg, topo.link_src, topo.link_dst,
+        np.asarray(topo.link_bytes_per_s, np.float64), np.rint(topo.link_latency_s * 1e12).astype(np.int64),
+        topo.switch_is_tor.astype(np.int64), routes.astype(np.int64))
+    return _to_run(out, params)
+
+
+def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], n_cols: int) -> dict:
+    """The flat C++ ``SimConfig`` of ``params`` (Table 5 defaults) for properties of ``k`` elements."""
+    prop_bytes = k * params.headers.element_bytes
+    clients = max(1, params.snic.rig_units // 2)
+    pc = params.property_cache
+    return {
+        "filter": mech["filter"], "coalesce": mech["coalesce"], "concat_nic": mech["concat_nic"],
+        "switch": mech["switch"] and params.switch.netsparse_in_tor,
+        "prop_bytes": prop_bytes, "client_units": clients,
+        "server_units": max(1, params.snic.rig_units - clients),
+        "pending_entries": params.snic.pending_pr_table, "lsq_entries": params.snic.lsq_entries,
+        "batch": 0 if math.isinf(params.snic.rig_batch_size) else int(params.snic.rig_batch_size),
+        "snic_ghz": params.snic.clock_ghz, "switch_ghz": params.switch.clock_ghz,
+        "nic_delay_cycles": _cycles(params.snic.concat_delay_cycles),
+        "switch_delay_cycles": _cycles(params.switch.concat_delay_cycles),
+        "cache_latency_cycles": int(pc.latency_cycles),
+        "cache_bytes": _cache_bytes(pc.size_bytes, prop_bytes, n_cols, pc.ways, pc.segment_bytes, pc.max_line_bytes),
+        "cache_ways": pc.ways, "cache_segment": pc.segment_bytes, "cache_max_line": pc.max_line_bytes,
+        "pcie_ps": round(params.pcie.latency_ns * 1000), "switch_ps": round(params.switch.latency_ns * 1000),
+        "mtu": params.headers.mtu_bytes, "upper_bytes": params.headers.upper_bytes,
+        "concat_bytes": params.headers.concat_bytes, "pr_bytes": params.headers.pr_bytes,
+        "buffer_bytes": max(BUFFER_BYTES, params.headers.mtu_bytes),
+    }
+
+
+def _cycles(x: float) -> int:
+    """Delay cycles for C++: ``inf`` -> -1 (queues flush only when full)."""
+    return -1 if math.isinf(x) else int(x)
+
+
+def _cache_bytes(size: float, prop_bytes: int, n_cols: int, ways: int, seg: int, max_line: int) -> int:
+    """Capacity in bytes; ``inf`` = enough sets that every property of the matrix has its own way
+    (keys are spread evenly over the sets, so no conflict miss can happen)."""
+    if not math.isinf(size):
+        return int(size)
+    chunks = -(-prop_bytes // max_line)
+    line = -(-min(prop_bytes, max_line) // seg) * seg
+    sets = max(1, -(-(n_cols * chunks) // ways))
+    return sets * ways * line
+
+
+def _to_run(out: dict, params: HardwareParams) -> analysis.NetSparseRun:
+    nodes = {name: np.asarray(v) for name, v in out["nodes"].items()}
+    switches = {name: np.asarray(v) for name, v in out["switches"].items()}
+    t = np.asarray(out["node_done_ps"], dtype=np.float64) * 1e-12
+    tail = int(np.argmax(t))
+    remote = int(nodes["idxs"][tail] - nodes["local"][tail])
+    lookups, hits = int(switches["read_lookups"].sum()), int(switches["read_hits"].sum())
+    time_s = float(t[tail])
+    wire = float(nodes["wire_rx"][tail])
+    stats = {
+        "fc_rate": _div(nodes["filtered"][tail] + nodes["coalesced"][tail], remote),
+        "prs_per_packet": _div(nodes["prs_tx"][tail], nodes["packets_tx"][tail]),
+        "pcache_hit_rate": _div(hits, lookups),
+        "goodput": _div(nodes["payload_rx"][tail], wire),
+        "line_util": _div(wire, params.link.bytes_per_s * time_s),
+        "wire_bytes": wire,
+        "read_prs": float(nodes["read_prs"][tail]),
+    }
+    counters: dict[str, object] = {
+        "nodes": {name: v.tolist() for name, v in nodes.items()},
+        "switches": {name: v.tolist() for name, v in switches.items()},
+        "wire_bytes_total": float(nodes["wire_rx"].sum()),
+        "read_prs_total": int(nodes["read_prs"].sum()),
+        "events": int(out["events"]), "max_packet_wire_bytes": int(out["max_packet_wire"]),
+        "infinite_delay_drains": int(out["drains"]), "wall_clock_s": float(out["wall_s"]),
+    }
+    series = ([float(x) * 1e-12 for x in out["active_t_ps"]], [int(c) for c in out["active_count"]])
+    return analysis.NetSparseRun(node_time_s=t, tail=stats, active_nodes=series, counters=counters)
+
+
+def _div(num: float, den: float) -> float | None:
+    return None if den == 0 else float(num) / float(den)

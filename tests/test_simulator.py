@@ -1,0 +1,226 @@
+"""The C++ discrete-event simulator (issue 4 point 2): hand-worked timings, invariants, analytic
+cross-check, determinism and bad input. Expected times are worked out here from Table 5 numbers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from hw_models import analysis, definitions
+from hw_models.analytic import single_pr
+from hw_models.params import HardwareParams
+from hw_models.simulator import simulate
+from hw_models.topology import build_topology
+from netsparse_torch.errors import ConfigError
+
+P4 = HardwareParams.from_dict({"cluster": {"nodes": 4, "rack_size": 2}})  # 2 racks x 2 nodes
+
+
+def snic_ps(cycles: int) -> int:
+    """A SNIC cycle count (2.2 GHz, Table 5) as the first picosecond at which it has elapsed."""
+    return math.ceil(cycles * 1000 / 2.2)
+
+
+def snic_cycle(ps: int) -> int:
+    return math.floor(ps * 2.2 / 1000)
+
+
+def mat(entries: list[tuple[int, int]], n: int) -> sp.csr_matrix:
+    r, c = zip(*entries, strict=True)
+    return sp.csr_matrix((np.ones(len(r)), (r, c)), shape=(n, n))
+
+
+def run(a, params=P4, k=16, mech=None):
+    w = definitions.workload(a, params.cluster.nodes)
+    return simulate(a, w, params, k, "spmm", mech)
+
+
+LINK = 450_000  # ps, Table 5
+SW = 300_000  # ps, Table 5
+PCIE = 200_000  # ps, Table 5
+READ_SER = 80 * 20  # 50 + 12 + 18 B at 400 Gb/s = 20 ps per byte
+RESP_SER = (80 + 64) * 20  # plus 16 x 4 B of payload
+
+
+def hop(t: int, ser: int) -> int:
+    return t + ser + LINK
+
+
+def tor(t: int, switch_on: bool) -> int:
+    """An extended ToR: switch latency + 16-cycle lookup (2 GHz: 500 ps/cycle), then the lone PR
+    waits out the 125-cycle switch concatenation delay from the cycle it entered."""
+    if not switch_on:
+        return t + SW
+    cycle = (t + SW + 16 * 500) // 500
+    return (cycle + 125) * 500
+
+
+def nic(t: int) -> int:
+    """A lone PR pushed at t leaves the NIC concatenator after 500 SNIC cycles (Table 5)."""
+    return snic_ps(snic_cycle(t) + 500)
+
+
+def lone_pr_ps(switch_on: bool) -> int:
+    t = nic(snic_ps(1))  # issue one cycle, NIC concatenation
+    t = hop(t, READ_SER)  # host 0 -> ToR 0
+    t = hop(tor(t, switch_on), READ_SER)  # ToR 0 -> spine
+    t = hop(t + SW, READ_SER)  # spine -> ToR 1
+    t = hop(tor(t, switch_on), READ_SER)  # ToR 1 -> host 3
+    t = nic(t + snic_ps(1) + 2 * PCIE)  # server read over PCIe, NIC concatenation
+    t = hop(t, RESP_SER)
+    t = hop(tor(t, switch_on), RESP_SER)
+    t = hop(t + SW, RESP_SER)
+    t = hop(tor(t, switch_on), RESP_SER)
+    return t + PCIE  # PCIe write at the client
+
+
+@pytest.mark.parametrize("switch_on", [True, False])
+def test_lone_pr_time_and_counters_by_hand(switch_on):
+    r = run(mat([(0, 3)], 4), mech={"switch": switch_on})
+    done = np.rint(r.node_time_s * 1e12).astype(np.int64)
+    assert done.tolist() == [lone_pr_ps(switch_on), 0, 0, 0]
+    n = r.counters["nodes"]
+    assert n["read_prs"] == [1, 0, 0, 0] and n["served"] == [0, 0, 0, 1] and n["responses"] == [1, 0, 0, 0]
+    assert n["wire_tx"] == [80, 0, 0, 144] and n["wire_rx"] == [144, 0, 0, 80]
+    assert n["payload_rx"] == [64, 0, 0, 0]
+    s = r.counters["switches"]
+    assert sum(s["read_lookups"]) == (2 if switch_on else 0)  # both ToRs look the read PR up
+    assert sum(s["inserts"]) == (2 if switch_on else 0) and sum(s["read_hits"]) == 0
+    assert r.active_nodes == ([0.0, 0.0, 0.0, 0.0, done[0] * 1e-12], [4, 3, 2, 1, 0])
+
+
+def test_coalesce_filter_and_cache_hit_by_hand():
+    # 8 x 8, two rows per node. Node 0 reads column 6 (node 3) from both its rows.
+    a = mat([(0, 6), (1, 6)], 8)
+    on = run(a)
+    assert on.counters["nodes"]["coalesced"][0] == 1 and on.counters["nodes"]["read_prs"][0] == 1
+    off = run(a, mech={"coalesce": False})  # the filter bit is not set yet: a second PR goes out
+    assert off.counters["nodes"]["read_prs"][0] == 2 and off.counters["nodes"]["filtered"][0] == 0
+    assert off.counters["nodes"]["packets_tx"][0] == 1  # both PRs concatenated in one NIC packet
+    # Node 1 (same rack) first reads column 4 (node 2) with a 1-entry Pending PR Table, so its read
+    # of column 6 leaves after node 0's response has passed their ToR: a property-cache hit.
+    b = mat([(0, 6), (2, 4), (3, 6)], 8)
+    p1 = P4.replace(snic={"pending_pr_table": 1, "rig_units": 2})
+    r = run(b, params=p1)
+    n, s = r.counters["nodes"], r.counters["switches"]
+    assert n["read_prs"][:2] == [1, 2]
+    assert sum(s["read_hits"]) == 1 and n["served"] == [0, 0, 1, 1]
+    assert r.tail["pcache_hit_rate"] == pytest.approx(1 / sum(s["read_lookups"]))
+
+
+@pytest.mark.parametrize("mech", [{}, {"concat_nic": False}, {"switch": False},
+                                  {"concat_nic": False, "switch": False}])
+def test_analytic_cross_check(mech):
+    params = HardwareParams.from_dict({"cluster": {"nodes": 8, "rack_size": 4}})
+    topo = build_topology(params)
+    for src, dst in [(0, 1), (0, 5), (6, 3)]:
+        a = mat([(src, dst)], 8)
+        r = run(a, params=params, mech=mech)
+        want = single_pr(topo, params, src, dst, 16, {**analysis.check_mechanisms(None), **mech}).total_s
+        # cycle quantisation: each concatenation stage may flush up to one cycle early/late
+        stages = 2 * (mech.get("concat_nic", True) + 2 * mech.get("switch", True) * (src // 4 != dst // 4 or 1))
+        assert abs(r.node_time_s[src] - want) <= stages * 500e-12 + 4e-12
+
+
+def random_matrix(n=2000, nnz=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    r, c = rng.integers(0, n, nnz), rng.integers(0, n, nnz)
+    a = sp.csr_matrix((np.ones(nnz), (r, c)), shape=(n, n))
+    a.sum_duplicates()
+    return a
+
+
+P8 = HardwareParams.from_dict({"cluster": {"nodes": 8, "rack_size": 4}})
+
+
+@pytest.mark.parametrize("stage", analysis.STAGES)
+def test_invariants(stage):
+    a = random_matrix()
+    w = definitions.workload(a, 8)
+    r = simulate(a, w, P8, 16, "spmm", analysis.mechanisms_up_to(stage))
+    n = {k: np.asarray(v) for k, v in r.counters["nodes"].items()}
+    s = {k: np.asarray(v) for k, v in r.counters["switches"].items()}
+    # every read PR answered exactly once: by its owner or by a ToR cache hit
+    assert n["read_prs"].sum() == n["served"].sum() + s["read_hits"].sum() == n["responses"].sum()
+    assert (n["read_prs"] == n["responses"]).all()
+    # every remote idx is a PR, filtered or coalesced; local idxs are the rest
+    assert (n["idxs"] == w.sa_prs_per_node + n["local"]).all()
+    assert (n["read_prs"] + n["filtered"] + n["coalesced"] == w.sa_prs_per_node).all()
+    # bytes conserved: every response's payload arrives; without the switch, packets are untouched
+    assert n["payload_rx"].sum() == n["responses"].sum() * 64
+    if stage != "switch":
+        assert n["wire_tx"].sum() == n["wire_rx"].sum() and n["packets_tx"].sum() == n["packets_rx"].sum()
+    assert r.counters["max_packet_wire_bytes"] <= P8.headers.mtu_bytes
+    # fc_rate <= 1 - useful / sa_prs on every node
+    fc = (n["filtered"] + n["coalesced"]) / w.sa_prs_per_node
+    assert (fc <= 1 - w.useful_per_node / w.sa_prs_per_node + 1e-12).all()
+    # NetSparse <= SA (every remote nonzero alone in a read and a response packet) <= SU (no headers)
+    sa = w.sa_prs_per_node.sum() * (80 + 80 + 64)
+    su = (w.n_cols - w.owned_cols).sum() * 64
+    assert r.counters["wire_bytes_total"] <= sa <= su
+    assert (r.node_time_s > 0).all()
+
+
+def test_infinite_cache_hits_at_least_as_often():
+    a = random_matrix(n=3000, nnz=12000, seed=1)
+    w = definitions.workload(a, 8)
+    rates = {}
+    for size in (8192, 32 * 2**20, "inf"):
+        p = P8.replace(property_cache={"size_bytes": size})
+        rates[size] = simulate(a, w, p, 16, "spmm", None).tail["pcache_hit_rate"]
+    assert rates["inf"] >= rates[32 * 2**20] >= rates[8192]
+    assert rates["inf"] > 0
+
+
+def test_deterministic():
+    a = random_matrix(seed=2)
+    x, y = run(a, params=P8), run(a, params=P8)
+    assert np.array_equal(x.node_time_s, y.node_time_s)
+    cx = {k: v for k, v in x.counters.items() if k != "wall_clock_s"}
+    cy = {k: v for k, v in y.counters.items() if k != "wall_clock_s"}
+    assert cx == cy and x.tail == y.tail and x.active_nodes == y.active_nodes
+
+
+def test_concat_nic_packs_prs_and_infinite_delay_drains():
+    a = random_matrix(seed=3)
+    w = definitions.workload(a, 8)
+    alone = simulate(a, w, P8, 16, "spmm", analysis.mechanisms_up_to("coalesce"))
+    packed = simulate(a, w, P8, 16, "spmm", analysis.mechanisms_up_to("concat_nic"))
+    assert alone.tail["prs_per_packet"] == 1.0 and packed.tail["prs_per_packet"] > 1.0
+    inf = simulate(a, w, P8.replace(snic={"concat_delay_cycles": "inf"}, switch={"concat_delay_cycles": "inf"}),
+                   16, "spmm", None)
+    assert inf.counters["infinite_delay_drains"] >= 1
+    assert sum(inf.counters["nodes"]["responses"]) == sum(inf.counters["nodes"]["read_prs"])
+
+
+def test_report_fills_netsparse_and_ablation():
+    a = random_matrix(seed=4)
+    rep = analysis.analyze(a, P8, k=16, simulator=simulate)
+    ns = rep["strategies"]["netsparse"]
+    assert ns["comm_time_s"] > 0 and rep["speedup"]["netsparse_vs_su_opt"] is not None
+    assert [s["stage"] for s in rep["ablation"]] == list(analysis.STAGES)
+    assert rep["active_nodes"]["count"][0] == 8 and rep["active_nodes"]["count"][-1] == 0
+
+
+def test_bad_input():
+    a = mat([(0, 3)], 4)
+    with pytest.raises(ConfigError):
+        run(a, mech={"rig": False})
+    with pytest.raises(ConfigError):
+        run(a, mech={"bogus": True})
+    with pytest.raises(ConfigError):
+        HardwareParams.from_dict({"cluster": {"nodes": 4, "rack_size": 2, "topology": "torus"}})
+    with pytest.raises(ConfigError):
+        P4.replace(snic={"rig_units": 0})
+    with pytest.raises(ConfigError):
+        P4.replace(link={"bandwidth_gbps": -1})
+    with pytest.raises((ConfigError, ValueError)):
+        run(a, params=HardwareParams.from_dict({"cluster": {"nodes": 8, "rack_size": 2}}))  # nodes > rows
+    from netsparse_torch._C import units
+    with pytest.raises(ValueError, match="unknown config key"):
+        units.simulate(np.array([0, 0]), np.zeros(0, np.int64), np.array([0, 1]), np.array([0, 1]), {"nope": 1},
+                       np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64),
+                       np.zeros(0, np.int64), np.full((1, 1, 1), -1))
