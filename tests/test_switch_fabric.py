@@ -1,0 +1,69 @@
+"""fabric=switch: RIG kernels run event-driven through real ToR/spine switch processes (threads stand
+in for ranks; ``all_done`` is a barrier-based MIN reduction instead of torch.distributed)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from test_switch_service import _control, fabric, features, remote_wants, rig_nodes
+
+from netsparse_torch.fabric.switch import SwitchFabric
+
+
+class BarrierMin:
+    """all_reduce(MIN) of a done flag across ``n`` threads."""
+
+    def __init__(self, n: int):
+        self.flags = [True] * n
+        self.barrier = threading.Barrier(n, timeout=30)
+        self.result = True
+
+    def for_rank(self, r: int):
+        def all_done(flag: bool) -> bool:
+            self.flags[r] = flag
+            if self.barrier.wait() == 0:
+                self.result = all(self.flags)
+            self.barrier.wait()
+            return self.result
+
+        return all_done
+
+
+def test_switch_fabric_fills_every_halo_slot_and_hits_the_cache():
+    racks = {0: [0, 1], 1: [2, 3]}
+    bounds = [0, 40, 80, 120, 160]
+    x = features(160)
+    rng = np.random.default_rng(11)
+    shared = np.arange(120, 140, dtype=np.int64)  # rows of node 3 wanted by both nodes of rack 0
+    # node 1 also wants rows of node 0 (same rack: the read never leaves the ToR)
+    wants = {0: shared, 1: np.concatenate([shared, np.arange(0, 10)]), 2: remote_wants(bounds, 2, rng, 60),
+             3: remote_wants(bounds, 3, rng, 60)}
+    with fabric(racks) as (servers, addrs):
+        nodes, halos = rig_nodes(x, bounds, wants)
+        red = BarrierMin(4)
+        fabrics = {r: SwitchFabric(4, r, addrs[r], all_done=red.for_rank(r), timeout_s=20) for r in nodes}
+        errors: list = []
+
+        def run(r):
+            try:
+                fabrics[r].run_kernel(nodes[r])
+            except BaseException as e:  # surfaced below
+                errors.append(e)
+                red.barrier.abort()
+
+        threads = [threading.Thread(target=run, args=(r,), daemon=True) for r in nodes]
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(timeout=60)
+        finally:
+            for f in fabrics.values():
+                f.close()
+        assert not errors, errors
+        for r in nodes:
+            np.testing.assert_array_equal(halos[r][: len(wants[r])], x[wants[r]])
+        tor0 = _control(servers[0]).counters()
+        assert tor0["cache_hits"] + tor0["cache_misses"] == tor0["read_prs_in"]
+        assert tor0["prs_in"] == tor0["prs_out"]
