@@ -2,10 +2,10 @@
 
 As in Two-Face §6.2, a small set of configurations is timed between two ranks:
 
-- synchronous transfer: ``S`` dense stripes of ``W`` rows x ``K`` sent one after the other,
-  ``T = S(beta_S K W + alpha_S)``;
-- asynchronous transfer: ``S`` one-sided fetches (a request of row ids, a reply of the rows) moving
-  ``L`` rows in all, ``T = beta_A K L + alpha_A S``;
+- synchronous transfer: ``S`` dense stripes of ``W`` rows x ``K``, packed and sent in one message as
+  the grouped exchange of ``strategy=twoface`` does, ``T = S(beta_S K W + alpha_S)``;
+- asynchronous transfer: a fetch (the row ids, then the rows) of ``L`` rows in ``S`` coalesced
+  ranges, batched per peer as the runtime does, ``T = beta_A K L + alpha_A S``;
 - asynchronous computation: ``S`` one-sided SpMMs with ``N`` nonzeros in all,
   ``T = gamma_A K N + kappa_A S``.
 
@@ -74,24 +74,25 @@ def _timed(fn, repeats: int) -> float:
     return statistics.median(times[1:])
 
 
-def _sync(rank, k, w, s):
-    bufs = [torch.ones(w, k) for _ in range(s)]
-    for b in bufs:
-        dist.send(b, 1) if rank == 0 else dist.recv(b, 0)
+def _sync(rank, k, w, s, x):
+    # As the runtime does it: the S dense stripes are packed and leave in one message.
+    if rank == 0:
+        dist.send(torch.cat([x[i * w:(i + 1) * w, :k] for i in range(s)]), 1)
+    else:
+        dist.recv(torch.empty(s * w, k), 0)
 
 
 def _async(rank, k, rows, s, x):
-    per = rows // s
-    for _ in range(s):
-        if rank == 1:
-            ids = torch.randint(0, x.size(0), (per,))
-            dist.send(ids, 0)
-            out = torch.empty(per, k)
-            dist.recv(out, 0)
-        else:
-            ids = torch.empty(per, dtype=torch.long)
-            dist.recv(ids, 1)
-            dist.send(x[ids, :k].contiguous(), 1)
+    # As the runtime does it: one exchange of row ids (S coalesced ranges, L rows) and one reply.
+    if rank == 1:
+        starts = torch.arange(s) * (x.size(0) // s)
+        ids = (starts[:, None] + torch.arange(rows // s)[None, :]).reshape(-1)
+        dist.send(ids, 0)
+        dist.recv(torch.empty(ids.numel(), k), 0)
+    else:
+        ids = torch.empty(s * (rows // s), dtype=torch.long)
+        dist.recv(ids, 1)
+        dist.send(x[ids, :k].contiguous(), 1)
 
 
 def _comp(k, nnz, s, gen):
@@ -108,13 +109,13 @@ def _comp(k, nnz, s, gen):
 
 def measure(rank: int, world_size: int, repeats: int) -> dict[str, list[tuple]]:
     """Time every configuration (rank 0 shows the progress bar); returns rank 0's samples."""
-    x = torch.randn(8192, 128)
+    x = torch.randn(16384, 128)
     gen = torch.Generator().manual_seed(0)
     total = len(SYNC_GRID) + len(ASYNC_GRID) + len(COMP_GRID)
     bar = tqdm(total=total, desc="calibrate", disable=rank != 0, file=sys.stdout)
     samples: dict[str, list[tuple]] = {"sync": [], "async": [], "comp": []}
     for k, w, s in SYNC_GRID:
-        samples["sync"].append((k, w, s, _timed(partial(_sync, rank, k, w, s), repeats)))
+        samples["sync"].append((k, w, s, _timed(partial(_sync, rank, k, w, s, x), repeats)))
         bar.update()
     for k, rows, s in ASYNC_GRID:
         samples["async"].append((k, rows, s, _timed(partial(_async, rank, k, rows, s, x), repeats)))
