@@ -1,0 +1,75 @@
+"""Switch process lifecycle: the CLI serves and logs its summary on SIGTERM; a killed switch makes
+its clients fail clearly (no hang), and a restarted one accepts new attachments."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from netsparse_torch import units
+from netsparse_torch.switch import ControlClient, SwitchClient, SwitchError, SwitchServer, configure_request
+
+PROP = 16
+
+
+def read_packet(src: int, dest: int) -> bytes:
+    return units.encode_packet(units.READ, dest, PROP, np.array([src]), np.array([0]), np.array([7]), np.array([1]))
+
+
+def test_cli_serves_and_logs_a_one_line_summary_on_sigterm():
+    proc = subprocess.Popen([sys.executable, "-m", "netsparse_torch.switch", "--role", "spine", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert "listening on 127.0.0.1:" in line, line
+        health = ControlClient(line.split()[-1], timeout=30).health()
+        assert health.role == "spine" and not health.configured
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 0
+    assert [ln for ln in err.splitlines() if "switch spine stopped: packets in=0" in ln]
+
+
+def test_killed_switch_fails_its_clients_and_a_restart_serves_again():
+    server = SwitchServer("tor")
+    port = None
+    a = b = None
+    try:
+        server.start()
+        port = server.port
+        ControlClient(server.address).configure(configure_request(2, PROP, {0: [0, 1]}))
+        a, b = SwitchClient(server.address, 0), SwitchClient(server.address, 1)
+        a.send(read_packet(0, 1))
+        assert units.decode_packet(b.recv(timeout=10))["idx"].tolist() == [7]
+        server.stop(grace=0)
+        with pytest.raises(SwitchError):
+            b.recv(timeout=10)  # the stream ends: an error, not a hang
+        with pytest.raises(SwitchError):
+            a.send(read_packet(0, 1))
+            a.recv(timeout=10)
+    finally:
+        for c in (a, b):
+            if c is not None:
+                c.close()
+        server.stop()
+    restarted = SwitchServer("tor", port=port)
+    try:
+        restarted.start()
+        ControlClient(restarted.address).configure(configure_request(2, PROP, {0: [0, 1]}))
+        a, b = SwitchClient(restarted.address, 0), SwitchClient(restarted.address, 1)
+        try:
+            a.send(read_packet(0, 1))
+            assert units.decode_packet(b.recv(timeout=10))["idx"].tolist() == [7]
+        finally:
+            a.close()
+            b.close()
+    finally:
+        restarted.stop()
