@@ -3,6 +3,7 @@ its clients fail clearly (no hang), and a restarted one accepts new attachments.
 
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import sys
@@ -73,3 +74,29 @@ def test_killed_switch_fails_its_clients_and_a_restart_serves_again():
             b.close()
     finally:
         restarted.stop()
+
+
+@pytest.mark.skipif(not shutil.which("openssl"), reason="openssl is needed to make a test certificate")
+def test_tls_and_token_together(tmp_path):
+    """A ToR with TLS and a token: a TLS client with the token gets through, a plaintext one does not."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=localhost", "-addext",
+                    "subjectAltName=IP:127.0.0.1,DNS:localhost"], check=True, capture_output=True, timeout=60)
+    ca = cert.read_bytes()
+    server = SwitchServer("tor", token="t", tls_cert=ca, tls_key=key.read_bytes())
+    try:
+        server.start()
+        ControlClient(server.address, token="t", tls_ca=ca).configure(configure_request(2, PROP, {0: [0, 1]}))
+        a = SwitchClient(server.address, 0, token="t", tls_ca=ca)
+        b = SwitchClient(server.address, 1, token="t", tls_ca=ca)
+        try:
+            a.send(read_packet(0, 1))
+            assert units.decode_packet(b.recv(timeout=10))["idx"].tolist() == [7]
+        finally:
+            a.close()
+            b.close()
+        with pytest.raises(SwitchError):
+            ControlClient(server.address, token="t", timeout=3).health()  # plaintext to a TLS port
+    finally:
+        server.stop()
