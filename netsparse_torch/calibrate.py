@@ -6,7 +6,7 @@ As in Two-Face §6.2, a small set of configurations is timed between two ranks:
   the grouped exchange of ``strategy=twoface`` does, ``T = S(beta_S K W + alpha_S)``;
 - asynchronous transfer: a fetch (the row ids, then the rows) of ``L`` rows in ``S`` coalesced
   ranges, batched per peer as the runtime does, ``T = beta_A K L + alpha_A S``;
-- asynchronous computation: ``S`` one-sided SpMMs with ``N`` nonzeros in all,
+- asynchronous computation: one one-sided SpMM with ``N`` nonzeros over ``S`` stripes,
   ``T = gamma_A K N + kappa_A S``.
 
 Each pair of coefficients is fitted by least squares; the profile JSON (default
@@ -96,15 +96,16 @@ def _async(rank, k, rows, s, x):
 
 
 def _comp(k, nnz, s, gen):
+    # As the runtime does it: one one-sided SpMM over the fetched rows of all S stripes (S column
+    # ranges of 16 rows), so kappa_A is the per-stripe cost inside one call, not a call's overhead.
     from netsparse_torch.kernels import spmm
 
-    per = nnz // s
     n_rows = 256
-    crow = torch.linspace(0, per, n_rows + 1).long()
-    col = torch.randint(0, 4096, (per,), generator=gen)
-    val = torch.rand(per, generator=gen)
-    b = torch.randn(4096, k, generator=gen)
-    return lambda: [spmm(crow, col, val, b) for _ in range(s)]
+    crow = torch.linspace(0, nnz, n_rows + 1).long()
+    col = (torch.randint(0, s, (nnz,), generator=gen) * 16 + torch.randint(0, 16, (nnz,), generator=gen))
+    val = torch.rand(nnz, generator=gen)
+    b = torch.randn(16 * s, k, generator=gen)
+    return lambda: spmm(crow, col, val, b)
 
 
 def measure(rank: int, world_size: int, repeats: int) -> dict[str, list[tuple]]:
