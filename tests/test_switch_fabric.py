@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from test_switch_service import _control, fabric, features, remote_wants, rig_nodes
+from test_switch_service import PROP, _control, fabric, features, remote_wants, rig_nodes
 
 from netsparse_torch.fabric.switch import SwitchFabric
 
@@ -42,12 +42,20 @@ def test_switch_fabric_fills_every_halo_slot_and_hits_the_cache():
     with fabric(racks) as (servers, addrs):
         nodes, halos = rig_nodes(x, bounds, wants)
         red = BarrierMin(4)
-        fabrics = {r: SwitchFabric(4, r, addrs[r], all_done=red.for_rank(r), timeout_s=20) for r in nodes}
+        halves = {r: np.zeros((max(len(wants[r]), 1), PROP // 2), np.uint8) for r in nodes}
+        controls = {0: [servers[0].address, servers["spine"].address], 2: [servers[1].address]}
+        fabrics = {r: SwitchFabric(4, r, addrs[r], all_done=red.for_rank(r), timeout_s=20,
+                                   controls=controls.get(r, [])) for r in nodes}
         errors: list = []
 
         def run(r):
             try:
-                fabrics[r].run_kernel(nodes[r])
+                fabrics[r].run_kernel(nodes[r], PROP)
+                # a second kernel with another property size (half of each row) after an invalidate
+                half = np.ascontiguousarray(x[bounds[r]:bounds[r + 1], : PROP // 2])
+                nodes[r].begin_kernel(PROP // 2, halves[r], half)
+                nodes[r].submit(wants[r], np.arange(len(wants[r]), dtype=np.int64))
+                fabrics[r].run_kernel(nodes[r], PROP // 2)
             except BaseException as e:  # surfaced below
                 errors.append(e)
                 red.barrier.abort()
@@ -64,6 +72,7 @@ def test_switch_fabric_fills_every_halo_slot_and_hits_the_cache():
         assert not errors, errors
         for r in nodes:
             np.testing.assert_array_equal(halos[r][: len(wants[r])], x[wants[r]])
+            np.testing.assert_array_equal(halves[r][: len(wants[r])], x[wants[r], : PROP // 2])
         tor0 = _control(servers[0]).counters()
         assert tor0["cache_hits"] + tor0["cache_misses"] == tor0["read_prs_in"]
         assert tor0["prs_in"] == tor0["prs_out"]

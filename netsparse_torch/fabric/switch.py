@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from netsparse_torch._C import units as _cu
-from netsparse_torch.switch.client import SwitchClient, SwitchError
+from netsparse_torch.switch.client import ControlClient, SwitchClient, SwitchError
 
 READ, RESPONSE = 0, 1
 
@@ -39,11 +39,14 @@ class SwitchFabric:
 
     def __init__(self, world_size: int, rank: int, address: str, *, token: str | None = None,
                  tls_ca: bytes | None = None, group=None, timeout_s: float = 30.0, poll_s: float = 0.005,
-                 all_done: Callable[[bool], bool] | None = None):
+                 all_done: Callable[[bool], bool] | None = None, controls: list[str] = ()):
         self.world_size, self.rank, self.group = world_size, rank, group
         self.timeout_s, self.poll_s = timeout_s, poll_s
         self.client = SwitchClient(address, rank, token=token, tls_ca=tls_ca)
         self.all_done = all_done or _dist_all_done(group)
+        # switches this rank invalidates before each kernel (e.g. the first rank of a rack: its ToR;
+        # rank 0 also the spine), so every switch expects the kernel's property size
+        self.controls = [ControlClient(a, token=token, tls_ca=tls_ca, timeout=timeout_s) for a in controls]
         self.bytes_sent = 0
         self.rounds = 0
 
@@ -63,9 +66,20 @@ class SwitchFabric:
         if parts[RESPONSE]:
             node.absorb(parts[RESPONSE])
 
-    def run_kernel(self, node) -> int:
+    def begin_kernel(self, prop_bytes: int) -> None:
+        """Invalidates the property caches of this rank's switches for a kernel of ``prop_bytes``-byte
+        properties (paper §6.2.2: the cache is invalidated before each kernel), then waits for every
+        rank, so no packet of the new kernel reaches a switch that still expects the old size."""
+        for ctl in self.controls:
+            ctl.invalidate(prop_bytes)
+        self.all_done(True)  # a barrier
+
+    def run_kernel(self, node, prop_bytes: int | None = None) -> int:
         """Drives ``node`` (a RigNode after begin_kernel/submit) until every rank is done; returns the
-        number of poll rounds. Raises SwitchError when the switch fails or nothing completes in time."""
+        number of poll rounds. With ``prop_bytes`` it first calls ``begin_kernel(prop_bytes)`` (all
+        ranks must then pass it). Raises SwitchError when the switch fails or nothing completes in time."""
+        if prop_bytes is not None:
+            self.begin_kernel(prop_bytes)
         self._send(node.pump_reads())
         rounds, last_progress, pending = 0, time.monotonic(), node.pending
         while True:
@@ -89,3 +103,5 @@ class SwitchFabric:
 
     def close(self) -> None:
         self.client.close()
+        for ctl in self.controls:
+            ctl.close()
