@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -99,4 +100,39 @@ def test_tls_and_token_together(tmp_path):
         with pytest.raises(SwitchError):
             ControlClient(server.address, token="t", timeout=3).health()  # plaintext to a TLS port
     finally:
+        server.stop()
+
+
+def test_a_port_that_stops_reading_is_failed_and_its_prs_counted_not_dropped_silently():
+    """Node 1 never reads: gRPC flow control, then its bounded egress queue fill up; after the stall
+    timeout the ToR fails the port and counts every PR it could not deliver, so PRs in = PRs delivered
+    + undelivered."""
+    k = units.max_prs_per_packet(units.DEFAULT_MTU, units.DEFAULT_UPPER_BYTES, units.READ, PROP)
+    pkt = units.encode_packet(units.READ, 1, PROP, np.zeros(k, np.int64), np.zeros(k, np.int64),
+                              np.arange(k), np.arange(k))
+    frame, n_frames = pkt * 32, 600  # ~28 MB, beyond any flow-control window
+    server = SwitchServer("tor", queue_depth=2, stall_timeout_s=1.0)
+    a = b = None
+    try:
+        server.start()
+        ctl = ControlClient(server.address)
+        ctl.configure(configure_request(2, PROP, {0: [0, 1]}, cache=False))
+        b = SwitchClient(server.address, 1, depth=1)  # never calls recv()
+        a = SwitchClient(server.address, 0)
+        for _ in range(n_frames):
+            a.send(frame, timeout=30)
+        sent = n_frames * 32 * k
+        for _ in range(600):
+            c = ctl.counters()
+            undelivered = c["errors"].get("undelivered_prs", 0)
+            if c["read_prs_in"] == sent and c["ports"]["node:1"]["prs_out"] + undelivered == sent:
+                break
+            time.sleep(0.05)
+        assert c["read_prs_in"] == sent
+        assert undelivered > 0
+        assert c["ports"]["node:1"]["prs_out"] + undelivered == sent
+    finally:
+        for cl in (a, b):
+            if cl is not None:
+                cl.close()
         server.stop()
