@@ -76,3 +76,19 @@ def test_switch_fabric_fills_every_halo_slot_and_hits_the_cache():
         tor0 = _control(servers[0]).counters()
         assert tor0["cache_hits"] + tor0["cache_misses"] == tor0["read_prs_in"]
         assert tor0["prs_in"] == tor0["prs_out"]
+
+
+def test_local_switches_one_tor_per_rack_and_a_report():
+    from netsparse_torch.fabric.switch import LocalSwitches
+
+    with LocalSwitches(5, 2, PROP) as sw:
+        assert [sw.address(r) == sw.address(0) for r in range(5)] == [True, True, False, False, False]
+        assert sw.controls(0) == [sw.address(0), sw.servers["spine"].address]
+        assert sw.controls(1) == [] and sw.controls(2) == [sw.address(2)] and sw.controls(4) == [sw.address(4)]
+        report = sw.report()
+        assert sorted((e["name"], e["role"]) for e in report) == [
+            ("spine", "spine"), ("tor0", "tor"), ("tor1", "tor"), ("tor2", "tor")]
+        assert all({"cache_hits", "cache_misses", "prs_in", "prs_out", "packets_in", "packets_out"}
+                   <= set(e["counters"]) for e in report)
+        servers = list(sw.servers.values())
+    assert all(s.summary is not None for s in servers)  # stopped on exit

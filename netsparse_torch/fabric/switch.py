@@ -105,3 +105,62 @@ class SwitchFabric:
         self.client.close()
         for ctl in self.controls:
             ctl.close()
+
+
+class LocalSwitches:
+    """One ToR per ``rack_size`` consecutive ranks plus a spine (when there are several racks), on free
+    loopback ports of this process, configured and ready. Always ``stop()`` it (or use ``with``).
+
+    ``address(rank)`` is the rank's ToR; ``controls(rank)`` the switches that rank invalidates before
+    a kernel (the first rank of each rack: its ToR; rank 0 also the spine); ``report()`` the train
+    report's ``switches`` list of ``{name, role, counters}``."""
+
+    def __init__(self, world_size: int, rack_size: int, prop_bytes: int, *, host: str = "127.0.0.1",
+                 token: str | None = None, **cfg):
+        from netsparse_torch.switch import ControlClient, SwitchServer, configure_request
+
+        if rack_size <= 0 or world_size <= 0:
+            raise ValueError(f"world_size and rack_size must be > 0, got {world_size}, {rack_size}")
+        self.rack_of = [r // rack_size for r in range(world_size)]
+        racks: dict[int, list[int]] = {}
+        for rank, rack in enumerate(self.rack_of):
+            racks.setdefault(rack, []).append(rank)
+        self.servers: dict[str, object] = {}
+        self.token = token
+        try:
+            spine = ""
+            if len(racks) > 1:
+                s = self.servers["spine"] = SwitchServer("spine", host=host, token=token).start()
+                spine = s.address
+                ControlClient(spine, token=token).configure(configure_request(world_size, prop_bytes, racks, **cfg))
+            for rack in racks:
+                s = self.servers[f"tor{rack}"] = SwitchServer("tor", host=host, token=token).start()
+                ControlClient(s.address, token=token).configure(configure_request(
+                    world_size, prop_bytes, racks, rack_id=rack, spine_address=spine, **cfg))
+        except BaseException:
+            self.stop()
+            raise
+
+    def address(self, rank: int) -> str:
+        return self.servers[f"tor{self.rack_of[rank]}"].address
+
+    def controls(self, rank: int) -> list[str]:
+        first = self.rack_of.index(self.rack_of[rank]) == rank
+        out = [self.address(rank)] if first else []
+        return out + ([self.servers["spine"].address] if rank == 0 and "spine" in self.servers else [])
+
+    def report(self) -> list[dict]:
+        from netsparse_torch.switch import ControlClient
+
+        return [{"name": name, "role": s.core.role, "counters": ControlClient(s.address, token=self.token).counters()}
+                for name, s in self.servers.items()]
+
+    def stop(self) -> list[str]:
+        """Stops every switch; returns their one-line summaries."""
+        return [s.stop() for s in self.servers.values()]
+
+    def __enter__(self) -> LocalSwitches:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
