@@ -138,3 +138,22 @@ def test_bad_configuration_is_invalid_argument():
         assert "no rack" in str(info.value)
     finally:
         server.stop()
+
+
+def test_tor_configured_before_its_spine_fails_clearly():
+    spine, tor_server = SwitchServer("spine"), SwitchServer("tor")
+    try:
+        spine.start()
+        tor_server.start()
+        racks = {0: [0], 1: [1]}
+        with pytest.raises(SwitchError) as info:
+            ControlClient(tor_server.address).configure(
+                configure_request(2, PROP, racks, rack_id=0, spine_address=spine.address))
+        assert info.value.code == grpc.StatusCode.FAILED_PRECONDITION and "not configured" in str(info.value)
+        ControlClient(spine.address).configure(configure_request(2, PROP, racks))
+        ControlClient(tor_server.address).configure(
+            configure_request(2, PROP, racks, rack_id=0, spine_address=spine.address))
+        assert ControlClient(tor_server.address).health().uplink_connected
+    finally:
+        tor_server.stop()
+        spine.stop()

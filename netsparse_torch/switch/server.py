@@ -12,6 +12,7 @@ import hmac
 import logging
 import queue
 import threading
+import time
 from concurrent import futures
 
 import grpc
@@ -60,7 +61,10 @@ class ControlServicer(pb_grpc.SwitchControlServicer):
             self.s.core.count_error("bad_config")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad configuration: {e}")
         if self.s.core.role == "tor" and len(cfg.racks) > 1:
-            self.s.connect_uplink(cfg.spine_address, f"tor:{cfg.rack_id}")
+            problem = self.s.connect_uplink(cfg.spine_address, f"tor:{cfg.rack_id}")
+            if problem:
+                self.s.core.count_error("uplink_refused")
+                context.abort(grpc.StatusCode.FAILED_PRECONDITION, problem)
         return pb.ConfigureResponse()
 
     def ReadCounters(self, request, context):
@@ -196,13 +200,29 @@ class SwitchServer:
         log.info("switch %s listening on %s", self.core.role, self.address)
         return self
 
-    def connect_uplink(self, address: str, name: str) -> None:
-        """(ToR) attaches the uplink port to the spine at ``address``."""
-        from netsparse_torch.switch.client import Uplink
+    def connect_uplink(self, address: str, name: str, timeout: float = 10.0) -> str | None:
+        """(ToR) attaches the uplink port to the spine at ``address`` and waits until the spine lists
+        it; returns None, or why the spine refused it (configure the spine before its ToRs)."""
+        from netsparse_torch.switch.client import ControlClient, SwitchError, Uplink
 
         if self.uplink is not None:
             self.uplink.close()
         self.uplink = Uplink(self.core, self.core.port(UPLINK), address, name, token=self.token, tls_ca=self.tls_ca)
+        spine = ControlClient(address, token=self.token, tls_ca=self.tls_ca, timeout=timeout)
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                if not self.uplink.alive():
+                    return f"spine at {address} refused the uplink: {self.uplink.error}"
+                try:
+                    if name in spine.health().attached:
+                        return None
+                except SwitchError as e:
+                    return f"spine at {address} unreachable: {e}"
+                time.sleep(0.01)
+            return f"spine at {address} did not attach {name} within {timeout} s"
+        finally:
+            spine.close()
 
     def stop(self, grace: float = 1.0) -> str:
         """Stops serving, logs and returns the one-line counter summary."""
