@@ -124,6 +124,20 @@ def close_all(clients: dict) -> None:
         c.close()
 
 
+
+def gather_through(addrs: dict[int, str], x: np.ndarray, bounds: list[int], wants: dict[int, np.ndarray]):
+    """Every node gathers its wanted rows through the switches; each halo must hold exactly them."""
+    nodes, halos = rig_nodes(x, bounds, wants)
+    clients = attach(addrs, nodes)
+    try:
+        drive(nodes, clients)
+    finally:
+        close_all(clients)
+    for r in nodes:
+        np.testing.assert_array_equal(halos[r][: len(wants[r])], x[wants[r]])
+    return nodes
+
+
 def remote_wants(bounds: list[int], r: int, rng, k: int) -> np.ndarray:
     n = bounds[-1]
     cand = np.setdiff1d(np.arange(n), np.arange(bounds[r], bounds[r + 1]))
@@ -138,14 +152,7 @@ def test_every_halo_row_arrives_through_the_switches(racks):
     rng = np.random.default_rng(1)
     wants = {r: remote_wants(bounds, r, rng, 50) for r in range(n_nodes)}
     with fabric(racks) as (servers, addrs):
-        nodes, halos = rig_nodes(x, bounds, wants)
-        clients = attach(addrs, nodes)
-        try:
-            drive(nodes, clients)
-        finally:
-            close_all(clients)
-        for r in range(n_nodes):
-            np.testing.assert_array_equal(halos[r][: len(wants[r])], x[wants[r]])
+        nodes = gather_through(addrs, x, bounds, wants)
         issued = sum(n.stats()["prs_issued"] for n in nodes.values())
         tors = [_control(s).counters() for k, s in servers.items() if k != "spine"]
         # every issued read enters exactly one ToR from a node port
@@ -194,14 +201,7 @@ def test_counters_add_up():
     shared = shared[(shared >= 60)]  # rows of rack 1, wanted by both nodes of rack 0
     wants = {0: shared, 1: shared.copy(), 2: remote_wants(bounds, 2, rng, 40), 3: remote_wants(bounds, 3, rng, 40)}
     with fabric(racks) as (servers, addrs):
-        nodes, halos = rig_nodes(x, bounds, wants)
-        clients = attach(addrs, nodes)
-        try:
-            drive(nodes, clients)
-        finally:
-            close_all(clients)
-        for r in nodes:
-            np.testing.assert_array_equal(halos[r][: len(wants[r])], x[wants[r]])
+        nodes = gather_through(addrs, x, bounds, wants)
         for k in (0, 1):
             c = _control(servers[k]).counters()
             assert c["prs_in"] == c["prs_out"] == c["read_prs_in"] + c["response_prs_in"]
