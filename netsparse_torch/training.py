@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from netsparse_torch.backend import comm_stats
+from netsparse_torch.errors import ConfigError
 from netsparse_torch.graph import Graph
 from netsparse_torch.nn import DistGNN, DistGraph
 
@@ -119,7 +120,6 @@ class Trainer:
             per_rank = [None] * self.world_size
             dist.all_gather_object(per_rank, local)
         run_epochs = list(self.epochs)
-        n_epochs = len(run_epochs)
         return {
             "final": {"test_acc": scores["test_acc"], "val_acc": scores["val_acc"],
                       "train_acc": scores["train_acc"],
@@ -129,7 +129,7 @@ class Trainer:
             "comm": {
                 "feature_bytes": int(_allreduce(traffic.total_bytes)),
                 "feature_bytes_train": train_bytes,
-                "feature_bytes_per_epoch": run_epochs[-1]["feature_bytes"] if n_epochs else 0,
+                "feature_bytes_per_epoch": run_epochs[-1]["feature_bytes"] if run_epochs else 0,
                 "forward_bytes": int(_allreduce(traffic.forward_bytes)),
                 "backward_bytes": int(_allreduce(traffic.backward_bytes)),
             },
@@ -150,8 +150,6 @@ class Trainer:
         tmp.replace(self._ckpt_file())
 
     def _load_checkpoint(self) -> None:
-        from netsparse_torch.errors import ConfigError
-
         path = self._ckpt_file()
         if not path.is_file():
             raise ConfigError(f"resume=true but no checkpoint at {path}; run with checkpoint_every=N first "

@@ -63,9 +63,9 @@ def gather_columns(node: RigNode, fabric, x: torch.Tensor, idxs: np.ndarray, slo
     for c0 in range(0, x.size(1), step):
         c1 = min(c0 + step, x.size(1))
         whole = c0 == 0 and c1 == x.size(1)
-        local = x if whole else x[:, c0:c1].contiguous()
+        local = x.contiguous() if whole else x[:, c0:c1].contiguous()
         halo = out if whole and out.is_contiguous() else x.new_empty(n_slots, c1 - c0)
-        rounds += run_kernel(node, fabric, local.contiguous(), idxs, slots, halo)
+        rounds += run_kernel(node, fabric, local, idxs, slots, halo)
         if halo is not out:
             out[:, c0:c1] = halo
     return out, rounds

@@ -31,7 +31,6 @@ class Plan:
     send_idx: torch.Tensor
     send_counts: list[int]
     rig_idxs: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-    extras: dict = field(default_factory=dict)
 
     @property
     def row_start(self) -> int:

@@ -52,7 +52,6 @@ def build_train_report(cfg, graph, result: dict, wall_s: float) -> dict:
         **extra,
         "wall_s": wall_s,
         "config": OmegaConf.to_container(cfg, resolve=True),
-        **{k: v for k, v in result.items() if k not in ("final", "epochs", "per_rank", "comm")},
     }
 
 
