@@ -124,6 +124,23 @@ def test_cached_transpose_backward_is_a_transpose_times_g():
     torch.testing.assert_close(torch.sparse_csr_tensor(t_crow, t_col, t_val, (20, 30)).to_dense(), dense.t())
 
 
+
+@pytest.mark.parametrize("at", [0, 1, 7, 20])
+def test_split_columns_are_the_two_column_blocks(at):
+    crow, col, val, dense = random_csr(30, 20, seed=at)
+    first, second = K.CSR(crow, col, val, 20).split_columns(at)
+    assert (first.n_cols, second.n_cols) == (at, 20 - at)
+    for part, block in ((first, dense[:, :at]), (second, dense[:, at:])):
+        got = torch.sparse_csr_tensor(part.crow, part.col, part.val, (30, part.n_cols)).to_dense()
+        torch.testing.assert_close(got, block, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("backend", ["cpp", "torch"])
+def test_t_matmul_is_the_transposed_product(backend):
+    crow, col, val, dense = random_csr(30, 20, seed=4)
+    G = torch.randn(30, 8)
+    torch.testing.assert_close(K.CSR(crow, col, val, 20).t_matmul(G, backend), dense.t() @ G, **TOL)
+
 def dense_sddmm(dense, X, Y):
     return (X @ Y.t())[dense != 0] * dense[dense != 0]
 

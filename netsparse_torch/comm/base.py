@@ -39,7 +39,8 @@ class Traffic:
 class Strategy:
     """A forward gather plus its backward reverse, inside one autograd.Function.
 
-    ``gather(x_local)`` returns the matrix the local SpMM multiplies; its row space is ``space``:
+    ``gather(x_local)`` (strategies with a gather ``function``) returns the matrix the local SpMM
+    multiplies; its row space is ``space``:
     ``combined`` = [own rows; halo rows in plan order], ``global`` = all N rows in global order.
     """
 

@@ -45,7 +45,8 @@ class NetSparse(SparsityAware):
         self.slots = plan.rig_slots()
         self._layers: dict[str, dict] = defaultdict(lambda: defaultdict(int))
 
-    def fetch_halo(self, x: torch.Tensor, halo: torch.Tensor, tag: str) -> None:
+    def start_halo(self, x: torch.Tensor, halo: torch.Tensor, tag: str) -> None:
+        """The RIG rounds fill the halo before returning (they are collective rounds, not async)."""
         self.node.reset_stats()
         _, rounds = gather_columns(self.node, self.fabric, x.contiguous(), self.plan.rig_idxs, self.slots,
                                    self.plan.n_halo, out=halo)

@@ -82,6 +82,7 @@ class CSR:
         self.crow, self.col, self.val = crow.long().contiguous(), col.long().contiguous(), val.contiguous()
         self.n_rows, self.n_cols = crow.numel() - 1, int(n_cols)
         self._t: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+        self._splits: dict[int, tuple[CSR, CSR]] = {}
 
     @property
     def nnz(self) -> int:
@@ -99,6 +100,30 @@ class CSR:
             else:
                 self._t = _transpose_torch(self.crow, self.col, self.val.detach(), self.n_cols)
         return self._t
+
+    def split_columns(self, at: int) -> tuple[CSR, CSR]:
+        """``(A[:, :at], A[:, at:])`` as two CSRs (the second's columns shifted by ``-at``), each row's
+        nonzeros in their original order; computed once per ``at`` and cached (values as of then)."""
+        if at not in self._splits:
+            rows = torch.repeat_interleave(torch.arange(self.n_rows, device=self.device), self.crow.diff())
+            first = self.col < at
+            crow_first = torch.zeros_like(self.crow)
+            crow_first[1:] = torch.bincount(rows[first], minlength=self.n_rows).cumsum(0)
+            val = self.val.detach()
+            self._splits[at] = (CSR(crow_first, self.col[first], val[first], at, check_columns=False),
+                                CSR(self.crow - crow_first, self.col[~first] - at, val[~first], self.n_cols - at,
+                                    check_columns=False))
+        return self._splits[at]
+
+    def t_matmul(self, G: torch.Tensor, backend: str = "auto") -> torch.Tensor:
+        """``A^T x G`` with the cached transpose, outside autograd (for hand-written backwards)."""
+        backend = resolve_backend(backend, G.device)
+        val = self.val.detach()
+        if backend == "torch":
+            t_crow, t_col, t_val = _transpose_torch(self.crow, self.col, val.to(G.dtype), self.n_cols)
+            return torch.sparse.mm(torch.sparse_csr_tensor(t_crow, t_col, t_val, (self.n_cols, self.n_rows)), G)
+        cached = self.transpose_parts() if backend == "cpp" else None
+        return _ops.spmm_t(backend, self.crow, self.col, val.to(G.dtype), G, self.n_cols, cached)
 
     def to_torch(self) -> torch.Tensor:
         """The same matrix as a ``torch.sparse_csr_tensor`` (differentiable in ``val``)."""
