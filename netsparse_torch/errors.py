@@ -15,3 +15,14 @@ class DatasetNotFoundError(NetsparseError):
 
 class ConfigError(NetsparseError):
     """A configuration value is out of range or inconsistent."""
+
+
+class RigTimeoutError(NetsparseError, TimeoutError):
+    """A RIG command's watchdog (``rig.timeout_s``, paper §7.1) expired with responses missing.
+
+    ``peers`` are the ranks this rank still had read PRs outstanding to, ``switch`` the switch it was
+    attached to (when a switch fabric carries the packets); the message names both."""
+
+    def __init__(self, msg: str, peers: list[int] = (), switch: str | None = None):
+        super().__init__(msg)
+        self.peers, self.switch = list(peers), switch

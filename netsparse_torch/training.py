@@ -46,6 +46,10 @@ class Trainer:
         options = dict(cfg.strategy.get("options") or {})
         if cfg.strategy.name == "netsparse":
             options["fabric"] = str(cfg.fabric.name)
+        if str(cfg.fabric.name) == "switch":  # attach to this rank's ToR before the strategy asks for its fabric
+            from netsparse_torch.fabric.lifecycle import attach_rank
+
+            attach_rank(rank, world_size, cfg)
         self.dg = DistGraph(graph, rank, world_size, str(cfg.partition), str(cfg.strategy.name), options)
         self.model = DistGNN(str(cfg.model.name), graph.num_features, int(cfg.hidden), graph.num_classes,
                              int(cfg.model.num_layers), float(cfg.dropout))

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 
 from netsparse_torch._C import units as _cu
+from netsparse_torch.errors import RigTimeoutError
 from netsparse_torch.switch.client import ControlClient, SwitchClient, SwitchError
 
 READ, RESPONSE = 0, 1
@@ -42,16 +43,23 @@ class SwitchFabric:
                  all_done: Callable[[bool], bool] | None = None, controls: list[str] = ()):
         self.world_size, self.rank, self.group = world_size, rank, group
         self.timeout_s, self.poll_s = timeout_s, poll_s
+        self.address, self._token, self._tls_ca = address, token, tls_ca
         self.client = SwitchClient(address, rank, token=token, tls_ca=tls_ca)
+        self._peers: set[int] = set()  # destinations of this kernel's reads (named by the watchdog)
         self.all_done = all_done or _dist_all_done(group)
         # switches this rank invalidates before each kernel (e.g. the first rank of a rack: its ToR;
         # rank 0 also the spine), so every switch expects the kernel's property size
+        self.control_addresses = list(controls)
         self.controls = [ControlClient(a, token=token, tls_ca=tls_ca, timeout=timeout_s) for a in controls]
         self.bytes_sent = 0
         self.rounds = 0
 
     def exchange(self, outgoing):
         raise NotImplementedError("the switch fabric runs whole kernels event-driven: call run_kernel(node)")
+
+    def _send_reads(self, per_dest: dict) -> None:
+        self._peers.update(d for d, b in per_dest.items() if b)
+        self._send(per_dest)
 
     def _send(self, per_dest: dict) -> None:
         data = b"".join(per_dest.values())
@@ -70,27 +78,37 @@ class SwitchFabric:
         """Invalidates the property caches of this rank's switches for a kernel of ``prop_bytes``-byte
         properties (paper §6.2.2: the cache is invalidated before each kernel), then waits for every
         rank, so no packet of the new kernel reaches a switch that still expects the old size."""
-        for ctl in self.controls:
-            ctl.invalidate(prop_bytes)
+        for address, ctl in zip(self.control_addresses, self.controls, strict=True):
+            try:
+                ctl.invalidate(prop_bytes)
+            except SwitchError as e:
+                raise SwitchError(f"rank {self.rank}: switch {address}: {e}", e.code) from None
         self.all_done(True)  # a barrier
 
     def run_kernel(self, node, prop_bytes: int | None = None) -> int:
         """Drives ``node`` (a RigNode after begin_kernel/submit) until every rank is done; returns the
         number of poll rounds. With ``prop_bytes`` it first calls ``begin_kernel(prop_bytes)`` (all
-        ranks must then pass it). Raises SwitchError when the switch fails or nothing completes in time."""
+        ranks must then pass it).
+
+        Watchdog (paper §7.1, ``timeout_s``): while read PRs are pending, some frame must arrive from
+        the switch within ``timeout_s``, else RigTimeoutError names the peers the reads went to and
+        the switch. The deadline restarts on every frame, so a long kernel that keeps progressing is
+        not cut off; with in-order answers this is the per-command deadline. A stream the switch
+        ends (killed switch) raises SwitchError at once."""
         if prop_bytes is not None:
             self.begin_kernel(prop_bytes)
-        self._send(node.pump_reads())
+        self._peers.clear()
+        self._send_reads(node.pump_reads())
         rounds, last_progress, pending = 0, time.monotonic(), node.pending
         while True:
             end = time.monotonic() + self.poll_s
             while (left := end - time.monotonic()) > 0:
-                frame = self.client.poll(left)
+                frame = self._poll(left)
                 if frame is None:
                     break
                 self._handle(node, frame)
                 last_progress = time.monotonic()
-            self._send(node.pump_reads())
+            self._send_reads(node.pump_reads())
             rounds += 1
             self.rounds += 1
             if self.all_done(node.done()):
@@ -98,8 +116,25 @@ class SwitchFabric:
             if node.pending != pending:
                 pending, last_progress = node.pending, time.monotonic()
             if not node.done() and time.monotonic() - last_progress > self.timeout_s:
-                raise SwitchError(f"rank {self.rank}: no packet from the switch for {self.timeout_s} s with "
-                                  f"{node.pending} PRs pending")
+                raise self._watchdog_error(node)
+
+    def _poll(self, timeout: float) -> bytes | None:
+        try:
+            return self.client.poll(timeout)
+        except SwitchError as e:
+            raise SwitchError(f"rank {self.rank}: ToR {self.address}: {e}", e.code) from None
+
+    def _watchdog_error(self, node) -> RigTimeoutError:
+        peers = sorted(self._peers - {self.rank})
+        try:
+            ControlClient(self.address, token=self._token, tls_ca=self._tls_ca, timeout=2.0).health()
+            switch = f"ToR {self.address} answers Health but delivered nothing"
+        except SwitchError:
+            switch = f"ToR {self.address} does not answer (down or stalled)"
+        return RigTimeoutError(
+            f"rank {self.rank}: RIG command watchdog expired: no response for {self.timeout_s:g} s with "
+            f"{node.pending} read PRs pending; reads outstanding to ranks {peers}; {switch}. The partial "
+            "halo is discarded", peers=peers, switch=self.address)
 
     def close(self) -> None:
         self.client.close()
@@ -107,53 +142,109 @@ class SwitchFabric:
             ctl.close()
 
 
+def racks_of(world_size: int, rack_size: int) -> dict[int, list[int]]:
+    """Rack id -> its ranks: ``rack_size`` consecutive ranks per rack (the last rack may be smaller)."""
+    if rack_size <= 0 or world_size <= 0:
+        raise ValueError(f"world_size and rack_size must be > 0, got {world_size}, {rack_size}")
+    racks: dict[int, list[int]] = {}
+    for rank in range(world_size):
+        racks.setdefault(rank // rack_size, []).append(rank)
+    return racks
+
+
+def check_spec(spec: dict, world_size: int, rack_size: int) -> None:
+    """A switch spec is ``{"spine": address or None, "tors": [one address per rack]}``."""
+    n_racks = len(racks_of(world_size, rack_size))
+    tors = list(spec.get("tors") or [])
+    if len(tors) != n_racks:
+        raise ValueError(f"fabric.switches needs {n_racks} ToR address(es) for world_size={world_size} and "
+                         f"rack_size={rack_size} (one per rack), got {len(tors)}")
+    if n_racks > 1 and not spec.get("spine"):
+        raise ValueError(f"fabric.switches needs a spine address: {n_racks} racks")
+
+
+def attachment(spec: dict, rank: int, rack_size: int) -> tuple[str, list[str]]:
+    """(the rank's ToR address, the switches it invalidates before a kernel): the first rank of each
+    rack invalidates its ToR, rank 0 also the spine."""
+    rack = rank // rack_size
+    tor = spec["tors"][rack]
+    controls = [tor] if rank % rack_size == 0 else []
+    return tor, controls + ([spec["spine"]] if rank == 0 and spec.get("spine") else [])
+
+
+def configure_switches(spec: dict, world_size: int, rack_size: int, prop_bytes: int, *,
+                       token: str | None = None, tls_ca: bytes | None = None, **cfg) -> None:
+    """Sends Configure to every switch of ``spec``: the spine first (a ToR's Configure connects its
+    uplink, which the spine must already know), then each ToR with its rack and the spine address.
+    ``cfg``: configure_request keywords (cache, concatenation, delay_cycles, capacity_bytes, ...)."""
+    from netsparse_torch.switch import configure_request
+
+    check_spec(spec, world_size, rack_size)
+    racks = racks_of(world_size, rack_size)
+    spine = spec.get("spine") or ""
+    if len(racks) > 1:
+        _control(spine, token, tls_ca).configure(configure_request(world_size, prop_bytes, racks, **cfg))
+    for rack, address in enumerate(spec["tors"]):
+        _control(address, token, tls_ca).configure(configure_request(
+            world_size, prop_bytes, racks, rack_id=rack, spine_address=spine if len(racks) > 1 else "", **cfg))
+
+
+def switch_report(spec: dict, *, token: str | None = None, tls_ca: bytes | None = None) -> list[dict]:
+    """The train report's ``switches``: ``[{name, role, counters}]`` read over each switch's control plane."""
+    named = ([("spine", spec["spine"])] if spec.get("spine") else []) + [
+        (f"tor{i}", a) for i, a in enumerate(spec["tors"])]
+    out = []
+    for name, address in named:
+        ctl = _control(address, token, tls_ca)
+        out.append({"name": name, "role": ctl.health().role, "address": address, "counters": ctl.counters()})
+        ctl.close()
+    return out
+
+
+def _control(address: str, token: str | None, tls_ca: bytes | None = None) -> ControlClient:
+    return ControlClient(address, token=token, tls_ca=tls_ca)
+
+
 class LocalSwitches:
     """One ToR per ``rack_size`` consecutive ranks plus a spine (when there are several racks), on free
     loopback ports of this process, configured and ready. Always ``stop()`` it (or use ``with``).
 
     ``address(rank)`` is the rank's ToR; ``controls(rank)`` the switches that rank invalidates before
-    a kernel (the first rank of each rack: its ToR; rank 0 also the spine); ``report()`` the train
-    report's ``switches`` list of ``{name, role, counters}``."""
+    a kernel (the first rank of each rack: its ToR; rank 0 also the spine); ``spec()`` the addresses
+    as ``{"spine", "tors"}``; ``report()`` the train report's ``switches`` list of ``{name, role, counters}``."""
 
     def __init__(self, world_size: int, rack_size: int, prop_bytes: int, *, host: str = "127.0.0.1",
-                 token: str | None = None, **cfg):
-        from netsparse_torch.switch import ControlClient, SwitchServer, configure_request
+                 token: str | None = None, queue_depth: int = 64, **cfg):
+        from netsparse_torch.switch import SwitchServer
 
-        if rack_size <= 0 or world_size <= 0:
-            raise ValueError(f"world_size and rack_size must be > 0, got {world_size}, {rack_size}")
-        self.rack_of = [r // rack_size for r in range(world_size)]
-        racks: dict[int, list[int]] = {}
-        for rank, rack in enumerate(self.rack_of):
-            racks.setdefault(rack, []).append(rank)
+        racks = racks_of(world_size, rack_size)
+        self.rack_size = rack_size
         self.servers: dict[str, object] = {}
         self.token = token
         try:
-            spine = ""
             if len(racks) > 1:
-                s = self.servers["spine"] = SwitchServer("spine", host=host, token=token).start()
-                spine = s.address
-                ControlClient(spine, token=token).configure(configure_request(world_size, prop_bytes, racks, **cfg))
+                self.servers["spine"] = SwitchServer("spine", host=host, token=token, queue_depth=queue_depth).start()
             for rack in racks:
-                s = self.servers[f"tor{rack}"] = SwitchServer("tor", host=host, token=token).start()
-                ControlClient(s.address, token=token).configure(configure_request(
-                    world_size, prop_bytes, racks, rack_id=rack, spine_address=spine, **cfg))
+                self.servers[f"tor{rack}"] = SwitchServer("tor", host=host, token=token,
+                                                          queue_depth=queue_depth).start()
+            configure_switches(self.spec(), world_size, rack_size, prop_bytes, token=token, **cfg)
         except BaseException:
             self.stop()
             raise
 
+    def spec(self) -> dict:
+        spine = self.servers.get("spine")
+        return {"spine": spine.address if spine else None,
+                "tors": [s.address for n, s in self.servers.items() if n.startswith("tor")]}
+
     def address(self, rank: int) -> str:
-        return self.servers[f"tor{self.rack_of[rank]}"].address
+        return attachment(self.spec(), rank, self.rack_size)[0]
 
     def controls(self, rank: int) -> list[str]:
-        first = self.rack_of.index(self.rack_of[rank]) == rank
-        out = [self.address(rank)] if first else []
-        return out + ([self.servers["spine"].address] if rank == 0 and "spine" in self.servers else [])
+        return attachment(self.spec(), rank, self.rack_size)[1]
 
     def report(self) -> list[dict]:
-        from netsparse_torch.switch import ControlClient
-
-        return [{"name": name, "role": s.core.role, "counters": ControlClient(s.address, token=self.token).counters()}
-                for name, s in self.servers.items()]
+        return switch_report(self.spec(), token=self.token)
 
     def stop(self) -> list[str]:
         """Stops every switch; returns their one-line summaries."""

@@ -1,0 +1,145 @@
+"""``fabric=switch`` around a training run: the launcher's side (start or configure the switches,
+always stop the ones it started, read their counters for the report) and each rank's side (attach to
+its ToR before the netsparse strategy asks for its fabric).
+
+Launcher (parent process, before the ranks are spawned)::
+
+    with switch_service(cfg) as service:      # None unless fabric=switch
+        launch(...)                           # ranks call attach_rank(rank, world_size, cfg)
+        switches = service.report()           # [{name, role, counters}]
+
+With ``fabric.switches: null`` it starts one ToR per ``cluster.rack_size`` ranks plus a spine on free
+loopback ports (:class:`LocalSwitches`) and writes their addresses into ``cfg.fabric.switches``, so
+the ranks see exactly what a multi-host run passes on the command line
+(``fabric.switches={spine:host:port,tors:[host:port,...]}``); given switches are configured, not started.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from omegaconf import OmegaConf, open_dict
+
+from netsparse_torch.errors import ConfigError
+from netsparse_torch.launch import under_torchrun
+
+# The first kernel's property size is not known before the model runs; every kernel invalidates the
+# caches with its own size (SwitchFabric.begin_kernel), so this placeholder is never used for data.
+_INITIAL_PROP_BYTES = 4
+_SWITCH_KEYS = ("cache", "concatenation", "delay_cycles", "capacity_bytes", "ways", "segment_bytes",
+                "max_line_bytes")
+
+_attached: dict = {}  # this rank's SwitchFabric, set by attach_rank (one per rank process)
+
+
+def rack_size(cfg) -> int:
+    value = cfg.cluster.get("rack_size") if "cluster" in cfg else None
+    if value is None or int(value) < 1:
+        raise ConfigError(f"fabric=switch needs cluster.rack_size >= 1 (ranks per ToR), got {value}")
+    return int(value)
+
+
+def check_switch_config(cfg) -> None:
+    """fabric=switch carries NetSparse packets, so it needs strategy=netsparse (configs/fabric/switch.yaml
+    selects it; an explicit other strategy is an error)."""
+    if str(cfg.strategy.name) != "netsparse":
+        raise ConfigError(f"fabric=switch carries NetSparse packets and needs strategy=netsparse, got "
+                          f"strategy={cfg.strategy.name}: drop the strategy override or use fabric=collective")
+    rack_size(cfg)
+    if float(cfg.rig.timeout_s) <= 0:
+        raise ConfigError(f"rig.timeout_s must be > 0, got {cfg.rig.timeout_s}")
+
+
+def _token(cfg) -> str | None:
+    env = cfg.fabric.get("token_env")
+    return os.environ.get(str(env)) or None if env else None
+
+
+def _switch_options(cfg) -> dict:
+    # delay_cycles null = infinite (flush when full or idle), as configure_request reads None
+    return {k: cfg.fabric[k] for k in _SWITCH_KEYS if k in cfg.fabric}
+
+
+class SwitchService:
+    """The switches of one run: ``spec`` (addresses), ``report()``, ``stop()`` (only those it started)."""
+
+    def __init__(self, cfg):
+        from netsparse_torch.fabric.switch import LocalSwitches, check_spec, configure_switches
+
+        ws, rs, self.token = int(cfg.world_size), rack_size(cfg), _token(cfg)
+        self.local = None
+        given = cfg.fabric.get("switches")
+        torchrun_rank = int(os.environ["RANK"]) if under_torchrun() else None
+        if given is None and torchrun_rank is not None:
+            raise ConfigError("fabric=switch under torchrun: start netsparse-switch processes and give their "
+                              "addresses, fabric.switches={spine:host:port,tors:[host:port,...]}")
+        if given is None:
+            self.local = LocalSwitches(ws, rs, _INITIAL_PROP_BYTES, host=str(cfg.fabric.get("host", "127.0.0.1")),
+                                       token=self.token, queue_depth=int(cfg.fabric.get("queue_depth", 64)),
+                                       **_switch_options(cfg))
+            self.spec = self.local.spec()
+            with open_dict(cfg):
+                cfg.fabric.switches = self.spec
+        else:
+            self.spec = OmegaConf.to_container(given, resolve=True) if OmegaConf.is_config(given) else dict(given)
+            try:
+                check_spec(self.spec, ws, rs)
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
+            if not torchrun_rank:  # one configuring process (rank 0's under torchrun)
+                configure_switches(self.spec, ws, rs, _INITIAL_PROP_BYTES, token=self.token,
+                                   **_switch_options(cfg))
+
+    def report(self) -> list[dict]:
+        from netsparse_torch.fabric.switch import switch_report
+
+        return switch_report(self.spec, token=self.token)
+
+    def stop(self) -> list[str]:
+        return self.local.stop() if self.local is not None else []
+
+
+@contextmanager
+def switch_service(cfg) -> Iterator[SwitchService | None]:
+    """Launcher side of fabric=switch (``None`` for other fabrics). Switches it started are stopped on
+    every exit path: normal end, a failed rank, Ctrl-C."""
+    if str(cfg.fabric.name) != "switch":
+        yield None
+        return
+    check_switch_config(cfg)
+    service = SwitchService(cfg)
+    try:
+        yield service
+    finally:
+        service.stop()
+
+
+def attach_rank(rank: int, world_size: int, cfg) -> None:
+    """Rank side: attaches this rank to its ToR (after a barrier, so the launcher's Configure of every
+    switch happened first, also under torchrun where rank 0's process configures them)."""
+    import torch.distributed as dist
+
+    from netsparse_torch.fabric.switch import SwitchFabric, attachment
+
+    spec = cfg.fabric.get("switches")
+    if spec is None:
+        raise ConfigError("fabric=switch: fabric.switches has no addresses (start the run with netsparse-train, "
+                          "or give fabric.switches={spine:...,tors:[...]})")
+    if dist.is_initialized():
+        dist.barrier()
+    spec = OmegaConf.to_container(spec, resolve=True) if OmegaConf.is_config(spec) else dict(spec)
+    address, controls = attachment(spec, rank, rack_size(cfg))
+    _attached["fabric"] = SwitchFabric(world_size, rank, address, token=_token(cfg), controls=controls,
+                                       timeout_s=float(cfg.rig.timeout_s))
+
+
+def attached_fabric(world_size: int):
+    """``FABRICS["switch"]``: the SwitchFabric this rank attached with :func:`attach_rank`."""
+    fabric = _attached.get("fabric")
+    if fabric is None:
+        raise ConfigError("fabric=switch: this rank is not attached to a switch (attach_rank was not called)")
+    if fabric.world_size != world_size:
+        raise ConfigError(f"fabric=switch: attached for world_size {fabric.world_size}, asked for {world_size}")
+    return fabric
