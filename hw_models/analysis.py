@@ -210,22 +210,24 @@ def modeled_training(a: sp.spmatrix | sp.sparray, params: HardwareParams, gather
     GCN: ``[f_in, hidden]`` forward plus the backward gathers of the layers that need them). The graph
     is partitioned to ``params.cluster.nodes`` *virtual* nodes, independently of the training's
     world size. A backward gather is charged like a forward gather of the same K (our assumption: the
-    halo gradients cross the same node pairs in the opposite direction, with the same volume). Per
-    node, compute and communication add up over the gathers (``none``) or overlap gather by gather
-    (``full``); the epoch time is the tail node's. Everything here is modeled, nothing measured.
+    halo gradients cross the same node pairs in the opposite direction, with the same volume; exact
+    for the symmetric adjacencies of undirected graphs). Each gather is charged one local SpMM of its
+    K on the compute model (the dense layers are not modeled). Per node, compute and communication add
+    up over the gathers (``none``) or overlap gather by gather (``full``); the epoch time is the tail
+    node's. Each distinct K is modeled (and simulated) once. Everything here is modeled, nothing
+    measured.
     """
     if not gathers:
         raise ConfigError("modeled_training needs at least one gather width K")
     model = compute_model or compute.AcceleratorModel()
+    a = sp.csr_matrix(a)
     w = definitions.workload(a, params.cluster.nodes, partition)
     work = compute.node_work(a, params.cluster.nodes, partition)
-    comp = [model.time_s(work, gathered_k(k, "spmm")) for k in gathers]  # type: ignore[attr-defined]
-    comm: dict[str, list[np.ndarray] | None] = {
-        "su_opt": [baselines.su_opt(w, k, params).node_time_s for k in gathers],
-        "sa_opt": [baselines.sa_opt(w, k, params).node_time_s for k in gathers],
-        "netsparse": None if simulator is None else [
-            simulator(sp.csr_matrix(a), w, params, k, "spmm", check_mechanisms(None)).node_time_s for k in gathers],
-    }
+    ks = [gathered_k(int(k), "spmm") for k in gathers]
+    per_k = {k: _gather_node_times(a, w, work, params, k, model, simulator) for k in dict.fromkeys(ks)}
+    strategies = ("su_opt", "sa_opt", "netsparse")
+    comp = [per_k[k]["compute"] for k in ks]
+    comm = {s: (None if per_k[ks[0]][s] is None else [per_k[k][s] for k in ks]) for s in strategies}
     comm_s = {s: (float(np.sum(ts, axis=0).max()) if ts is not None else None) for s, ts in comm.items()}
     epoch = {mode: {s: (float(sum(compute.combine(c, t, mode) for c, t in zip(comp, ts, strict=True)).max())
                         if ts is not None else None) for s, ts in comm.items()} for mode in compute.OVERLAPS}
@@ -239,7 +241,11 @@ def modeled_training(a: sp.spmatrix | sp.sparray, params: HardwareParams, gather
         "what": "modeled (hw_models): communication and compute of one epoch on the target cluster; not measured",
         "cluster": {"nodes": params.cluster.nodes, "rack_size": params.cluster.rack_size,
                     "topology": params.cluster.topology},
-        "virtual_nodes": params.cluster.nodes, "partition": partition, "gathers_k": [int(k) for k in gathers],
+        "virtual_nodes": params.cluster.nodes, "partition": partition, "gathers_k": ks,
+        "per_gather": [{"k": k, **{f"{s}_comm_s": _tail(per_k[k][s]) for s in strategies},
+                        "compute_s": _tail(per_k[k]["compute"]),
+                        "netsparse_slices": len(property_slices(k, params)) if simulator is not None else None}
+                       for k in ks],
         "comm_time_s": comm_s,
         "netsparse_status": "simulated" if simulator is not None else "unavailable: C++ simulator not built",
         "compute": {"model": type(model).__name__, "time_s": float(np.sum(comp, axis=0).max())},
@@ -247,6 +253,46 @@ def modeled_training(a: sp.spmatrix | sp.sparray, params: HardwareParams, gather
         "comm_speedup": speedups(comm_s),
         "end_to_end_speedup": {mode: speedups(epoch[mode]) for mode in compute.OVERLAPS},
     }
+
+
+def _gather_node_times(a, w, work, params, k, model, simulator) -> dict[str, np.ndarray | None]:
+    """Per-node compute and communication time of one gather of width ``k`` (NetSparse simulated)."""
+    return {
+        "compute": np.asarray(model.time_s(work, k), dtype=np.float64),  # type: ignore[attr-defined]
+        "su_opt": baselines.su_opt(w, k, params).node_time_s,
+        "sa_opt": baselines.sa_opt(w, k, params).node_time_s,
+        "netsparse": None if simulator is None else _simulate_sliced(simulator, a, w, params, k),
+    }
+
+
+def max_packet_k(params: HardwareParams) -> int:
+    """Widest property (elements) whose response PR fits one MTU packet: MTU minus the upper-layer,
+    concatenation and PR headers (the larger of Table 5's and the C++ protocol unit's Fig. 6 sizes)."""
+    from netsparse_torch._C import units as _units
+
+    h = params.headers
+    room = h.mtu_bytes - h.upper_bytes - max(h.concat_bytes, int(_units.CONCAT_HEADER_BYTES)) \
+        - max(h.pr_bytes, int(_units.PR_HEADER_BYTES))
+    return max(1, room // h.element_bytes)
+
+
+def property_slices(k: int, params: HardwareParams) -> list[int]:
+    """Column slices a K-wide gather is simulated as: ``[kmax] * q + [rest]`` with ``kmax`` =
+    :func:`max_packet_k`. Our assumption for properties wider than one packet (the paper's K <= 128
+    always fit): each slice is its own gather of the same PRs, run one after the other."""
+    kmax = max_packet_k(params)
+    q, rest = divmod(k, kmax)
+    return [kmax] * q + ([rest] if rest else [])
+
+
+def _simulate_sliced(simulator, a, w, params, k) -> np.ndarray:
+    slices = property_slices(k, params)
+    runs = {s: simulator(a, w, params, s, "spmm", check_mechanisms(None)).node_time_s for s in set(slices)}
+    return np.sum([runs[s] for s in slices], axis=0)
+
+
+def _tail(times: np.ndarray | None) -> float | None:
+    return None if times is None else float(np.max(times))
 
 
 def _ratio_opt(num: float | None, den: float | None) -> float | None:

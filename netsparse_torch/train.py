@@ -19,10 +19,12 @@ from omegaconf import DictConfig
 
 from netsparse_torch.comm import STRATEGIES
 from netsparse_torch.errors import ConfigError, NetsparseError
+from netsparse_torch.fabric.lifecycle import switch_service
 from netsparse_torch.graph import load_dataset
 from netsparse_torch.launch import launch, under_torchrun
 from netsparse_torch.partition import row_bounds
 from netsparse_torch.report import build_train_report, summary_lines, write_json
+from netsparse_torch.report.modeled import add_modeled, check_cluster, modeled_lines
 from netsparse_torch.training import train_rank
 
 log = logging.getLogger("netsparse_torch.train")
@@ -53,13 +55,19 @@ def run(cfg: DictConfig) -> dict | None:
     t0 = time.perf_counter()
     graph = load_dataset(cfg.dataset)
     row_bounds(graph.num_nodes, int(cfg.world_size), str(cfg.partition), graph.adj.indptr)
-    result = launch(train_rank, int(cfg.world_size), (graph, cfg), timeout_s=float(cfg.timeout_s))
+    check_cluster(cfg, graph)
+    with switch_service(cfg) as switches:  # fabric=switch: start (or configure) the switches; always stopped
+        result = launch(train_rank, int(cfg.world_size), (graph, cfg), timeout_s=float(cfg.timeout_s))
+        switch_report = switches.report() if switches is not None and result is not None else None
     if result is None:
         return None
     report = build_train_report(cfg, graph, result, time.perf_counter() - t0)
+    if switch_report is not None:
+        report["switches"] = switch_report  # measured counters of every switch, [{name, role, counters}]
+    add_modeled(report, cfg, graph)  # cluster=<target>: modeled epoch on virtual nodes (not measured)
     out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
     paths = write_json(report, cfg.get("report_path"), out_dir / "report.json" if out_dir else None)
-    for line in summary_lines(report):
+    for line in summary_lines(report) + modeled_lines(report.get("modeled")):
         print(line)
     for p in paths:
         print(f"  report       {p}")

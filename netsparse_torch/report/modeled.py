@@ -1,0 +1,146 @@
+"""The ``modeled`` block of a training report (issue 4 point 9): ``netsparse-train cluster=leafspine128``.
+
+The training itself is measured on this machine. This block is *modeled*: it charges one epoch's SpMM
+gathers (forward and backward, each layer's K) to a target cluster of ``cluster.nodes`` *virtual*
+nodes, independent of the training's ``world_size``, with ``hw_models`` (SUOpt, SAOpt) and the C++
+simulator (NetSparse), plus a compute model, and gives the speedups
+(:func:`hw_models.analysis.modeled_training`).
+
+The gathers are not written down by hand: :func:`epoch_gathers` runs the training's own model class
+(:class:`netsparse_torch.nn.DistGNN`) once on a one-row probe graph whose ``propagate`` records every
+forward gather and every backward reverse exchange autograd asks for, with its width.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from netsparse_torch.errors import ConfigError
+
+WHAT = ("modeled, not measured: one epoch's SpMM gathers (forward and backward, each layer's K) on the "
+        "target cluster; SUOpt and SAOpt are analytic optima (hw_models.baselines, NetSparse §8.1), NetSparse "
+        "is the C++ discrete-event simulator; compute is the compute model's local SpMM per gather (dense "
+        "layers not modeled). Everything outside this block is measured on this machine.")
+
+
+class _Record(torch.autograd.Function):
+    """Identity that logs the gather it stands for (forward) and its reverse exchange (backward)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, log: list, tag: str) -> torch.Tensor:
+        ctx.log, ctx.tag = log, tag
+        log.append({"layer": tag, "direction": "forward", "k": int(x.size(1))})
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        ctx.log.append({"layer": ctx.tag, "direction": "backward", "k": int(grad.size(1))})
+        return grad, None, None
+
+
+class _ProbeGraph:
+    """Stands in for :class:`~netsparse_torch.nn.DistGraph`: ``propagate`` is a recording identity."""
+
+    def __init__(self) -> None:
+        self.log: list[dict] = []
+
+    def propagate(self, x: torch.Tensor, norm: str, tag: str = "") -> torch.Tensor:
+        return _Record.apply(x, self.log, tag)
+
+
+def epoch_gathers(model: str, in_channels: int, hidden: int, out_channels: int, num_layers: int) -> list[dict]:
+    """Every gather one training epoch makes, in execution order: ``{layer, direction, k}``.
+
+    Runs :class:`~netsparse_torch.nn.DistGNN` forward and backward on a probe graph, so a backward
+    reverse exchange appears exactly when autograd needs it (e.g. not for SAGE's first layer, whose
+    input features need no gradient). The global RNG state is left untouched.
+    """
+    from netsparse_torch.nn import DistGNN
+
+    probe = _ProbeGraph()
+    with torch.random.fork_rng(devices=[]):
+        net = DistGNN(model, in_channels, hidden, out_channels, num_layers, dropout=0.0)
+        net(torch.zeros(1, in_channels), probe).sum().backward()  # type: ignore[arg-type]
+    return probe.log
+
+
+def check_cluster(cfg, graph) -> None:
+    """Fail before training, with one ``ConfigError``, on a cluster the modeled block cannot use."""
+    cluster = cfg.get("cluster")
+    if cluster is None or cluster.get("nodes") is None:
+        return
+    params = cluster_params(cluster)
+    if params.cluster.nodes > graph.num_nodes:
+        raise ConfigError(f"cluster.nodes={params.cluster.nodes} virtual nodes > {graph.num_nodes} graph rows")
+    _compute_model_name(cluster)
+
+
+def add_modeled(report: dict, cfg, graph) -> dict | None:
+    """Put :func:`modeled_block` under ``report["modeled"]`` (no key at all for ``cluster=none``)."""
+    block = modeled_block(cfg, graph)
+    if block is not None:
+        report["modeled"] = block
+    return block
+
+
+def modeled_block(cfg, graph) -> dict | None:
+    """The ``modeled`` block for ``cfg.cluster``, or ``None`` for ``cluster=none`` (no ``nodes``)."""
+    cluster = cfg.get("cluster")
+    if cluster is None or cluster.get("nodes") is None:
+        return None
+    from hw_models.analysis import default_simulator, modeled_training
+
+    check_cluster(cfg, graph)
+    params = cluster_params(cluster)
+    gathers = epoch_gathers(str(cfg.model.name), graph.num_features, int(cfg.hidden), graph.num_classes,
+                            int(cfg.model.num_layers))
+    partition = str(cluster.get("partition") or cfg.partition)
+    block = modeled_training(graph.adj, params, [g["k"] for g in gathers], _compute_model(cluster),
+                             partition, default_simulator())
+    for g, row in zip(gathers, block["per_gather"], strict=True):
+        row.update(layer=g["layer"], direction=g["direction"])
+    return {"what": WHAT, "cluster_name": str(cluster.name), **{k: v for k, v in block.items() if k != "what"}}
+
+
+def cluster_params(cluster):
+    """``HardwareParams`` from a ``configs/cluster`` entry: nodes, rack_size, topology and ``hw``
+    overrides ({section: {field: value}}); every other field keeps its NetSparse Table 5 default."""
+    from hw_models.params import HardwareParams
+
+    base = {"cluster": {"nodes": int(cluster.nodes), "rack_size": int(cluster.get("rack_size") or 16),
+                        "topology": str(cluster.get("topology") or "leafspine")}}
+    from omegaconf import OmegaConf
+
+    hw = cluster.get("hw") or {}
+    hw = OmegaConf.to_container(hw, resolve=True) if OmegaConf.is_config(hw) else dict(hw)
+    for section, values in hw.items():
+        base.setdefault(str(section), {}).update(values)
+    return HardwareParams.from_dict(base)
+
+
+def _compute_model_name(cluster) -> str:
+    name = str(cluster.get("compute_model") or "spade")
+    if name not in ("spade", "cpu"):
+        raise ConfigError(f"unknown cluster.compute_model {name!r}; choose spade or cpu")
+    return name
+
+
+def _compute_model(cluster):
+    """SPADE-like roofline (NetSparse §8), or a CPU rate *measured* here by timing kernels.spmm."""
+    from hw_models import compute
+
+    return compute.AcceleratorModel() if _compute_model_name(cluster) == "spade" else compute.calibrate_cpu()
+
+
+def modeled_lines(block: dict | None) -> list[str]:
+    """The short modeled summary printed at the end of a training run (nothing for ``cluster=none``)."""
+    if not block:
+        return []
+    t, s = block["comm_time_s"], block["end_to_end_speedup"]["none"]
+    c = block["cluster"]
+    ns = f"{t['netsparse'] * 1e6:.4g} us" if t["netsparse"] is not None else block["netsparse_status"]
+    vs = s["netsparse_vs_su_opt"]
+    return [f"  modeled      {c['nodes']} virtual nodes ({c['topology']}), {len(block['gathers_k'])} gathers/epoch "
+            f"K={block['gathers_k']}: comm SUOpt {t['su_opt'] * 1e6:.4g} us, SAOpt {t['sa_opt'] * 1e6:.4g} us, "
+            f"NetSparse {ns}; end-to-end NetSparse vs SUOpt "
+            f"{'n/a' if vs is None else f'{vs:.3g}x'} (modeled, not measured)"]
