@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -149,6 +150,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("name", help="table name, or 'list' to list them")
     ap.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
     args = ap.parse_args(argv)
+    try:
+        status = _run(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return status
+    except BrokenPipeError:  # e.g. `netsparse-reproduce ... | head`: the reader left, stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.name == "list":
         for n, t in TABLES.items():
             print(f"{n:<26} {t.description}")

@@ -26,6 +26,22 @@ def test_cora_and_citeseer_offline():
     assert (citeseer.num_nodes, citeseer.num_classes) == (3327, 6)
 
 
+
+def _load_cora_into(cache: str) -> tuple[int, int]:
+    from netsparse_torch.graph.loaders import load_planetoid
+
+    g = load_planetoid("cora", DATA, cache)
+    return g.adj.nnz, int(g.x.sum())
+
+
+def test_planetoid_cache_survives_concurrent_first_use(tmp_path):
+    """As under torchrun: several processes fill the same empty cache at once."""
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(3) as pool:
+        results = pool.map(_load_cora_into, [str(tmp_path)] * 3)
+    assert results == [(10556, 49216)] * 3
+
 def test_heterophilous_npz_is_undirected():
     g = load_dataset(cfg(name="tolokers", root=str(DATA), split=3))
     with np.load(DATA / "heterophilous" / "tolokers.npz") as z:

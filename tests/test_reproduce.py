@@ -91,3 +91,16 @@ def test_module_cli():
     p = subprocess.run([sys.executable, "-m", "netsparse_torch.reproduce", "bogus"], capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 2 and "unknown table" in p.stderr
+
+
+def test_a_closed_pipe_is_not_a_traceback():
+    """``netsparse-reproduce ... | head``: the reader is gone before the table is printed."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "netsparse_torch.reproduce", "netsparse_table3"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1
+    assert "Traceback" not in err and "BrokenPipe" not in err

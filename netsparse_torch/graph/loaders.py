@@ -6,6 +6,7 @@ Nothing here downloads. Files come from the data root: ``$NETSPARSE_DATA`` if se
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 from pathlib import Path
@@ -63,10 +64,15 @@ def load_planetoid(name: str, root: Path, cache_dir: Path) -> Graph:
     pyg_root = Path(cache_dir) / "planetoid"
     raw_dst = pyg_root / pyg_name / "raw"
     raw_dst.mkdir(parents=True, exist_ok=True)
-    for f in files:
-        if not (raw_dst / f).is_file():
-            shutil.copyfile(raw_src / f, raw_dst / f)
-    data = Planetoid(str(pyg_root), pyg_name)[0]
+    # Under torchrun every rank loads the dataset at once: one copies the raw files and lets PyG
+    # process them while the others wait, then they read the finished cache.
+    with open(pyg_root / f".{pyg_name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for f in files:
+            if not (raw_dst / f).is_file():
+                shutil.copyfile(raw_src / f, raw_dst / f"{f}.part")
+                os.replace(raw_dst / f"{f}.part", raw_dst / f)
+        data = Planetoid(str(pyg_root), pyg_name)[0]
     return from_pyg(data, name=pyg_name)
 
 
