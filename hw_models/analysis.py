@@ -165,24 +165,30 @@ def _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, 
 
 def strong_scaling(a: sp.spmatrix | sp.sparray, params: HardwareParams, node_counts: Sequence[int],
                    k: int = 16, kernel: str = "spmm", partition: str = "rows",
-                   compute_models: dict[str, object] | None = None) -> list[dict]:
-    """End-to-end modeled time per node count (NetSparse Figs. 13 and 21) for SUOpt and SAOpt.
+                   compute_models: dict[str, object] | None = None,
+                   simulator: NetSparseSimulator | None = None,
+                   progress: Callable[[Sequence[int]], Sequence[int]] | None = None) -> list[dict]:
+    """End-to-end modeled time per node count (NetSparse Figs. 13 and 21) for SUOpt, SAOpt and, with
+    a ``simulator``, NetSparse (all mechanisms on, one simulation per node count).
 
     For each count and compute model, the tail node's compute time (``compute.node_work`` + model)
     is combined with each strategy's per-node communication time without overlap and with full
-    overlap. The NetSparse rows join once the simulator exists (it returns per-node times too).
+    overlap.
     """
     kk = gathered_k(k, kernel)
     models = compute_models or {"spade": compute.AcceleratorModel()}
+    a = sp.csr_matrix(a)
     rows = []
-    for n in node_counts:
-        p = params.replace(cluster={"nodes": int(n)})
-        w = definitions.workload(a, int(n), partition)
-        work = compute.node_work(a, int(n), partition)
+    for n in (progress or list)([int(n) for n in node_counts]):
+        p = params.replace(cluster={"nodes": n})
+        w = definitions.workload(a, n, partition)
+        work = compute.node_work(a, n, partition)
         comm = {"su_opt": baselines.su_opt(w, kk, p).node_time_s, "sa_opt": baselines.sa_opt(w, kk, p).node_time_s}
+        if simulator is not None:
+            comm["netsparse"] = simulator(a, w, p, kk, kernel, check_mechanisms(None)).node_time_s
         for name, model in models.items():
             comp = model.time_s(work, k, kernel)  # type: ignore[attr-defined]
-            row = {"nodes": int(n), "compute_model": name, "compute_s": float(comp.max())}
+            row = {"nodes": n, "compute_model": name, "compute_s": float(comp.max())}
             for strat, m in comm.items():
                 row[f"{strat}_comm_s"] = float(m.max())
                 row[f"{strat}_no_overlap_s"] = compute.end_to_end_s(comp, m, "none")

@@ -85,10 +85,10 @@ def load_reports(directory: Path) -> list[dict]:
 
 def markdown(kind: str, reports: list[dict]) -> list[str]:
     """The Markdown table of ``kind`` over ``reports``."""
-    if kind == "strong_scaling":
-        return _strong_scaling(reports)
+    if kind in SPECIAL:
+        return SPECIAL[kind](reports)
     if kind not in TABLES:
-        raise ValueError(f"unknown table {kind!r}; choose one of {', '.join([*TABLES, 'strong_scaling'])}")
+        raise ValueError(f"unknown table {kind!r}; choose one of {', '.join([*TABLES, *SPECIAL])}")
     cols = TABLES[kind] + ([("run", "_file")] if kind == "speedup" else [])
     lines = ["| " + " | ".join(h for h, _ in cols) + " |", "|" + "---|" * len(cols)]
     for r in reports:
@@ -96,17 +96,56 @@ def markdown(kind: str, reports: list[dict]) -> list[str]:
     return lines
 
 
+_SCALING = (("su_opt", "SUOpt"), ("sa_opt", "SAOpt"), ("netsparse", "NetSparse"))
+
+
 def _strong_scaling(reports: list[dict]) -> list[str]:
-    head = ["matrix", "compute", "nodes", "compute us", "SUOpt comm us", "SUOpt no-overlap us",
-            "SUOpt full-overlap us", "SAOpt comm us", "SAOpt no-overlap us", "SAOpt full-overlap us"]
-    keys = ["compute_s", "su_opt_comm_s", "su_opt_no_overlap_s", "su_opt_full_overlap_s", "sa_opt_comm_s",
-            "sa_opt_no_overlap_s", "sa_opt_full_overlap_s"]
+    strats = [(s, n) for s, n in _SCALING if any(f"{s}_comm_s" in row for r in reports for row in _rows(r))]
+    head = ["matrix", "compute", "nodes", "compute us"] + [f"{n} {what} us" for _, n in strats
+                                                             for what in ("comm", "no-overlap", "full-overlap")]
+    keys = ["compute_s"] + [f"{s}_{what}_s" for s, _ in strats for what in ("comm", "no_overlap", "full_overlap")]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in reports:
-        for row in (r.get("strong_scaling") or {}).get("rows", []):
+        for row in _rows(r):
             cells = [r["matrix"]["name"], row["compute_model"], str(row["nodes"])]
-            lines.append("| " + " | ".join(cells + [fmt(row[k], micro=True) for k in keys]) + " |")
+            lines.append("| " + " | ".join(cells + [fmt(row.get(k), micro=True) for k in keys]) + " |")
     return lines
+
+
+def _rows(report: dict) -> list[dict]:
+    return (report.get("strong_scaling") or {}).get("rows", [])
+
+
+def _table8(reports: list[dict]) -> list[str]:
+    """NetSparse Table 8: the cumulative ablation, one row per matrix and stage."""
+    head = ["matrix", "nodes", "K", "stage", "speedup vs SUOpt", "traffic reduction vs SU", "goodput"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in reports:
+        for a in r.get("ablation") or []:
+            cells = [r["matrix"]["name"], fmt(r["cluster"]["nodes"]), fmt(r["k"]), a["stage"],
+                     fmt(a["speedup_vs_su_opt"]), fmt(a["traffic_reduction_vs_su"]), fmt(a["goodput"])]
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _active_nodes(reports: list[dict]) -> list[str]:
+    """NetSparse Fig. 19 in numbers: when the first node finishes and when the last does."""
+    head = ["matrix", "nodes", "K", "first node done us", "half done us", "last node done us"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in reports:
+        series = r.get("active_nodes") or {}
+        t, count = series.get("t_s") or [], series.get("count") or []
+        n = r["cluster"]["nodes"]
+        first = next((ti for ti, c in zip(t, count, strict=True) if c < n), None)
+        half = next((ti for ti, c in zip(t, count, strict=True) if c <= n / 2), None)
+        last = next((ti for ti, c in zip(t, count, strict=True) if c == 0), None)
+        cells = [r["matrix"]["name"], fmt(n), fmt(r["k"])] + [fmt(x, micro=True) for x in (first, half, last)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+SPECIAL = {"strong_scaling": _strong_scaling, "table8": _table8, "active_nodes": _active_nodes}
+"""Table kinds with their own layout (Figs. 13/21, Table 8, Fig. 19)."""
 
 
 def plot(kind: str, reports: list[dict], out: Path) -> list[Path]:
@@ -119,8 +158,11 @@ def plot(kind: str, reports: list[dict], out: Path) -> list[Path]:
     out.parent.mkdir(parents=True, exist_ok=True)
     if kind == "strong_scaling":
         return [_plot_scaling(plt, reports, model, out.with_name(f"{out.stem}_{model}.png"))
-                for model in sorted({row["compute_model"] for r in reports
-                                     for row in (r.get("strong_scaling") or {}).get("rows", [])})]
+                for model in sorted({row["compute_model"] for r in reports for row in _rows(r)})]
+    if kind == "active_nodes":
+        return [_plot_active(plt, reports, out)]
+    if kind == "table8":
+        return [_plot_ablation(plt, reports, out)]
     matrices = sorted({r["matrix"]["name"] for r in reports})
     variants = sorted({_variant(r) for r in reports}, key=lambda v: (len(v), v))
     fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(matrices) * max(1, len(variants)) / 2), 3.5))
@@ -155,9 +197,12 @@ def _plot_scaling(plt, reports: list[dict], model: str, out: Path) -> Path:
     for ax, r in zip(axes.ravel(), reports, strict=False):
         rows = [row for row in r["strong_scaling"]["rows"] if row["compute_model"] == model]
         nodes = [row["nodes"] for row in rows]
-        for key, style in (("su_opt_no_overlap_s", "C0-"), ("su_opt_full_overlap_s", "C0--"),
-                           ("sa_opt_no_overlap_s", "C1-"), ("sa_opt_full_overlap_s", "C1--")):
-            ax.plot(nodes, [row[key] * 1e6 for row in rows], style, label=key.replace("_s", "").replace("_", " "))
+        for i, (strat, name) in enumerate(_SCALING):
+            if f"{strat}_comm_s" not in rows[0]:
+                continue
+            for mode, style in (("no_overlap", "-"), ("full_overlap", "--")):
+                ax.plot(nodes, [row[f"{strat}_{mode}_s"] * 1e6 for row in rows], f"C{i}{style}",
+                        label=f"{name} {mode.replace('_', ' ')}")
         ax.plot(nodes, [row["compute_s"] * 1e6 for row in rows], "k:", label="compute only")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
@@ -174,13 +219,47 @@ def _plot_scaling(plt, reports: list[dict], model: str, out: Path) -> Path:
     return out
 
 
+def _plot_active(plt, reports: list[dict], out: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(5, 3))
+    for r in reports:
+        series = r.get("active_nodes") or {}
+        ax.step([t * 1e6 for t in series.get("t_s") or []], series.get("count") or [], where="post",
+                label=f"{r['matrix']['name']} K={r['k']}")
+    ax.set_xlabel("time (us, modeled)")
+    ax.set_ylabel("active nodes")
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def _plot_ablation(plt, reports: list[dict], out: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    stages = [a["stage"] for a in (reports[0].get("ablation") or [])]
+    width = 0.8 / max(1, len(stages))
+    for j, stage in enumerate(stages):
+        ys = [next((a["speedup_vs_su_opt"] or 0 for a in r.get("ablation") or [] if a["stage"] == stage), 0)
+              for r in reports]
+        ax.bar([i + j * width - 0.4 for i in range(len(reports))], ys, width, label=stage, align="edge")
+    ax.set_xticks(range(len(reports)), [r["matrix"]["name"] for r in reports], rotation=30, ha="right", fontsize=7)
+    ax.set_yscale("log")
+    ax.axhline(1.0, color="k", lw=0.5)
+    ax.set_ylabel("speedup vs SUOpt (modeled)")
+    ax.legend(fontsize=6, ncol=5)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI: print (and optionally write) the table."""
     ap = argparse.ArgumentParser(prog="python -m hw_models.collect", description=__doc__.splitlines()[0])
-    ap.add_argument("kind", choices=[*TABLES, "strong_scaling"])
+    ap.add_argument("kind", choices=[*TABLES, *SPECIAL])
     ap.add_argument("directory", type=Path)
     ap.add_argument("--out", type=Path, help="also write the Markdown table here")
-    ap.add_argument("--png", type=Path, help="also save figure(s) here (speedup, table7, strong_scaling)")
+    ap.add_argument("--png", type=Path, help="also save figure(s) here (speedup, table8, active_nodes, strong_scaling)")
     args = ap.parse_args(argv)
     try:
         reports = load_reports(args.directory)

@@ -123,7 +123,8 @@ def _report_dir_path(cfg: DictConfig, report: dict) -> Path | None:
 
 
 def strong_scaling_block(a, params: HardwareParams, cfg: DictConfig) -> dict:
-    """End-to-end modeled times over ``cfg.strong_scaling`` node counts (NetSparse Figs. 13 and 21).
+    """End-to-end modeled times over ``cfg.strong_scaling`` node counts (NetSparse Figs. 13 and 21):
+    SUOpt and SAOpt analytic, NetSparse simulated (C++ simulator) at every node count.
 
     The SPADE-like model is analytic; the CPU model's rate is *measured* here by timing
     ``netsparse_torch.kernels.spmm`` (see ``hw_models.compute.calibrate_cpu``).
@@ -143,7 +144,8 @@ def strong_scaling_block(a, params: HardwareParams, cfg: DictConfig) -> dict:
         else:
             raise ConfigError(f"unknown compute model {name!r}; choose from spade, cpu")
     rows = analysis.strong_scaling(a, params, counts, k=int(cfg.k), kernel=str(cfg.kernel),
-                                   partition=str(cfg.partition), compute_models=models)
+                                   partition=str(cfg.partition), compute_models=models,
+                                   simulator=default_simulator(), progress=_progress)
     return {"compute_models": info, "rows": rows}
 
 
