@@ -16,6 +16,8 @@ with ``c`` used directly as a fraction of host time (no extra scaling; see docs/
 
 from __future__ import annotations
 
+import numpy as np
+
 TABLE2_SLOWDOWNS: tuple[float, ...] = (4.33, 3.28, 3.21)
 """Slowdowns k of the NIC ARM cores vs the host, the rows of the BF3 paper's Table 2."""
 
@@ -68,3 +70,39 @@ def leader_offload_share(onload_share: float, clients_per_leader: int) -> float:
 def table2() -> list[tuple[float, float, float]]:
     """Rows ``(k, c, max improvement in percent)`` of Table 2 in reading order."""
     return [(k, c, 100.0 * max_improvement(k, c)) for k in TABLE2_SLOWDOWNS for c in TABLE2_TRANSFER_SHARES]
+
+
+def snic_sw(w, k: int, params=None, slowdown: float = TABLE2_SLOWDOWNS[0],
+            transfer_share: float = TABLE2_TRANSFER_SHARES[0]):
+    """The ``snic_sw`` simulator baseline: sparsity-aware gathers whose PR generation runs in software
+    on the SmartNIC's ARM cores (the BF3 offload applied to SAOpt's runtime).
+
+    Same as SAOpt (:func:`hw_models.baselines.sa_opt`: same-destination concatenation, per-PR
+    software overhead ``o``, no network latency) except that
+
+    * there is no filtering hardware: every remote nonzero is a PR (``w.pair_prs``, not
+      ``pair_useful``), so repeated properties cross the network again;
+    * the whole PR software (issue and serve) is offloaded (``p = 1`` in the model above): it runs
+      ``slowdown`` times slower than on the host and pays the host-NIC ``transfer_share``, so a node
+      spends ``(slowdown + transfer_share) * o * (issued + served) / cores``; the host cores are free
+      for compute meanwhile, which a communication time does not show.
+
+    Defaults: the first row/column of BF3 Table 2 (k = 4.33, c = 15 %). Returns a
+    :class:`hw_models.baselines.BaselineResult`.
+    """
+    from hw_models.baselines import BaselineResult, packed_bytes, property_bytes, sa_per_pr_overhead_s
+    from hw_models.params import HardwareParams
+
+    _check(slowdown, transfer_share)
+    params = params or HardwareParams()
+    h, rate = params.headers, params.link.bytes_per_s
+    payload = property_bytes(k, h)
+    prs = w.pair_prs  # prs[p, q]: unfiltered PRs p sends to owner q
+    reads, responses = packed_bytes(prs, 0, h), packed_bytes(prs, payload, h)
+    rx = responses.sum(axis=1) + reads.sum(axis=0)
+    tx = reads.sum(axis=1) + responses.sum(axis=0)
+    issued, served = prs.sum(axis=1), prs.sum(axis=0)
+    software = ((slowdown + transfer_share) * sa_per_pr_overhead_s(params) * (issued + served)
+                / params.software.cores)
+    time = np.maximum(np.maximum(rx, tx) / rate, software)
+    return BaselineResult(time, rx, tx, (w.pair_useful.sum(axis=1) * payload).astype(np.float64), rate)
