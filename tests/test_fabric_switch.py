@@ -1,0 +1,137 @@
+"""fabric=switch on the training path: NetSparse packets of real DistGCNConv/DistSAGEConv layers go
+rank -> ToR -> (spine -> ToR) -> owner through switches started by LocalSwitches; the results equal
+strategy=sa (forward bit for bit, gradients within 1e-6), and the ToR cache serves a second node of
+a rack. Expected values come from strategy=sa and from counts of the plan, never from the switches."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from graphs import random_graph
+from omegaconf import OmegaConf
+
+from netsparse_torch.errors import ConfigError
+from netsparse_torch.fabric.lifecycle import attach_rank, check_switch_config
+from netsparse_torch.fabric.switch import LocalSwitches
+from netsparse_torch.graph import Graph, csr_from_edges, random_split
+from netsparse_torch.launch import launch
+from netsparse_torch.nn import DistGCNConv, DistGraph, DistSAGEConv
+
+LAYERS = {"gcn": DistGCNConv, "sage": DistSAGEConv}
+
+
+def rank_cfg(spec: dict, rack_size: int, timeout_s: float = 30.0):
+    return OmegaConf.create({"fabric": {"name": "switch", "switches": spec, "token_env": None},
+                             "cluster": {"rack_size": rack_size}, "rig": {"timeout_s": timeout_s}})
+
+
+def compare(rank, world_size, graph, width, cfg):
+    attach_rank(rank, world_size, cfg)
+    results = {}
+    for layer in ("gcn", "sage"):
+        per = {}
+        for strategy in ("sa", "netsparse"):
+            options = {"fabric": "switch", "pending_capacity": 4} if strategy == "netsparse" else {}
+            dg = DistGraph(graph, rank, world_size, "rows", strategy, options)
+            torch.manual_seed(0)
+            conv = LAYERS[layer](width, 3)
+            x = torch.randn(dg.plan.n_local, width, generator=torch.Generator().manual_seed(rank)).requires_grad_()
+            out = conv(x, dg)
+            out.pow(2).sum().backward()
+            per[strategy] = {"out": out.detach(), "x": x.grad, **{n: p.grad for n, p in conv.named_parameters()}}
+        results[layer] = per
+    return results
+
+
+@pytest.mark.parametrize("rack_size", [4, 2], ids=["one_rack", "two_racks"])
+def test_switch_fabric_equals_sa(rack_size):
+    graph = random_graph(n=60, m=300, features=6)
+    with LocalSwitches(4, rack_size, 4) as sw:
+        results = launch(compare, 4, (graph, 6, rank_cfg(sw.spec(), rack_size)), timeout_s=120)
+        report = {e["name"]: e["counters"] for e in sw.report()}
+    assert sorted(report) == (["tor0"] if rack_size == 4 else ["spine", "tor0", "tor1"])
+    for layer, per in results.items():
+        sa, ns = per["sa"], per["netsparse"]
+        assert torch.equal(sa["out"], ns["out"]), f"{layer}: forward not bit-exact"
+        for key in sa:
+            if key != "out":
+                torch.testing.assert_close(ns[key], sa[key], atol=1e-6, rtol=0, msg=f"{layer}: {key}")
+    tor0 = report["tor0"]
+    assert tor0["read_prs_in"] > 0 and tor0["prs_in"] == tor0["prs_out"]  # nothing lost or duplicated
+
+
+def shared_rows_graph() -> Graph:
+    """160 rows in 4 blocks of 40 (rack 0 = ranks 0, 1; rack 1 = ranks 2, 3). Rank 0's first row reads
+    rows 120..139 (rank 3); rank 1's rows 40..79 read rows 80..119 of rank 2 (one each, in CSR order),
+    and only its last row also reads the same rows 120..139. With a 4-entry Pending
+    PR Table rank 1 reaches the shared rows ~10 round trips after rank 0 asked for them, so they are
+    in ToR 0's cache by then. No read stays inside a rack (every hit is a cross-rack read)."""
+    shared = np.arange(120, 140)
+    dst = [np.zeros(20, np.int64), np.arange(40, 80), np.full(20, 79)]  # dst row reads src column
+    src = [shared, np.arange(80, 120), shared]
+    # rack 1 reads rack 0 (rank 2 -> rows 0..19, rank 3 -> rows 40..59) so its ToR works too
+    dst += [np.arange(80, 100), np.arange(120, 140)]
+    src += [np.arange(0, 20), np.arange(40, 60)]
+    adj = csr_from_edges(np.concatenate(src), np.concatenate(dst), 160, "shared")
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(160, 8, generator=gen)
+    y = torch.randint(0, 3, (160,), generator=gen)
+    return Graph("shared", adj, x, y, *random_split(160, 0), 3).validate()
+
+
+def gather(rank, world_size, graph, cfg):
+    attach_rank(rank, world_size, cfg)
+    dg = DistGraph(graph, rank, world_size, "rows", "netsparse", {"fabric": "switch", "pending_capacity": 4})
+    sa = DistGraph(graph, rank, world_size, "rows", "sa", {})
+    conv = DistSAGEConv(8, 3)
+    x = graph.x[dg.plan.row_start: dg.plan.row_start + dg.plan.n_local]
+    with torch.no_grad():
+        out, ref = conv(x, dg), conv(x, sa)
+    stats = dg.strategy.stats()["layers"]["/forward"]
+    return {"equal": torch.equal(out, ref), "prs_issued": stats["prs_issued"], "halo": dg.plan.n_halo}
+
+
+def test_a_second_node_in_a_rack_hits_the_tor_cache():
+    graph = shared_rows_graph()
+    with LocalSwitches(4, 2, 4) as sw:
+        results = launch(_all_ranks(gather), 4, (graph, rank_cfg(sw.spec(), 2)), timeout_s=120)
+        report = {e["name"]: e["counters"] for e in sw.report()}
+    assert all(r["equal"] for r in results)
+    # every read PR crosses racks in this graph (see shared_rows_graph): what the ToRs did not answer
+    # from their caches went up to the spine
+    issued = sum(r["prs_issued"] for r in results)
+    assert issued == sum(r["halo"] for r in results) == 20 + 60 + 20 + 20  # the plan: distinct remote rows
+    hits = report["tor0"]["cache_hits"] + report["tor1"]["cache_hits"]
+    assert report["tor0"]["cache_hits"] >= 1  # rank 1 got some of rows 120..139 from ToR 0
+    assert hits <= 20  # only rank 1's second reads of the shared rows can hit
+    assert report["spine"]["read_prs_in"] == issued - hits
+    for tor in ("tor0", "tor1"):
+        c = report[tor]
+        assert c["cache_hits"] + c["cache_misses"] == c["read_prs_in"]
+
+
+def _all_ranks(fn):
+    """launch() returns rank 0's value: gather every rank's with all_gather_object."""
+    return _Gathered(fn)
+
+
+class _Gathered:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, rank, world_size, *args):
+        import torch.distributed as dist
+
+        out = [None] * world_size
+        dist.all_gather_object(out, self.fn(rank, world_size, *args))
+        return out
+
+
+def test_switch_fabric_needs_the_netsparse_strategy_and_a_rack_size():
+    cfg = OmegaConf.create({"strategy": {"name": "sa"}, "cluster": {"rack_size": 2}, "rig": {"timeout_s": 30}})
+    with pytest.raises(ConfigError, match="needs strategy=netsparse"):
+        check_switch_config(cfg)
+    cfg.strategy.name, cfg.cluster.rack_size = "netsparse", 0
+    with pytest.raises(ConfigError, match="cluster.rack_size"):
+        check_switch_config(cfg)
