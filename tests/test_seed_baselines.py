@@ -91,3 +91,25 @@ def test_snic_sw_bad_parameters():
         snic_sw(w, 16, slowdown=0)
     with pytest.raises(ValueError, match="transfer share"):
         snic_sw(w, 16, transfer_share=1.5)
+
+
+def test_pull_spine_rows_match_loops():
+    from hw_models.seeds.aggregate_vs_cache import pull_spine_rows
+
+    a = sp.random(60, 60, density=0.08, random_state=7, format="csr")
+    w = workload(a, 6)
+    owner = np.searchsorted(w.row_bounds, np.arange(60), side="right") - 1
+    coo = a.tocoo()
+    cross = [(owner[r], c) for r, c in zip(coo.row, coo.col, strict=True) if owner[r] // 2 != owner[c] // 2]
+    assert pull_spine_rows(w, 2) == (len(set(cross)), len({(p // 2, c) for p, c in cross}))
+
+
+def test_push_and_pull_cross_the_spine_alike_on_a_symmetric_pattern():
+    """Pull needs (node of r, c) and push sends (node of c, r): the same pairs when A = A^T."""
+    from hw_models.seeds.aggregate_vs_cache import compare
+
+    a = sp.random(80, 80, density=0.05, random_state=3, format="csr")
+    sym = compare((a + a.T).tocsr(), 8, 2)
+    assert sym["pull"] == sym["push"] and sym["pull_cache_inf"] == sym["push_switch_aggregate"]
+    directed = compare(a, 8, 2)
+    assert directed["pull"] != directed["push"]
