@@ -38,14 +38,36 @@ constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 enum Kind : uint8_t { kIssue, kNicPush, kNicTimer, kSwitchTimer, kTxDone, kArrive, kSwitchDone, kForward, kWrite };
 
+// A heap entry is 24 bytes: the payload of a PR never rides in the heap (the heap stays in cache).
+// key = seq << 4 | kind; seq is unique, so ordering by (t, key) is ordering by (t, seq).
 struct Event {
   int64_t t;
-  uint64_t seq;
-  uint32_t kind, a, b, c;
-  PR pr;
+  uint64_t key;
+  uint32_t a, b;
+  uint32_t kind() const { return static_cast<uint32_t>(key & 15); }
+  uint64_t seq() const { return key >> 4; }
 };
 struct Later {
-  bool operator()(const Event& x, const Event& y) const { return x.t != y.t ? x.t > y.t : x.seq > y.seq; }
+  bool operator()(const Event& x, const Event& y) const { return x.t != y.t ? x.t > y.t : x.key > y.key; }
+};
+
+// A server unit's response waiting for its PCIe read to complete. Its push time and seq are fixed
+// when the read is scheduled; a server unit's push times strictly increase (one read per cycle), so
+// each unit's responses form a FIFO and only the head sits in the event heap (k-way merge: the same
+// (t, seq) order as one heap event per response).
+struct Response {
+  int64_t t;
+  uint64_t seq;
+  PR pr;
+};
+
+// The read PR a client unit issued this cycle; it enters the NIC concatenator one cycle later, in
+// the same event as the unit's next issue decision (that event's seq directly follows the push's,
+// so nothing can be ordered between them: fusing them keeps the order exact).
+struct IssuedPR {
+  PR pr;
+  uint32_t dest = 0;
+  bool has = false;
 };
 
 struct Packet {
@@ -74,10 +96,12 @@ struct Node {
   RigContext ctx;
   IdxFilter filter;
   std::vector<RigClientUnit> clients;
+  std::vector<IssuedPR> issued;  // per client unit
   std::vector<uint8_t> busy, finished;
   std::vector<RigServerUnit> servers;
   std::vector<std::vector<int64_t>> lsq;  // completion time of the last lsq_entries reads, a ring
   std::vector<int64_t> lsq_pos, server_free;
+  std::vector<std::deque<Response>> responses;  // per server unit, push times ascending
   std::unique_ptr<Concatenator> nic;
   int64_t timer = kNever;
   int64_t unfinished = 0, next_server = 0;
@@ -94,11 +118,13 @@ class Sim {
   SimResult run();
 
  private:
-  void push(int64_t t, uint32_t kind, uint32_t a, uint32_t b = 0, uint32_t c = 0, PR pr = PR{}) {
-    heap_.push(Event{t, seq_++, kind, a, b, c, pr});
+  void push(int64_t t, uint32_t kind, uint32_t a, uint32_t b = 0) { push_seq(t, seq_++, kind, a, b); }
+  void push_seq(int64_t t, uint64_t seq, uint32_t kind, uint32_t a, uint32_t b) {
+    heap_.push(Event{t, seq << 4 | kind, a, b});
   }
   void handle(const Event& e);
   void issue(uint32_t node, uint32_t unit, int64_t t);
+  void respond(uint32_t node, uint32_t unit, const Event& e);
   void nic_push(uint32_t node, uint16_t type, uint32_t dest, const PR& pr, int64_t t);
   void nic_send(uint32_t node, int64_t t);
   void arm_nic(uint32_t node, int64_t t);
@@ -221,7 +247,7 @@ Sim::Sim(const std::vector<int64_t>& indptr, const int64_t* indices, int64_t nnz
   node_.resize(nodes_);
   for (int64_t p = 0; p < nodes_; ++p) {
     auto nd = std::make_unique<Node>();
-    nd->filter.reset(map_.n_cols());
+    nd->filter.reset(map_.n_cols(), false);  // timing only: every idx lands in halo slot 0
     RigContext& c = nd->ctx;
     c.node = static_cast<uint32_t>(p);
     c.map = &map_;
@@ -236,12 +262,14 @@ Sim::Sim(const std::vector<int64_t>& indptr, const int64_t* indices, int64_t nnz
     c.local = local_.data();
     for (int64_t u = 0; u < cfg.client_units; ++u)
       nd->clients.emplace_back(static_cast<uint16_t>(u), cfg.pending_entries);
+    nd->issued.resize(cfg.client_units);
     nd->busy.assign(cfg.client_units, 0);
     nd->finished.assign(cfg.client_units, 0);
     nd->servers.resize(cfg.server_units);
     nd->lsq.assign(cfg.server_units, std::vector<int64_t>(cfg.lsq_entries, 0));
     nd->lsq_pos.assign(cfg.server_units, 0);
     nd->server_free.assign(cfg.server_units, 0);
+    nd->responses.resize(cfg.server_units);
     nd->nic = std::make_unique<Concatenator>(nc);
     nd->nic->begin(static_cast<uint32_t>(cfg.prop_bytes));
     const int64_t lo = indptr[rb[p]], hi = indptr[rb[p + 1]];
@@ -421,7 +449,12 @@ void Sim::host_receive(uint32_t host, uint32_t p, int64_t t) {
     n.server_free[u] = start;
     slot = start + 2 * cfg_.pcie_ps;
     n.lsq_pos[u] = (n.lsq_pos[u] + 1) % cfg_.lsq_entries;
-    push(slot, kNicPush, host, kResponseType, dest, pr);
+    auto& q = n.responses[u];
+    if (dest != pr.src) throw std::logic_error("simulator: a response must go back to its requester");
+    if (!q.empty() && slot <= q.back().t) throw std::logic_error("simulator: server unit push times must increase");
+    const uint64_t seq = seq_++;
+    if (q.empty()) push_seq(slot, seq, kNicPush, host, static_cast<uint32_t>(u));
+    q.push_back(Response{slot, seq, pr});
   });
   res_.nodes[host].served += v.n_prs;
   free_packet(p);
@@ -450,9 +483,10 @@ void Sim::issue(uint32_t node, uint32_t unit, int64_t t) {
   Node& n = *node_[node];
   RigClientUnit& u = n.clients[unit];
   const int64_t before = u.counters.prs;
-  u.issue(n.ctx, [&](uint32_t dest, const PR& pr) { push(t + snic_.ps(1), kNicPush, node, kReadType, dest, pr); }, 1);
+  IssuedPR& out = n.issued[unit];
+  u.issue(n.ctx, [&](uint32_t dest, const PR& pr) { out = IssuedPR{pr, dest, true}; }, 1);
   if (u.counters.prs != before) {
-    push(t + snic_.ps(1), kIssue, node, unit);  // one PR per SNIC cycle
+    push(t + snic_.ps(1), kIssue, node, unit);  // one PR per SNIC cycle; it reaches the NIC then too
     return;
   }
   n.busy[unit] = 0;
@@ -465,6 +499,16 @@ void Sim::issue(uint32_t node, uint32_t unit, int64_t t) {
       res_.active_count.push_back(running_);
     }
   }
+}
+
+// The head response of server unit `unit` enters the NIC concatenator; the next one becomes the head.
+void Sim::respond(uint32_t node, uint32_t unit, const Event& e) {
+  auto& q = node_[node]->responses[unit];
+  const Response r = q.front();
+  if (r.seq != e.seq() || r.t != e.t) throw std::logic_error("simulator: response stream out of order");
+  q.pop_front();
+  if (!q.empty()) push_seq(q.front().t, q.front().seq, kNicPush, node, unit);
+  nic_push(node, kResponseType, r.pr.src, r.pr, e.t);
 }
 
 void Sim::switch_out(uint32_t s, uint32_t p, int64_t t) {
@@ -497,9 +541,18 @@ void Sim::drain_all(int64_t t) {
 }
 
 void Sim::handle(const Event& e) {
-  switch (e.kind) {
-    case kIssue: issue(e.a, e.b, e.t); break;
-    case kNicPush: nic_push(e.a, static_cast<uint16_t>(e.b), e.c, e.pr, e.t); break;
+  switch (e.kind()) {
+    case kIssue: {
+      IssuedPR& pr = node_[e.a]->issued[e.b];
+      if (pr.has) {  // the fused NIC push of the PR issued one cycle ago counts as its own event
+        pr.has = false;
+        ++res_.events;
+        nic_push(e.a, kReadType, pr.dest, pr.pr, e.t);
+      }
+      issue(e.a, e.b, e.t);
+      break;
+    }
+    case kNicPush: respond(e.a, e.b, e); break;
     case kNicTimer: {
       Node& n = *node_[e.a];
       if (n.timer != e.t) break;  // superseded by an earlier timer

@@ -13,9 +13,13 @@ NodeMap::NodeMap(std::vector<int64_t> b) : bounds(std::move(b)) {
   if (n_nodes() > (int64_t{1} << 31)) throw std::invalid_argument("too many nodes for a u32 destination");
 }
 
-void IdxFilter::reset(int64_t n_cols) {
+void IdxFilter::reset(int64_t n_cols, bool track_slots) {
   bits_.assign(static_cast<size_t>((n_cols + 63) / 64), 0);
-  if (slot_.size() != static_cast<size_t>(n_cols)) slot_.assign(static_cast<size_t>(n_cols), -1);
+  if (!track_slots) {
+    std::vector<int64_t>().swap(slot_);  // release the per-column slots
+  } else if (slot_.size() != static_cast<size_t>(n_cols)) {
+    slot_.assign(static_cast<size_t>(n_cols), -1);
+  }
 }
 
 void RigCounters::add(const RigCounters& o) {

@@ -46,15 +46,17 @@ struct NodeMap {
 
 // The node's Idx Filter: one bit per column, set when a response arrives, shared by the node's
 // client units; remembers the slot where each filtered property landed.
+// track_slots = false keeps only the bits (n_cols / 8 bytes instead of 8 bytes more per column): for
+// timing-only users whose every idx lands in halo slot 0 (the simulator); slot() is then always 0.
 class IdxFilter {
  public:
-  void reset(int64_t n_cols);  // invalidate (before each kernel)
+  void reset(int64_t n_cols, bool track_slots = true);  // invalidate (before each kernel)
   bool test(uint64_t idx) const { return (bits_[idx >> 6] >> (idx & 63)) & 1u; }
   void set(uint64_t idx, int64_t slot) {
     bits_[idx >> 6] |= uint64_t{1} << (idx & 63);
-    slot_[idx] = slot;
+    if (!slot_.empty()) slot_[idx] = slot;
   }
-  int64_t slot(uint64_t idx) const { return slot_[idx]; }
+  int64_t slot(uint64_t idx) const { return slot_.empty() ? 0 : slot_[idx]; }
 
  private:
   std::vector<uint64_t> bits_;
