@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -38,10 +39,16 @@ TABLES: dict[str, list[Column]] = {
                      ("PRs vs SA", "strategies.netsparse.tail.prs_vs_sa")],
     "speedup": _ID + [("SUOpt us", "strategies.su_opt.comm_time_s"), ("SAOpt us", "strategies.sa_opt.comm_time_s"),
                       ("SAOpt vs SUOpt", "speedup.sa_opt_vs_su_opt")] + _NS,
+    "sweep": _ID + [("NetSparse us", "strategies.netsparse.comm_time_s")] + _NS
+    + [("PCache hit", "strategies.netsparse.tail.pcache_hit_rate"),
+       ("PRs/packet", "strategies.netsparse.tail.prs_per_packet"),
+       ("FC rate", "strategies.netsparse.tail.fc_rate"), ("Gput NS", "strategies.netsparse.tail.goodput"),
+       ("line util", "strategies.netsparse.tail.line_util")],
 }
-"""Table kinds: ``speedup`` serves Fig. 12 (K sweep), Figs. 15-18 (parameter sweeps) and Fig. 22."""
+"""Table kinds: ``speedup`` serves Fig. 12 (K sweep) and Fig. 22; ``sweep`` the parameter sweeps of
+Figs. 15-18 (NetSparse time and tail statistics per swept value)."""
 
-_MICRO = {"strategies.su_opt.comm_time_s", "strategies.sa_opt.comm_time_s"}
+_MICRO = {"strategies.su_opt.comm_time_s", "strategies.sa_opt.comm_time_s", "strategies.netsparse.comm_time_s"}
 
 
 def lookup(report: dict, path: str):
@@ -67,8 +74,17 @@ def fmt(value, micro: bool = False) -> str:
     return f"{value:.4g}"
 
 
+def natural(name: str) -> tuple:
+    """Sort key of a file name with numbers compared as numbers and ``.inf`` last: ``_b1024`` <
+    ``_b4096`` < ``_b.inf`` (sweep tags)."""
+    parts = [p for p in re.split(r"(\d+|\.inf)", name) if p]
+    return tuple((0, math.inf if p == ".inf" else int(p), "") if p == ".inf" or p.isdigit() else (1, 0, p)
+                 for p in parts)
+
+
 def load_reports(directory: Path) -> list[dict]:
-    """Every ``*.json`` report in ``directory``, sorted by matrix, nodes, topology, K and file name."""
+    """Every ``*.json`` report in ``directory``, sorted by matrix, nodes, topology, K and file name
+    (:func:`natural` order)."""
     files = sorted(Path(directory).glob("*.json"))
     if not files:
         raise FileNotFoundError(f"no JSON reports in {directory}; run the experiment first")
@@ -78,7 +94,7 @@ def load_reports(directory: Path) -> list[dict]:
     def key(r: dict) -> tuple:
         vals = [lookup(r, p) for p in paths]
         # numbers sort numerically, names alphabetically (a path holds one kind of value in all reports)
-        return tuple((0, v, "") if isinstance(v, int | float) else (1, 0, str(v)) for v in vals) + (r["_file"],)
+        return tuple((0, v, "") if isinstance(v, int | float) else (1, 0, str(v)) for v in vals) + natural(r["_file"])
 
     return sorted(reports, key=key)
 
@@ -89,7 +105,7 @@ def markdown(kind: str, reports: list[dict]) -> list[str]:
         return SPECIAL[kind](reports)
     if kind not in TABLES:
         raise ValueError(f"unknown table {kind!r}; choose one of {', '.join([*TABLES, *SPECIAL])}")
-    cols = TABLES[kind] + ([("run", "_file")] if kind == "speedup" else [])
+    cols = TABLES[kind] + ([("run", "_file")] if kind in ("speedup", "sweep") else [])
     lines = ["| " + " | ".join(h for h, _ in cols) + " |", "|" + "---|" * len(cols)]
     for r in reports:
         lines.append("| " + " | ".join(fmt(lookup(r, p), p in _MICRO) for _, p in cols) + " |")
