@@ -19,6 +19,9 @@ import scipy.sparse as sp
 
 from hw_models import baselines, compute, definitions
 from hw_models.params import HardwareParams
+from hw_models.seeds.bf3 import snic_sw
+from hw_models.seeds.smartfuse import switch_aggregate
+from netsparse_torch.comm.twoface.model import model_on_cluster
 from netsparse_torch.errors import ConfigError
 
 STAGES = ("rig", "filter", "coalesce", "concat_nic", "switch")
@@ -114,6 +117,7 @@ def analyze(a: sp.spmatrix | sp.sparray, params: HardwareParams, k: int = 16, ke
             "sa_opt": {**sa.to_dict(), "per_pr_overhead_s": baselines.sa_per_pr_overhead_s(params),
                        "per_pr_overhead_source": "calibrated" if params.software.sa_per_pr_overhead_ns is None
                        else "config"},
+            **seed_strategies(a, w, params, kk, kernel),
         },
         "speedup": {"sa_opt_vs_su_opt": _ratio(su.comm_time_s, sa.comm_time_s),
                     "netsparse_vs_su_opt": None, "netsparse_vs_sa_opt": None},
@@ -128,6 +132,20 @@ def analyze(a: sp.spmatrix | sp.sparray, params: HardwareParams, k: int = 16, ke
     _add_netsparse(report, sp.csr_matrix(a), w, params, kk, kernel, simulator, mechanisms, su, sa, ablation,
                    progress)
     return report
+
+
+def seed_strategies(a, w: definitions.Workload, params: HardwareParams, kk: int, kernel: str) -> dict:
+    """The modeled software and in-switch alternatives next to SUOpt and SAOpt: Two-Face (issue 6),
+    ``snic_sw`` (BF3 offload) and ``switch_aggregate`` (SmartFuse push with ToR sums; SpMM only)."""
+    a = sp.csr_matrix(a)
+    square = a.shape[0] == a.shape[1]
+    return {
+        "two_face": model_on_cluster(a, w.row_bounds, kk, params) if square
+        else {"status": "unavailable: Two-Face stripes need a square matrix"},
+        "snic_sw": snic_sw(w, kk, params).to_dict(),
+        "switch_aggregate": switch_aggregate(a, w, kk, params).to_dict() if kernel == "spmm"
+        else {"status": f"unavailable: the push formulation is an SpMM, not {kernel}"},
+    }
 
 
 def _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, sa, ablation, progress) -> None:

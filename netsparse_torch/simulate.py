@@ -184,13 +184,21 @@ def summary_lines(report: dict) -> list[str]:
         f"| SUOpt comm time | {_fmt(st['su_opt']['comm_time_s'] * 1e6, ' us')} |",
         f"| SAOpt comm time, goodput | {_fmt(st['sa_opt']['comm_time_s'] * 1e6, ' us')}, "
         f"{_fmt(100 * st['sa_opt']['goodput'], ' %')} |",
-        f"| NetSparse comm time | "
-        f"{_fmt(ns['comm_time_s'] * 1e6, ' us') if 'comm_time_s' in ns else ns.get('status')} |",
+        *[f"| {label} comm time | {_time_or_status(st.get(key, {}))} |" for label, key in SEED_ROWS],
+        f"| NetSparse comm time | {_time_or_status(ns)} |",
         f"| speedup SAOpt vs SUOpt | {_fmt(report['speedup']['sa_opt_vs_su_opt'])} |",
         f"| speedup NetSparse vs SUOpt, vs SAOpt | {_fmt(report['speedup']['netsparse_vs_su_opt'])}, "
         f"{_fmt(report['speedup']['netsparse_vs_sa_opt'])} |",
     ]
     return lines
+
+
+SEED_ROWS = (("Two-Face", "two_face"), ("SmartNIC software (snic_sw)", "snic_sw"),
+             ("ToR sums (switch_aggregate)", "switch_aggregate"))
+
+
+def _time_or_status(block: dict) -> str:
+    return _fmt(block["comm_time_s"] * 1e6, " us") if "comm_time_s" in block else str(block.get("status", "n/a"))
 
 
 def save_figures(report: dict, out_dir: Path) -> list[Path]:

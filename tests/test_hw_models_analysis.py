@@ -62,6 +62,26 @@ def test_report_without_simulator_has_the_analytic_keys():
     assert r["header_fraction_sa"] == pytest.approx(160 / 224)  # Table 3, K=16
 
 
+
+def test_report_carries_two_face_snic_sw_and_switch_aggregate():
+    from hw_models.seeds.bf3 import snic_sw
+    from hw_models.seeds.smartfuse import switch_aggregate
+    from netsparse_torch.comm.twoface.model import cluster_coefficients, model_two_face
+
+    p = HardwareParams().replace(cluster={"nodes": 4, "rack_size": 2})
+    a, w = _small(), D.workload(_small(), 4)
+    st = A.analyze(a, p, k=16)["strategies"]
+    coeffs = cluster_coefficients(50e9, 450e-9, 300e-9)  # Table 5: 400 Gb/s, 450 ns links, 300 ns switches
+    expect = model_two_face(a, w.row_bounds, 16, coeffs)
+    assert {k: st["two_face"][k] for k in expect} == pytest.approx(expect)
+    assert st["two_face"]["sync_stripes"] + st["two_face"]["async_stripes"] > 0
+    assert st["snic_sw"]["comm_time_s"] == snic_sw(w, 16, p).comm_time_s
+    assert st["switch_aggregate"]["comm_time_s"] == switch_aggregate(a, w, 16, p).comm_time_s
+    spmv = A.analyze(a, p, k=16, kernel="spmv")["strategies"]
+    assert "unavailable" in spmv["switch_aggregate"]["status"] and "comm_time_s" in spmv["two_face"]
+    lines = "\n".join(simulate.summary_lines(A.analyze(a, p, k=16)))
+    assert "Two-Face" in lines and "snic_sw" in lines and "switch_aggregate" in lines
+
 def test_simulator_plugs_in_and_ablation_is_cumulative():
     p = HardwareParams().replace(cluster={"nodes": 4, "rack_size": 2})
     fake = FakeSimulator()

@@ -47,3 +47,11 @@ def model_two_face(adj: sp.csr_matrix, bounds: np.ndarray, k: int, coeffs: Coeff
         for name, n in s.counts().items():
             totals[name] += n
     return {"comm_time_s": worst, **totals, "stripe_width": w}
+
+
+def model_on_cluster(adj: sp.csr_matrix, bounds: np.ndarray, k: int, params) -> dict:
+    """:func:`model_two_face` with :func:`cluster_coefficients` of ``params`` (a
+    :class:`hw_models.params.HardwareParams`): the report's ``strategies.two_face`` block."""
+    coeffs = cluster_coefficients(params.link.bytes_per_s, params.link.latency_ns * 1e-9,
+                                  params.switch.latency_ns * 1e-9, params.headers.element_bytes)
+    return {**model_two_face(adj, bounds, k, coeffs), "coefficients": coeffs.to_dict()}
