@@ -66,6 +66,7 @@ def test_report_without_simulator_has_the_analytic_keys():
 def test_report_carries_two_face_snic_sw_and_switch_aggregate():
     from hw_models.seeds.bf3 import snic_sw
     from hw_models.seeds.smartfuse import switch_aggregate
+    from netsparse_torch.comm.twoface.cost import Coefficients
     from netsparse_torch.comm.twoface.model import cluster_coefficients, model_two_face
 
     p = HardwareParams().replace(cluster={"nodes": 4, "rack_size": 2})
@@ -73,6 +74,8 @@ def test_report_carries_two_face_snic_sw_and_switch_aggregate():
     st = A.analyze(a, p, k=16)["strategies"]
     coeffs = cluster_coefficients(50e9, 450e-9, 300e-9)  # Table 5: 400 Gb/s, 450 ns links, 300 ns switches
     tf = st["two_face"]
+    assert tf["coefficients"] == pytest.approx(coeffs.to_dict())
+    coeffs = Coefficients(**tf["coefficients"])
     expect = model_two_face(a, w.row_bounds, 16, coeffs, tf["stripe_width"])
     assert {k: tf[k] for k in expect} == pytest.approx(expect)
     for width in (1, 2, 4, 8, 16):  # the tuned width is the best power of two (megatiles are 16 wide)
