@@ -14,6 +14,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import grpc
+
 from netsparse_torch._C import units as _cu
 from netsparse_torch.errors import RigTimeoutError
 from netsparse_torch.switch.client import ControlClient, SwitchClient, SwitchError
@@ -82,7 +84,11 @@ class SwitchFabric:
             try:
                 ctl.invalidate(prop_bytes)
             except SwitchError as e:
-                raise SwitchError(f"rank {self.rank}: switch {address}: {e}", e.code) from None
+                if e.code == grpc.StatusCode.DEADLINE_EXCEEDED:  # a stalled switch: the watchdog's case
+                    raise RigTimeoutError(f"RIG watchdog expired before the kernel: switch {address} did not "
+                                          f"answer Invalidate within {self.timeout_s:g} s (down or stalled)",
+                                          switch=address) from None
+                raise SwitchError(f"switch {address}: {e}", e.code) from None
         self.all_done(True)  # a barrier
 
     def run_kernel(self, node, prop_bytes: int | None = None) -> int:
@@ -122,7 +128,7 @@ class SwitchFabric:
         try:
             return self.client.poll(timeout)
         except SwitchError as e:
-            raise SwitchError(f"rank {self.rank}: ToR {self.address}: {e}", e.code) from None
+            raise SwitchError(f"ToR {self.address}: {e}", e.code) from None
 
     def _watchdog_error(self, node) -> RigTimeoutError:
         peers = sorted(self._peers - {self.rank})
@@ -132,7 +138,7 @@ class SwitchFabric:
         except SwitchError:
             switch = f"ToR {self.address} does not answer (down or stalled)"
         return RigTimeoutError(
-            f"rank {self.rank}: RIG command watchdog expired: no response for {self.timeout_s:g} s with "
+            f"RIG command watchdog expired: no response for {self.timeout_s:g} s with "
             f"{node.pending} read PRs pending; reads outstanding to ranks {peers}; {switch}. The partial "
             "halo is discarded", peers=peers, switch=self.address)
 
