@@ -135,3 +135,27 @@ def test_switch_fabric_needs_the_netsparse_strategy_and_a_rack_size():
     cfg.strategy.name, cfg.cluster.rack_size = "netsparse", 0
     with pytest.raises(ConfigError, match="cluster.rack_size"):
         check_switch_config(cfg)
+
+
+def test_netsparse_train_fabric_switch_matches_sa_and_reports_every_switch(tmp_path):
+    from cli import train
+
+    common = ["dataset=cora", "world_size=4", "epochs=3", "hidden=8"]
+    proc, sw = train(tmp_path / "switch", *common, "fabric=switch", "cluster.rack_size=2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc, sa = train(tmp_path / "sa", *common, "strategy=sa")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sw["strategy"] == "netsparse" and sw["fabric"] == "switch"  # fabric=switch selects netsparse
+    assert sw["epochs"][0]["loss"] == sa["epochs"][0]["loss"]  # same weights, bit-exact forward
+    for a, b in zip(sw["epochs"], sa["epochs"], strict=True):
+        assert abs(a["loss"] - b["loss"]) < 1e-5
+    counters = {e["name"]: e["counters"] for e in sw["switches"]}
+    assert {(e["name"], e["role"]) for e in sw["switches"]} == {("spine", "spine"), ("tor0", "tor"), ("tor1", "tor")}
+    for c in counters.values():
+        assert {"cache_hits", "cache_misses", "prs_in", "prs_out", "packets_in", "packets_out"} <= set(c)
+        assert c["prs_in"] == c["prs_out"]  # every PR in went out (as itself or as a cache-hit response)
+    tors = [counters["tor0"], counters["tor1"]]
+    # reads enter the ToRs from their nodes (what the ranks issued) and from the spine (cross-rack)
+    assert sum(t["read_prs_in"] for t in tors) == sw["netsparse"]["prs_issued"] + counters["spine"]["read_prs_out"]
+    assert all(t["cache_hits"] + t["cache_misses"] == t["read_prs_in"] for t in tors)
+    assert sum(t["cache_hits"] for t in tors) > 0
