@@ -85,7 +85,7 @@ def summary_lines(report: dict) -> list[str]:
         f"  epoch time   median {report['epoch_time_s']['median'] * 1e3:.2f} ms (measured)",
         f"  feature comm {c['feature_bytes_per_epoch']:,} B/epoch, {c['feature_bytes']:,} B in the run "
         f"(measured payload, all ranks)",
-    ] + _netsparse_lines(report.get("netsparse"))
+    ] + _netsparse_lines(report.get("netsparse")) + _switch_lines(report.get("switches"))
 
 
 def _netsparse_lines(ns: dict | None) -> list[str]:
@@ -94,3 +94,13 @@ def _netsparse_lines(ns: dict | None) -> list[str]:
     return [f"  netsparse    {ns['idxs']:,} idxs: {ns['local']:,} local, {ns['filtered']:,} filtered, "
             f"{ns['coalesced']:,} coalesced, {ns['prs_issued']:,} read PRs; {ns['prs_per_packet']:.1f} PRs/packet, "
             f"goodput {ns['goodput']:.3f} (measured packets, forward gathers)"]
+
+
+def _switch_lines(switches: list[dict] | None) -> list[str]:
+    """fabric=switch: one line per switch (measured counters of the switch service)."""
+    lines = []
+    for s in switches or []:
+        c = s["counters"]
+        lines.append(f"  switch {s['name']:<5} {c['prs_in']:,} PRs in, {c['cache_hits']:,} ToR cache hits / "
+                     f"{c['read_prs_in']:,} reads, {c['prs_per_packet']:.1f} PRs/packet out (measured)")
+    return lines
