@@ -20,7 +20,8 @@ class ConfigError(NetsparseError):
 class RigTimeoutError(NetsparseError, TimeoutError):
     """A RIG command's watchdog (``rig.timeout_s``, paper §7.1) expired with responses missing.
 
-    ``peers`` are the ranks this rank still had read PRs outstanding to, ``switch`` the switch it was
+    ``peers`` are the ranks this kernel's read PRs went to (a superset of the silent ones: the RIG node
+    does not expose pending PRs per owner), ``switch`` the switch it was
     attached to (when a switch fabric carries the packets); the message names both."""
 
     def __init__(self, msg: str, peers: list[int] = (), switch: str | None = None):

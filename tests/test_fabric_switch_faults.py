@@ -103,3 +103,53 @@ def test_switch_fault_mid_epoch_is_a_clear_error_then_resume_finishes(tmp_path, 
     assert epochs == list(range(20))  # the checkpointed epochs plus the resumed ones, each once
     assert {e["name"] for e in report["switches"]} == {"spine", "tor0", "tor1"}
     json.dumps(report["switches"])
+
+
+def test_watchdog_names_the_switch_and_peers_and_discards_the_partial_halo():
+    """One rack of 3 nodes: node 2 serves, node 1 never attaches. Node 0 gathers rows of both; the
+    rows of node 2 arrive, those of node 1 never do, so after rig.timeout_s the RIG watchdog raises
+    RigTimeoutError and the halo, partly filled by then, is zeroed."""
+    import threading
+
+    import numpy as np
+    import torch
+    from test_switch_fabric import BarrierMin
+
+    from netsparse_torch.comm.rig import run_kernel
+    from netsparse_torch.errors import RigTimeoutError
+    from netsparse_torch.fabric.switch import LocalSwitches, SwitchFabric
+    from netsparse_torch.units import RigNode
+
+    bounds = [0, 4, 8, 12]
+    x = torch.arange(12 * 4, dtype=torch.float32).view(12, 4) + 1  # no row is all zeros
+    idxs = np.array([8, 9, 4, 5], dtype=np.int64)  # rows of node 2, then of node 1
+    red = BarrierMin(2)  # node 0 and node 2 (node 1 is missing)
+    with LocalSwitches(3, 3, 16) as sw:
+        f0 = SwitchFabric(3, 0, sw.address(0), all_done=red.for_rank(0), timeout_s=1.0, controls=sw.controls(0))
+        f2 = SwitchFabric(3, 2, sw.address(2), all_done=red.for_rank(1), timeout_s=1.0)
+        halo = torch.full((4, 4), -1.0)
+        seen: list = []
+
+        def node2():
+            node = RigNode(2, bounds)
+            try:
+                run_kernel(node, f2, x[8:12].contiguous(), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                           torch.empty(0, 4))
+            except BaseException as e:  # the barrier breaks when node 0 gives up
+                seen.append(e)
+
+        t = threading.Thread(target=node2, daemon=True)
+        t.start()
+        node0 = RigNode(0, bounds)
+        try:
+            with pytest.raises(RigTimeoutError) as err:
+                run_kernel(node0, f0, x[0:4].contiguous(), idxs, np.arange(4, dtype=np.int64), halo)
+        finally:
+            red.barrier.abort()
+            t.join(timeout=30)
+            f0.close()
+            f2.close()
+    assert "watchdog expired" in str(err.value) and sw.address(0) in str(err.value)
+    assert err.value.switch == sw.address(0) and err.value.peers == [1, 2]
+    assert node0.stats()["responses"] == 2  # rows 8 and 9 had arrived ...
+    assert torch.equal(halo, torch.zeros(4, 4))  # ... and the whole halo is discarded

@@ -139,7 +139,7 @@ class SwitchFabric:
             switch = f"ToR {self.address} does not answer (down or stalled)"
         return RigTimeoutError(
             f"RIG command watchdog expired: no response for {self.timeout_s:g} s with "
-            f"{node.pending} read PRs pending; reads outstanding to ranks {peers}; {switch}. The partial "
+            f"{node.pending} read PRs pending; this kernel's reads went to ranks {peers}; {switch}. The partial "
             "halo is discarded", peers=peers, switch=self.address)
 
     def close(self) -> None:
