@@ -4,7 +4,6 @@
 #include "bind/bindings.h"
 #include "kernels_sparse_ops.h"
 #include "spmm.h"
-#include "kernels_panels.h"
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "netsparse_torch C++ units: CPU SpMM, NetSparse hardware units and the simulator core";
@@ -18,8 +17,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("src"), py::arg("idx"), py::arg("n_out"));
   m.def("csr_transpose", &netsparse::csr_transpose, "CSR of the transpose", py::arg("crow"), py::arg("col"),
         py::arg("val"), py::arg("n_cols"));
-  m.def("spmm_panels", &netsparse::spmm_panels, "Two-Face row-panel SpMM on CPU", py::arg("panel_ptr"),
-        py::arg("row"), py::arg("col"), py::arg("val"), py::arg("B"), py::arg("n_rows"), py::arg("panel_rows") = 32);
   m.def("num_threads", [] { return at::get_num_threads(); });
   auto units = m.def_submodule("units", "Hardware units (one C++ implementation each)");
   bind_flit_link(units);

@@ -14,9 +14,8 @@ import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 
-from netsparse_torch import _C
-from netsparse_torch.comm.twoface.classify import ASYNC, LOCAL, ROW_PANEL, SYNC, Stripes, coalesce_distance
-from netsparse_torch.kernels import CSR, spmm
+from netsparse_torch.comm.twoface.classify import ASYNC, LOCAL, SYNC, Stripes, coalesce_distance
+from netsparse_torch.kernels import CSR
 
 
 def _csr(m: sp.csr_matrix) -> CSR:
@@ -27,52 +26,17 @@ def _csr(m: sp.csr_matrix) -> CSR:
 
 
 @dataclass
-class Panels:
-    """Row panels (Two-Face §4.2): the nonzeros grouped by panel of ``ROW_PANEL`` rows, inside a panel
-    by block of ``width`` columns (a stripe), then by row: ``panel_ptr[q]`` is the first nonzero of
-    panel ``q``, each nonzero keeps its row, column and value."""
-
-    panel_ptr: torch.Tensor
-    row: torch.Tensor
-    col: torch.Tensor
-    val: torch.Tensor
-    n_rows: int
-
-    @classmethod
-    def of(cls, m: sp.csr_matrix, width: int) -> Panels:
-        m = m.tocsr()
-        row = np.repeat(np.arange(m.shape[0], dtype=np.int64), np.diff(m.indptr))
-        col = m.indices.astype(np.int64)
-        order = np.lexsort((col, row, col // width, row // ROW_PANEL))
-        n_panels = -(-m.shape[0] // ROW_PANEL)
-        ptr = np.zeros(n_panels + 1, dtype=np.int64)
-        ptr[1:] = np.cumsum(np.bincount(row // ROW_PANEL, minlength=n_panels))
-        return cls(torch.from_numpy(ptr), torch.from_numpy(row[order]), torch.from_numpy(col[order]),
-                   torch.from_numpy(m.data[order].astype(np.float32)), m.shape[0])
-
-    def matmul(self, B: torch.Tensor) -> torch.Tensor:
-        return _C.spmm_panels(self.panel_ptr, self.row, self.col, self.val.to(B.dtype), B, self.n_rows, ROW_PANEL)
-
-
-@dataclass
 class Part:
-    """One class of nonzeros over its own column space: a CSR and its transpose for the backward
-    (the asynchronous part's transpose is its column-major form), plus row panels for the forward of
-    the synchronous and local-input parts."""
+    """One class of nonzeros as a CSR over its own column space, with its transpose for the backward.
+    Synchronous/local parts are read row by row (row panels); the asynchronous part's transpose is its
+    column-major form."""
 
     a: CSR
     a_t: CSR
-    panels: Panels | None = None
 
     @classmethod
-    def of(cls, m: sp.csr_matrix, panel_width: int | None = None) -> Part:
-        return cls(_csr(m), _csr(m.T), Panels.of(m, panel_width) if panel_width else None)
-
-    def matmul(self, B: torch.Tensor) -> torch.Tensor:
-        """``A x B``: the row panels on CPU, the CSR kernel elsewhere."""
-        if self.panels is not None and B.device.type == "cpu":
-            return self.panels.matmul(B)
-        return spmm(self.a, B)
+    def of(cls, m: sp.csr_matrix) -> Part:
+        return cls(_csr(m), _csr(m.T))
 
 
 @dataclass
@@ -131,8 +95,8 @@ def build_layout(rows: sp.csr_matrix, stripes: Stripes, bounds: np.ndarray, rank
     for p, ids in enumerate(requested):
         for start in np.unique(r0 + (ids // width) * width).tolist():
             destinations.setdefault(int(start), []).append(p)
-    return Layout(Part.of(_with_cols(local, local.indices - r0, r1 - r0), width),
-                  Part.of(_with_cols(sync, np.searchsorted(sync_rows, sync.indices), sync_rows.size), width),
+    return Layout(Part.of(_with_cols(local, local.indices - r0, r1 - r0)),
+                  Part.of(_with_cols(sync, np.searchsorted(sync_rows, sync.indices), sync_rows.size)),
                   Part.of(_with_cols(async_, np.searchsorted(async_rows, async_.indices), async_rows.size)),
                   sync_xfer, async_xfer, stripes, destinations)
 

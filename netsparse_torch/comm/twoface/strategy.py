@@ -37,7 +37,7 @@ def _start(out: torch.Tensor, inp: torch.Tensor, out_counts: list[int], in_count
 
 def _forward_exchange(x: torch.Tensor, xfer: Transfer):
     recv = x.new_empty(xfer.n_recv, x.size(1))
-    return recv, _start(recv, x.index_select(0, xfer.send_idx), xfer.recv_counts, xfer.send_counts)
+    return recv, _start(recv, x[xfer.send_idx], xfer.recv_counts, xfer.send_counts)
 
 
 def _backward_exchange(g_rows: torch.Tensor, xfer: Transfer):
@@ -52,11 +52,11 @@ class _TwoFaceSpMM(torch.autograd.Function):
         x = x.detach()
         z_sync, w_sync = _forward_exchange(x, layout.sync_xfer)  # the big dense stripes start first
         z_async, w_async = _forward_exchange(x, layout.async_xfer)
-        out = layout.local.matmul(x)
+        out = spmm(layout.local.a, x)
         w_async.wait()
         out += spmm(layout.async_.a, z_async)
         w_sync.wait()
-        out += layout.sync.matmul(z_sync)
+        out += spmm(layout.sync.a, z_sync)
         strat.count("forward", layout, x, tag)
         return out
 
