@@ -2,10 +2,11 @@
 
 As in Two-Face §6.2, a small set of configurations is timed between two ranks:
 
-- synchronous transfer: ``S`` dense stripes of ``W`` rows x ``K``, packed and sent in one message as
+- synchronous transfer: ``S`` dense stripes of ``W`` rows x ``K``, picked and sent in one message as
   the grouped exchange of ``strategy=twoface`` does, ``T = S(beta_S K W + alpha_S)``;
-- asynchronous transfer: a fetch (the row ids, then the rows) of ``L`` rows in ``S`` coalesced
-  ranges, batched per peer as the runtime does, ``T = beta_A K L + alpha_A S``;
+- asynchronous transfer: ``L`` rows in ``S`` coalesced ranges, picked and sent in one message per
+  peer as the runtime does (the row lists are agreed once at layout time, as one-sided gets know
+  their offsets), ``T = beta_A K L + alpha_A S``;
 - asynchronous computation: one one-sided SpMM with ``N`` nonzeros over ``S`` stripes,
   ``T = gamma_A K N + kappa_A S``.
 
@@ -74,25 +75,27 @@ def _timed(fn, repeats: int) -> float:
     return statistics.median(times[1:])
 
 
-def _sync(rank, k, w, s, x):
-    # As the runtime does it: the S dense stripes are packed and leave in one message.
+def _send_rows(rank, x, ids, k):
+    # Both transfer kinds leave the owner as the runtime sends them: rows picked by index_select from
+    # the row lists agreed once at layout time, then one message per peer.
     if rank == 0:
-        dist.send(torch.cat([x[i * w:(i + 1) * w, :k] for i in range(s)]), 1)
+        dist.send(x[:, :k].index_select(0, ids).contiguous(), 1)
     else:
-        dist.recv(torch.empty(s * w, k), 0)
+        dist.recv(torch.empty(ids.numel(), k), 0)
+
+
+def _sync(rank, k, w, s, x):
+    """S dense stripes of W rows."""
+    ids = torch.arange(s * w)
+    return partial(_send_rows, rank, x, ids, k)
 
 
 def _async(rank, k, rows, s, x):
-    # As the runtime does it: one exchange of row ids (S coalesced ranges, L rows) and one reply.
-    if rank == 1:
-        starts = torch.arange(s) * (x.size(0) // s)
-        ids = (starts[:, None] + torch.arange(rows // s)[None, :]).reshape(-1)
-        dist.send(ids, 0)
-        dist.recv(torch.empty(ids.numel(), k), 0)
-    else:
-        ids = torch.empty(s * (rows // s), dtype=torch.long)
-        dist.recv(ids, 1)
-        dist.send(x[ids, :k].contiguous(), 1)
+    """L needed rows in S coalesced ranges spread over the owner's block (one-sided gets: the reader
+    knows the offsets, so no id message travels per call)."""
+    starts = torch.arange(s) * (x.size(0) // s)
+    ids = (starts[:, None] + torch.arange(rows // s)[None, :]).reshape(-1)
+    return partial(_send_rows, rank, x, ids, k)
 
 
 def _comp(k, nnz, s, gen):
@@ -116,10 +119,10 @@ def measure(rank: int, world_size: int, repeats: int) -> dict[str, list[tuple]]:
     bar = tqdm(total=total, desc="calibrate", disable=rank != 0, file=sys.stdout)
     samples: dict[str, list[tuple]] = {"sync": [], "async": [], "comp": []}
     for k, w, s in SYNC_GRID:
-        samples["sync"].append((k, w, s, _timed(partial(_sync, rank, k, w, s, x), repeats)))
+        samples["sync"].append((k, w, s, _timed(_sync(rank, k, w, s, x), repeats)))
         bar.update()
     for k, rows, s in ASYNC_GRID:
-        samples["async"].append((k, rows, s, _timed(partial(_async, rank, k, rows, s, x), repeats)))
+        samples["async"].append((k, rows, s, _timed(_async(rank, k, rows, s, x), repeats)))
         bar.update()
     for k, nnz, s in COMP_GRID:
         samples["comp"].append((k, nnz, s, _timed(_comp(k, nnz, s, gen), repeats)))
