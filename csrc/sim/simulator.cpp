@@ -21,7 +21,7 @@
 #include <deque>
 #include <limits>
 #include <memory>
-#include <queue>
+#include <algorithm>
 #include <stdexcept>
 
 #include "units/concatenator.h"
@@ -47,8 +47,48 @@ struct Event {
   uint32_t kind() const { return static_cast<uint32_t>(key & 15); }
   uint64_t seq() const { return key >> 4; }
 };
-struct Later {
-  bool operator()(const Event& x, const Event& y) const { return x.t != y.t ? x.t > y.t : x.key > y.key; }
+
+// Min-heap of events on (t, key), 4-ary: half the depth of a binary heap and a node's four children
+// in two cache lines. Keys are unique, so any correct heap pops the same order.
+class EventQueue {
+ public:
+  bool empty() const { return v_.empty(); }
+  void push(const Event& e) {
+    size_t i = v_.size();
+    v_.push_back(e);
+    while (i > 0) {
+      const size_t up = (i - 1) / 4;
+      if (!before(e, v_[up])) break;
+      v_[i] = v_[up];
+      i = up;
+    }
+    v_[i] = e;
+  }
+  Event pop() {
+    const Event top = v_[0];
+    const Event last = v_.back();
+    v_.pop_back();
+    const size_t n = v_.size();
+    if (n == 0) return top;
+    size_t i = 0;
+    for (;;) {
+      const size_t c = 4 * i + 1;
+      if (c >= n) break;
+      size_t best = c;
+      const size_t end = std::min(c + 4, n);
+      for (size_t j = c + 1; j < end; ++j)
+        if (before(v_[j], v_[best])) best = j;
+      if (!before(v_[best], last)) break;
+      v_[i] = v_[best];
+      i = best;
+    }
+    v_[i] = last;
+    return top;
+  }
+
+ private:
+  static bool before(const Event& x, const Event& y) { return x.t != y.t ? x.t < y.t : x.key < y.key; }
+  std::vector<Event> v_;
 };
 
 // A server unit's response waiting for its PCIe read to complete. Its push time and seq are fixed
@@ -131,7 +171,7 @@ class Sim {
   void arm_switch(uint32_t s, int64_t t);
   template <class F>
   void take(Concatenator& c, F&& f);
-  uint32_t make_packet(const PacketView& v);
+  uint32_t make_packet(const PacketView& v, std::vector<uint8_t>* whole);
   void free_packet(uint32_t p) { free_.push_back(p); }
   void enqueue(int64_t link, uint32_t p, int64_t t);
   void try_start(int64_t link, int64_t t);
@@ -147,6 +187,7 @@ class Sim {
   int64_t nodes_;
   NodeMap map_;
   Clock snic_, sw_;
+  int64_t cycle_ps_ = 0, lookup_ps_ = 0;  // one SNIC cycle; the property-cache lookup (switch clock)
   HeaderSizes hs_;
   std::vector<int64_t> zero_slots_;
   std::vector<uint8_t> local_;  // property values are irrelevant to timing: one zero array
@@ -163,7 +204,7 @@ class Sim {
   std::vector<uint32_t> free_;
   std::vector<int64_t> offs_;
   std::vector<int64_t> touched_;
-  std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  EventQueue heap_;
   uint64_t seq_ = 0;
   int64_t running_ = 0;
   SimResult res_;
@@ -189,6 +230,8 @@ Sim::Sim(const std::vector<int64_t>& indptr, const int64_t* indices, int64_t nnz
   if (cfg.pcie_ps < 0 || cfg.switch_ps < 0 || cfg.cache_latency_cycles < 0)
     throw std::invalid_argument("simulator: latencies must be >= 0");
   hs_.validate();
+  cycle_ps_ = snic_.ps(1);
+  lookup_ps_ = sw_.ps(cfg.cache_latency_cycles);
   if (cfg.buffer_bytes < cfg.mtu) throw std::invalid_argument("simulator: buffer bytes must hold one MTU packet");
   const int64_t n_links = static_cast<int64_t>(topo.link_src.size());
   if (static_cast<int64_t>(topo.routes.size()) != nodes_ * nodes_ * topo.max_hops || topo.max_hops <= 0)
@@ -286,7 +329,9 @@ Sim::Sim(const std::vector<int64_t>& indptr, const int64_t* indices, int64_t nnz
   res_.switches.resize(topo.n_switches);
 }
 
-uint32_t Sim::make_packet(const PacketView& v) {
+// A packet from a concatenator's output; `whole` is its stream when the packet is all of it, then the
+// bytes move into the packet (buffer swap, no copy) and the stream gets the recycled buffer.
+uint32_t Sim::make_packet(const PacketView& v, std::vector<uint8_t>* whole) {
   uint32_t p;
   if (!free_.empty()) {
     p = free_.back();
@@ -296,8 +341,13 @@ uint32_t Sim::make_packet(const PacketView& v) {
     pkts_.emplace_back();
   }
   Packet& k = pkts_[p];
-  const uint8_t* start = v.prs - kConcatHeaderBytes;
-  k.bytes.assign(start, start + v.bytes);
+  if (whole) {
+    k.bytes.swap(*whole);
+    whole->clear();
+  } else {
+    const uint8_t* start = v.prs - kConcatHeaderBytes;
+    k.bytes.assign(start, start + v.bytes);
+  }
   k.type = v.type;
   k.n_prs = v.n_prs;
   k.dst = v.dest;
@@ -312,7 +362,7 @@ uint32_t Sim::make_packet(const PacketView& v) {
   return p;
 }
 
-// Hands every packet the concatenator flushed since the last call to f, in flush order.
+// Hands every packet the concatenator flushed since the last call to f (as a packet id), in flush order.
 template <class F>
 void Sim::take(Concatenator& c, F&& f) {
   auto& log = c.log();
@@ -324,8 +374,9 @@ void Sim::take(Concatenator& c, F&& f) {
     if (offs_[q] == 0) touched_.push_back(q);
     const PacketView v = decode_packet(s.data() + offs_[q], static_cast<int64_t>(s.size()) - offs_[q],
                                        c.max_packet_bytes(), true);
+    const bool whole = offs_[q] == 0 && v.bytes == static_cast<int64_t>(s.size());
     offs_[q] += v.bytes;
-    f(v);
+    f(make_packet(v, whole ? &s : nullptr));
   }
   for (int64_t q : touched_) {
     c.stream(static_cast<uint16_t>(q / nodes_), static_cast<uint32_t>(q % nodes_)).clear();
@@ -344,8 +395,7 @@ void Sim::nic_push(uint32_t node, uint16_t type, uint32_t dest, const PR& pr, in
 
 // Sends every packet the node's NIC concatenator flushed onto the host's uplink.
 void Sim::nic_send(uint32_t node, int64_t t) {
-  take(*node_[node]->nic, [&](const PacketView& v) {
-    const uint32_t p = make_packet(v);
+  take(*node_[node]->nic, [&](uint32_t p) {
     Packet& k = pkts_[p];
     k.route_src = node;
     NodeCounters& nc = res_.nodes[node];
@@ -418,8 +468,7 @@ void Sim::arrive(uint32_t p, int64_t link, int64_t t) {
   const uint32_t s = static_cast<uint32_t>(v - nodes_);
   ++res_.switches[s].packets_in;
   if (pipe_[s]) {
-    const int64_t lookup = sw_.ps(cfg_.cache_latency_cycles);
-    push(t + cfg_.switch_ps + lookup, kSwitchDone, p, s);
+    push(t + cfg_.switch_ps + lookup_ps_, kSwitchDone, p, s);
   } else {
     push(t + cfg_.switch_ps, kForward, p);
   }
@@ -440,7 +489,7 @@ void Sim::host_receive(uint32_t host, uint32_t p, int64_t t) {
   const int64_t u = n.next_server++ % cfg_.server_units;
   const PacketView v = decode_packet(k.bytes.data(), static_cast<int64_t>(k.bytes.size()),
                                      cfg_.mtu - cfg_.upper_bytes, false);
-  const int64_t cyc = snic_.ps(1);
+  const int64_t cyc = cycle_ps_;
   n.servers[u].serve(n.ctx, v, [&](uint32_t dest, const PR& pr, const uint8_t*) {
     // One property read per SNIC cycle, at most lsq_entries PCIe reads in flight (Table 5 LSQ).
     int64_t start = std::max(t, n.server_free[u]) + cyc;
@@ -486,7 +535,7 @@ void Sim::issue(uint32_t node, uint32_t unit, int64_t t) {
   IssuedPR& out = n.issued[unit];
   u.issue(n.ctx, [&](uint32_t dest, const PR& pr) { out = IssuedPR{pr, dest, true}; }, 1);
   if (u.counters.prs != before) {
-    push(t + snic_.ps(1), kIssue, node, unit);  // one PR per SNIC cycle; it reaches the NIC then too
+    push(t + cycle_ps_, kIssue, node, unit);  // one PR per SNIC cycle; it reaches the NIC then too
     return;
   }
   n.busy[unit] = 0;
@@ -536,7 +585,7 @@ void Sim::drain_all(int64_t t) {
   for (size_t s = 0; s < pipe_.size(); ++s)
     if (pipe_[s]) {
       pipe_[s]->flush_all(std::max(sw_.cycle(t), pipe_[s]->concatenator().now()));
-      take(pipe_[s]->concatenator(), [&](const PacketView& v) { switch_out(static_cast<uint32_t>(s), make_packet(v), t); });
+      take(pipe_[s]->concatenator(), [&](uint32_t p) { switch_out(static_cast<uint32_t>(s), p, t); });
     }
 }
 
@@ -567,7 +616,7 @@ void Sim::handle(const Event& e) {
       sw_timer_[e.a] = kNever;
       SwitchPipe& sp = *pipe_[e.a];
       sp.advance(std::max(sw_.cycle(e.t), sp.concatenator().now()));
-      take(sp.concatenator(), [&](const PacketView& v) { switch_out(e.a, make_packet(v), e.t); });
+      take(sp.concatenator(), [&](uint32_t p) { switch_out(e.a, p, e.t); });
       arm_switch(e.a, e.t);
       break;
     }
@@ -596,7 +645,7 @@ void Sim::handle(const Event& e) {
       sc.inserted += sp.counters.inserted - before.inserted;
       free_packet(e.a);
       try_start(held, e.t);
-      take(sp.concatenator(), [&](const PacketView& v) { switch_out(e.b, make_packet(v), e.t); });
+      take(sp.concatenator(), [&](uint32_t p) { switch_out(e.b, p, e.t); });
       arm_switch(e.b, e.t);
       break;
     }
@@ -618,8 +667,7 @@ SimResult Sim::run() {
   int64_t now = 0;
   for (;;) {
     while (!heap_.empty()) {
-      const Event e = heap_.top();
-      heap_.pop();
+      const Event e = heap_.pop();
       now = e.t;
       ++res_.events;
       handle(e);

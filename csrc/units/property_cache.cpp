@@ -47,8 +47,8 @@ void PropertyCache::invalidate(int64_t prop_bytes) {
 
 int64_t PropertyCache::find(uint64_t key, int64_t set) const {
   const int64_t base = set * cfg_.ways;
-  for (int64_t w = 0; w < cfg_.ways; ++w)
-    if (line_epoch_[base + w] == epoch_ && tag_[base + w] == key) return base + w;
+  for (int64_t w = 0; w < cfg_.ways; ++w)  // tag first: a miss then never loads the epoch line
+    if (tag_[base + w] == key && line_epoch_[base + w] == epoch_) return base + w;
   return -1;
 }
 
