@@ -11,6 +11,7 @@ analytic (``hw_models``); the NetSparse block needs the C++ simulator and says s
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import sys
@@ -137,7 +138,7 @@ def strong_scaling_block(a, params: HardwareParams, cfg: DictConfig) -> dict:
             models[name] = compute.AcceleratorModel()
             info[name] = {"modeled": True, **asdict(models[name]), "formula": "max(flops/peak, bytes/HBM)"}
         elif name == "cpu":
-            cpu = compute.calibrate_cpu(k=int(cfg.k))
+            cpu = _cpu_model(int(cfg.k))
             models[name] = cpu
             info[name] = {"calibrated_from_measurement": True, "nnz_k_per_s": cpu.nnz_k_per_s,
                           "gflops": cpu.gflops, "source": cpu.source}
@@ -147,6 +148,14 @@ def strong_scaling_block(a, params: HardwareParams, cfg: DictConfig) -> dict:
                                    partition=str(cfg.partition), compute_models=models,
                                    simulator=default_simulator(), progress=_progress)
     return {"compute_models": info, "rows": rows}
+
+
+@functools.cache
+def _cpu_model(k: int) -> compute.CPUModel:
+    """One CPU calibration per process and K: every job of a sweep (Hydra runs them in this process)
+    uses the same measured rate, so load changes on a shared machine do not skew one matrix against
+    another."""
+    return compute.calibrate_cpu(k=k, repeats=20)
 
 
 def _progress(items):
