@@ -132,11 +132,14 @@ class SwitchFabric:
 
     def _watchdog_error(self, node) -> RigTimeoutError:
         peers = sorted(self._peers - {self.rank})
-        try:
-            ControlClient(self.address, token=self._token, tls_ca=self._tls_ca, timeout=2.0).health()
+        probe = ControlClient(self.address, token=self._token, tls_ca=self._tls_ca, timeout=min(2.0, self.timeout_s))
+        try:  # tell a stalled or dead switch from a live one that forwards nothing (a silent peer)
+            probe.health()
             switch = f"ToR {self.address} answers Health but delivered nothing"
         except SwitchError:
             switch = f"ToR {self.address} does not answer (down or stalled)"
+        finally:
+            probe.close()
         return RigTimeoutError(
             f"RIG command watchdog expired: no response for {self.timeout_s:g} s with "
             f"{node.pending} read PRs pending; this kernel's reads went to ranks {peers}; {switch}. The partial "
