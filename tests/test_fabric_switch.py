@@ -160,3 +160,31 @@ def test_netsparse_train_fabric_switch_matches_sa_and_reports_every_switch(tmp_p
     assert sum(t["read_prs_in"] for t in tors) == sw["netsparse"]["prs_issued"] + counters["spine"]["read_prs_out"]
     assert all(t["cache_hits"] + t["cache_misses"] == t["read_prs_in"] for t in tors)
     assert sum(t["cache_hits"] for t in tors) > 0
+
+
+def launcher_cfg(switches=None):
+    return OmegaConf.create({"world_size": 4, "strategy": {"name": "netsparse"}, "cluster": {"rack_size": 2},
+                             "rig": {"timeout_s": 30}, "fabric": {"name": "switch", "switches": switches,
+                                                                  "token_env": None}})
+
+
+def test_launcher_stops_the_switches_it_started_when_a_rank_fails():
+    from netsparse_torch.fabric.lifecycle import switch_service
+
+    cfg = launcher_cfg()
+    with pytest.raises(RuntimeError, match="a rank failed"), switch_service(cfg) as service:
+        servers = list(service.local.servers.values())
+        assert sorted(cfg.fabric.switches) == ["spine", "tors"] and len(cfg.fabric.switches.tors) == 2
+        raise RuntimeError("a rank failed")
+    assert len(servers) == 3 and all(s.summary is not None for s in servers)  # all stopped
+
+
+def test_given_switches_must_match_the_racks():
+    from netsparse_torch.fabric.lifecycle import switch_service
+
+    with pytest.raises(ConfigError, match="needs 2 ToR address"), switch_service(
+            launcher_cfg({"spine": "127.0.0.1:1", "tors": ["127.0.0.1:2"]})):
+        pass
+    with pytest.raises(ConfigError, match="needs a spine"), switch_service(
+            launcher_cfg({"spine": None, "tors": ["127.0.0.1:2", "127.0.0.1:3"]})):
+        pass
