@@ -133,14 +133,17 @@ def _rows(report: dict) -> list[dict]:
 
 
 def _table8(reports: list[dict]) -> list[str]:
-    """NetSparse Table 8: the cumulative ablation, one row per matrix and stage."""
-    head = ["matrix", "nodes", "K", "stage", "speedup vs SUOpt", "traffic reduction vs SU", "goodput"]
+    """NetSparse Table 8: the cumulative ablation, one row per matrix, one column per stage; each cell
+    is ``speedup vs SUOpt / traffic reduction vs SU / goodput``."""
+    stages = [a["stage"] for a in next((r["ablation"] for r in reports if r.get("ablation")), [])]
+    head = ["matrix", "nodes", "K"] + [s if i == 0 else f"+{s}" for i, s in enumerate(stages)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in reports:
-        for a in r.get("ablation") or []:
-            cells = [r["matrix"]["name"], fmt(r["cluster"]["nodes"]), fmt(r["k"]), a["stage"],
-                     fmt(a["speedup_vs_su_opt"]), fmt(a["traffic_reduction_vs_su"]), fmt(a["goodput"])]
-            lines.append("| " + " | ".join(cells) + " |")
+        by_stage = {a["stage"]: a for a in r.get("ablation") or []}
+        cells = [r["matrix"]["name"], fmt(r["cluster"]["nodes"]), fmt(r["k"])]
+        keys = ("speedup_vs_su_opt", "traffic_reduction_vs_su", "goodput")
+        cells += [" / ".join(fmt(by_stage[s][k]) for k in keys) if s in by_stage else "n/a" for s in stages]
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 

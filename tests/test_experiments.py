@@ -70,9 +70,11 @@ def test_collect_table8_and_active_nodes(tmp_path):
     r = simulate.run(cfg)
     reports = collect.load_reports(tmp_path)
     t8 = collect.markdown("table8", reports)
-    assert len(t8) == 2 + 5 and t8[2].startswith("| karate | 4 | 16 | rig |")
-    first = r["ablation"][0]
-    assert f"| {collect.fmt(first['speedup_vs_su_opt'])} |" in t8[2]
+    assert t8[0] == "| matrix | nodes | K | rig | +filter | +coalesce | +concat_nic | +switch |"
+    first, last = r["ablation"][0], r["ablation"][-1]
+    cell = " / ".join(collect.fmt(first[k]) for k in ("speedup_vs_su_opt", "traffic_reduction_vs_su", "goodput"))
+    assert len(t8) == 3 and t8[2].startswith(f"| karate | 4 | 16 | {cell} |")
+    assert t8[2].endswith(f" / {collect.fmt(last['goodput'])} |")
     act = collect.markdown("active_nodes", reports)
     last = r["active_nodes"]["t_s"][r["active_nodes"]["count"].index(0)]
     assert act[2].endswith(f"| {collect.fmt(last, micro=True)} |")

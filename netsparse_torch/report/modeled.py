@@ -95,8 +95,9 @@ def modeled_block(cfg, graph) -> dict | None:
     gathers = epoch_gathers(str(cfg.model.name), graph.num_features, int(cfg.hidden), graph.num_classes,
                             int(cfg.model.num_layers))
     partition = str(cluster.get("partition") or cfg.partition)
-    block = modeled_training(graph.adj, params, [g["k"] for g in gathers], _compute_model(cluster),
-                             partition, default_simulator())
+    model = _compute_model(cluster)
+    block = modeled_training(graph.adj, params, [g["k"] for g in gathers], model, partition, default_simulator())
+    block["compute"]["source"] = getattr(model, "source", "NetSparse §8 SPADE-like roofline (hw_models.compute)")
     for g, row in zip(gathers, block["per_gather"], strict=True):
         row.update(layer=g["layer"], direction=g["direction"])
     return {"what": WHAT, "cluster_name": str(cluster.name), **{k: v for k, v in block.items() if k != "what"}}
@@ -105,12 +106,13 @@ def modeled_block(cfg, graph) -> dict | None:
 def cluster_params(cluster):
     """``HardwareParams`` from a ``configs/cluster`` entry: nodes, rack_size, topology and ``hw``
     overrides ({section: {field: value}}); every other field keeps its NetSparse Table 5 default."""
-    from hw_models.params import HardwareParams
-
-    base = {"cluster": {"nodes": int(cluster.nodes), "rack_size": int(cluster.get("rack_size") or 16),
-                        "topology": str(cluster.get("topology") or "leafspine")}}
     from omegaconf import OmegaConf
 
+    from hw_models.params import HardwareParams
+
+    # rack_size 16 and leaf-spine: NetSparse Table 5, also the HardwareParams defaults
+    base = {"cluster": {"nodes": int(cluster.nodes), "rack_size": int(cluster.get("rack_size") or 16),
+                        "topology": str(cluster.get("topology") or "leafspine")}}
     hw = cluster.get("hw") or {}
     hw = OmegaConf.to_container(hw, resolve=True) if OmegaConf.is_config(hw) else dict(hw)
     for section, values in hw.items():
