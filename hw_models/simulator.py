@@ -7,7 +7,9 @@ property cache, header model). This module only flattens :class:`HardwareParams`
 Timing rules and counter definitions: ``docs/simulator.md`` and :mod:`hw_models.analytic`.
 
 Assumptions of ours (not NetSparse numbers): ``BUFFER_BYTES`` of input buffer per directed link
-(credit flow control, lossless); half the RIG units are clients and half servers (as in issue 3);
+(credit flow control, lossless); ``PIPE_BUFFER_BYTES`` of output buffer per extended switch's
+NetSparse pipe (host packets wait in their input buffer while it is full: backpressure, lossless);
+half the RIG units are clients and half servers (as in issue 3);
 per-node byte statistics of the tail node count the bytes the node *receives*, like SUOpt's.
 """
 
@@ -26,15 +28,25 @@ from netsparse_torch.errors import ConfigError
 BUFFER_BYTES = 64 * 1024
 """Input buffer per directed link in bytes. Our assumption (64 KiB per port); NetSparse gives none."""
 
+PIPE_BUFFER_BYTES = 1 << 20
+"""Output buffer of an extended (ToR) switch's NetSparse pipe in bytes: packets the pipe made that
+have not started on their link. Our assumption (1 MiB; NetSparse gives none, Tofino-class switches
+share tens of MB of packet buffer). While it is full, packets from the switch's hosts wait in their
+input buffer, so the hosts' uplinks stop (backpressure); packets from other switches always enter
+(no cyclic wait between switches), bounded end to end by the Pending PR Tables."""
+
 
 def simulate(a: sp.spmatrix | sp.sparray, w: definitions.Workload, params: HardwareParams, k: int,
              kernel: str = "spmm", mechanisms: dict[str, bool] | None = None,
-             topo: Topology | None = None) -> analysis.NetSparseRun:
+             topo: Topology | None = None, *, buffer_bytes: int = BUFFER_BYTES,
+             pipe_buffer_bytes: int = PIPE_BUFFER_BYTES) -> analysis.NetSparseRun:
     """Simulate one NetSparse gather of ``k``-element properties (``k`` is the *gathered* width).
 
     ``w`` is the partition of ``a`` (:func:`hw_models.definitions.workload`); ``mechanisms`` switches
-    the Table 8 stages (all on by default). Returns per-node completion times, tail statistics,
-    the active-nodes step series and every counter.
+    the Table 8 stages (all on by default). ``buffer_bytes`` (per directed link, at least one MTU)
+    and ``pipe_buffer_bytes`` (per extended switch) bound the buffers (our assumptions, see the
+    module constants). Returns per-node completion times, tail statistics, the active-nodes step
+    series and every counter.
     """
     from netsparse_torch._C import units as _units
 
@@ -53,7 +65,7 @@ def simulate(a: sp.spmatrix | sp.sparray, w: definitions.Workload, params: Hardw
     routes, _ = topo.path_table()
     if routes.shape[2] == 0:  # one node: no path has a link
         routes = np.full((topo.n_hosts, topo.n_hosts, 1), -1, dtype=np.int64)
-    cfg = sim_config(params, k, mech, w.n_cols)
+    cfg = sim_config(params, k, mech, w.n_cols, buffer_bytes, pipe_buffer_bytes)
     out = _units.simulate(
         csr.indptr.astype(np.int64), csr.indices.astype(np.int64), np.asarray(w.row_bounds, np.int64),
         np.asarray(w.col_bounds, np.int64), cfg, topo.link_src, topo.link_dst,
@@ -62,8 +74,12 @@ def simulate(a: sp.spmatrix | sp.sparray, w: definitions.Workload, params: Hardw
     return _to_run(out, params)
 
 
-def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], n_cols: int) -> dict:
+def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], n_cols: int,
+               buffer_bytes: int = BUFFER_BYTES, pipe_buffer_bytes: int = PIPE_BUFFER_BYTES) -> dict:
     """The flat C++ ``SimConfig`` of ``params`` (Table 5 defaults) for properties of ``k`` elements."""
+    for name, v in (("buffer_bytes", buffer_bytes), ("pipe_buffer_bytes", pipe_buffer_bytes)):
+        if v < 1:
+            raise ConfigError(f"{name} must be >= 1, got {v}")
     prop_bytes = k * params.headers.element_bytes
     clients = max(1, params.snic.rig_units // 2)
     pc = params.property_cache
@@ -83,7 +99,10 @@ def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], n_cols: in
         "pcie_ps": round(params.pcie.latency_ns * 1000), "switch_ps": round(params.switch.latency_ns * 1000),
         "mtu": params.headers.mtu_bytes, "upper_bytes": params.headers.upper_bytes,
         "concat_bytes": params.headers.concat_bytes, "pr_bytes": params.headers.pr_bytes,
-        "buffer_bytes": max(BUFFER_BYTES, params.headers.mtu_bytes),
+        # the default grows to one MTU for jumbo-frame configs; a smaller explicit value is an error (C++)
+        "buffer_bytes": max(BUFFER_BYTES, params.headers.mtu_bytes) if buffer_bytes == BUFFER_BYTES
+        else int(buffer_bytes),
+        "pipe_buffer_bytes": int(pipe_buffer_bytes),
     }
 
 

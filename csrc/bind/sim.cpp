@@ -29,7 +29,7 @@ SimConfig config_from(const py::dict& d) {
                                 "server_units", "pending_entries", "lsq_entries", "batch", "snic_ghz", "switch_ghz",
                                 "nic_delay_cycles", "switch_delay_cycles", "cache_latency_cycles", "cache_bytes",
                                 "cache_ways", "cache_segment", "cache_max_line", "pcie_ps", "switch_ps", "mtu",
-                                "upper_bytes", "concat_bytes", "pr_bytes", "buffer_bytes"};
+                                "upper_bytes", "concat_bytes", "pr_bytes", "buffer_bytes", "pipe_buffer_bytes"};
   for (auto item : d) {
     const std::string k = item.first.cast<std::string>();
     bool ok = false;
@@ -63,6 +63,7 @@ SimConfig config_from(const py::dict& d) {
   c.concat_bytes = get(d, "concat_bytes", c.concat_bytes);
   c.pr_bytes = get(d, "pr_bytes", c.pr_bytes);
   c.buffer_bytes = get(d, "buffer_bytes", c.buffer_bytes);
+  c.pipe_buffer_bytes = get(d, "pipe_buffer_bytes", c.pipe_buffer_bytes);
   return c;
 }
 
@@ -85,16 +86,17 @@ py::dict to_dict(const SimResult& r) {
 #undef COL
   out["nodes"] = n;
   py::dict s;
-  std::vector<int64_t> lk, hi, ins, pin, pout;
+  std::vector<int64_t> lk, hi, ins, pin, pout, stall;
   for (const auto& c : r.switches) {
     lk.push_back(c.lookups); hi.push_back(c.hits); ins.push_back(c.inserted);
-    pin.push_back(c.packets_in); pout.push_back(c.packets_out);
+    pin.push_back(c.packets_in); pout.push_back(c.packets_out); stall.push_back(c.pipe_stalls);
   }
   s["read_lookups"] = py::array_t<int64_t>(lk.size(), lk.data());
   s["read_hits"] = py::array_t<int64_t>(hi.size(), hi.data());
   s["inserts"] = py::array_t<int64_t>(ins.size(), ins.data());
   s["packets_in"] = py::array_t<int64_t>(pin.size(), pin.data());
   s["packets_out"] = py::array_t<int64_t>(pout.size(), pout.data());
+  s["pipe_stalls"] = py::array_t<int64_t>(stall.size(), stall.data());
   out["switches"] = s;
   out["active_t_ps"] = py::array_t<int64_t>(r.active_t_ps.size(), r.active_t_ps.data());
   out["active_count"] = py::array_t<int64_t>(r.active_count.size(), r.active_count.data());

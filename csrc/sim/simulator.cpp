@@ -36,7 +36,7 @@ namespace {
 
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
-enum Kind : uint8_t { kIssue, kNicPush, kNicTimer, kSwitchTimer, kTxDone, kArrive, kSwitchDone, kForward, kWrite };
+enum Kind : uint8_t { kIssue, kNicPush, kNicTimer, kSwitchTimer, kTxDone, kArrive, kSwitchDone, kForward, kWrite, kPipeResume };
 
 // A heap entry is 24 bytes: the payload of a PR never rides in the heap (the heap stays in cache).
 // key = seq << 4 | kind; seq is unique, so ordering by (t, key) is ordering by (t, seq).
@@ -118,6 +118,7 @@ struct Packet {
   int64_t route_src = -1;  // host whose path table row routes it; -1 = direct ToR -> host link
   int32_t hop = 0;
   int64_t held = -1;  // link whose downstream input buffer holds the packet
+  int32_t pipe = -1;  // extended switch whose pipe output buffer holds it until it starts on its link
 };
 
 // Integer cycle <-> picosecond conversion of one clock domain (monotone, exact round trip).
@@ -178,6 +179,9 @@ class Sim {
   void arrive(uint32_t p, int64_t link, int64_t t);
   void host_receive(uint32_t host, uint32_t p, int64_t t);
   void switch_out(uint32_t s, uint32_t p, int64_t t);
+  void pipe_in(uint32_t s, uint32_t p, int64_t t);
+  void run_pipe(uint32_t s, uint32_t p, int64_t t);
+  void pipe_resume(uint32_t s, int64_t t);
   void write_back(uint32_t p, int64_t t);
   int64_t route(int64_t src, int64_t dst, int32_t hop) const { return topo_.routes[(src * nodes_ + dst) * topo_.max_hops + hop]; }
   void drain_all(int64_t t);
@@ -195,6 +199,9 @@ class Sim {
   std::vector<std::unique_ptr<Node>> node_;
   std::vector<std::unique_ptr<SwitchPipe>> pipe_;  // extended switches only
   std::vector<int64_t> sw_timer_;
+  std::vector<int64_t> pipe_backlog_;                // bytes of pipe-made packets not yet on a link
+  std::vector<std::deque<uint32_t>> pipe_blocked_;   // host packets waiting for pipe output room
+  std::vector<uint8_t> resume_armed_;
   std::vector<std::vector<int64_t>> sw_hosts_;
   std::vector<int64_t> sw_rr_, down_link_;
   std::vector<std::deque<uint32_t>> out_q_;
@@ -226,6 +233,7 @@ Sim::Sim(const std::vector<int64_t>& indptr, const int64_t* indices, int64_t nnz
   check_pos(cfg.server_units, "RIG server units");
   check_pos(cfg.lsq_entries, "LSQ entries");
   check_pos(cfg.buffer_bytes, "buffer bytes");
+  check_pos(cfg.pipe_buffer_bytes, "switch pipe buffer bytes");
   if (!(cfg.snic_ghz > 0) || !(cfg.switch_ghz > 0)) throw std::invalid_argument("simulator: clocks must be > 0 GHz");
   if (cfg.pcie_ps < 0 || cfg.switch_ps < 0 || cfg.cache_latency_cycles < 0)
     throw std::invalid_argument("simulator: latencies must be >= 0");
@@ -267,6 +275,9 @@ Sim::Sim(const std::vector<int64_t>& indptr, const int64_t* indices, int64_t nnz
   sc.delay_cycles = cfg.switch_delay_cycles < 0 ? -1 : cfg.switch_delay_cycles;
   pipe_.resize(topo.n_switches);
   sw_timer_.assign(topo.n_switches, kNever);
+  pipe_backlog_.assign(topo.n_switches, 0);
+  pipe_blocked_.resize(topo.n_switches);
+  resume_armed_.assign(topo.n_switches, 0);
   if (cfg.switch_on)
     for (int64_t s = 0; s < topo.n_switches; ++s)
       if (topo.switch_is_tor[s]) {
@@ -357,6 +368,7 @@ uint32_t Sim::make_packet(const PacketView& v, std::vector<uint8_t>* whole) {
   k.wire = b.total();
   k.hop = 0;
   k.held = -1;
+  k.pipe = -1;
   k.route_src = -1;
   res_.max_packet_wire = std::max(res_.max_packet_wire, k.wire);
   return p;
@@ -445,6 +457,15 @@ void Sim::try_start(int64_t link, int64_t t) {
   link_busy_[link] = 1;
   const int64_t prev = k.held;
   k.held = link;
+  if (k.pipe >= 0) {  // leaves the pipe's output buffer: blocked host packets may enter the pipe
+    const int32_t s = k.pipe;
+    k.pipe = -1;
+    pipe_backlog_[s] -= k.wire;
+    if (!pipe_blocked_[s].empty() && pipe_backlog_[s] < cfg_.pipe_buffer_bytes && !resume_armed_[s]) {
+      resume_armed_[s] = 1;
+      push(t, kPipeResume, static_cast<uint32_t>(s));
+    }
+  }
   const double ser = static_cast<double>(k.wire) * 1e12 / topo_.link_bytes_per_s[link];
   const int64_t ser_ps = static_cast<int64_t>(std::ceil(ser - 1e-6));
   push(t + ser_ps, kTxDone, static_cast<uint32_t>(link));
@@ -563,6 +584,8 @@ void Sim::respond(uint32_t node, uint32_t unit, const Event& e) {
 void Sim::switch_out(uint32_t s, uint32_t p, int64_t t) {
   Packet& k = pkts_[p];
   ++res_.switches[s].packets_out;
+  k.pipe = static_cast<int32_t>(s);
+  pipe_backlog_[s] += k.wire;
   if (down_link_[k.dst] >= 0 && topo_.link_src[down_link_[k.dst]] == nodes_ + static_cast<int64_t>(s)) {
     enqueue(down_link_[k.dst], p, t);  // the destination hangs off this switch
     return;
@@ -573,6 +596,50 @@ void Sim::switch_out(uint32_t s, uint32_t p, int64_t t) {
   k.route_src = hosts[sw_rr_[s]++ % static_cast<int64_t>(hosts.size())];
   k.hop = 1;
   enqueue(route(k.route_src, k.dst, 1), p, t);
+}
+
+// A packet reaches an extended switch's pipe. Lossless bounded pipe output (issue 4: backpressure):
+// while the pipe's output backlog (its packets not yet started on a link) is at least
+// pipe_buffer_bytes, a packet from one of the switch's hosts waits in its input buffer, so its credit
+// is not returned and the host's uplink stops. Packets from other switches always enter: a cycle
+// of switches waiting on each other's pipes could deadlock, and their volume is bounded end to end
+// by the requesters' Pending PR Tables.
+void Sim::pipe_in(uint32_t s, uint32_t p, int64_t t) {
+  const bool from_host = topo_.link_src[pkts_[p].held] < nodes_;
+  if (from_host && (pipe_backlog_[s] >= cfg_.pipe_buffer_bytes || !pipe_blocked_[s].empty())) {
+    pipe_blocked_[s].push_back(p);  // FIFO: a later host packet never overtakes a blocked one
+    ++res_.switches[s].pipe_stalls;
+    return;
+  }
+  run_pipe(s, p, t);
+}
+
+void Sim::pipe_resume(uint32_t s, int64_t t) {
+  resume_armed_[s] = 0;
+  auto& q = pipe_blocked_[s];
+  while (!q.empty() && pipe_backlog_[s] < cfg_.pipe_buffer_bytes) {
+    const uint32_t p = q.front();
+    q.pop_front();
+    run_pipe(s, p, t);
+  }
+}
+
+void Sim::run_pipe(uint32_t s, uint32_t p, int64_t t) {
+  Packet& k = pkts_[p];
+  const int64_t held = k.held;
+  credit_[held] += k.wire;  // the pipe consumed the packet: its input buffer space is free
+  k.held = -1;
+  SwitchPipe& sp = *pipe_[s];
+  const SwitchPipeCounters before = sp.counters;
+  sp.process(k.bytes.data(), static_cast<int64_t>(k.bytes.size()), std::max(sw_.cycle(t), sp.concatenator().now()));
+  SwitchCounters& sc = res_.switches[s];
+  sc.lookups += sp.counters.read_prs - before.read_prs;
+  sc.hits += sp.counters.hits - before.hits;
+  sc.inserted += sp.counters.inserted - before.inserted;
+  free_packet(p);
+  try_start(held, t);
+  take(sp.concatenator(), [&](uint32_t q) { switch_out(s, q, t); });
+  arm_switch(s, t);
 }
 
 void Sim::drain_all(int64_t t) {
@@ -631,24 +698,8 @@ void Sim::handle(const Event& e) {
       enqueue(k.route_src < 0 ? down_link_[k.dst] : route(k.route_src, k.dst, k.hop), e.a, e.t);
       break;
     }
-    case kSwitchDone: {
-      Packet& k = pkts_[e.a];
-      const int64_t held = k.held;
-      credit_[held] += k.wire;  // the pipe consumed the packet: its input buffer space is free
-      k.held = -1;
-      SwitchPipe& sp = *pipe_[e.b];
-      const SwitchPipeCounters before = sp.counters;
-      sp.process(k.bytes.data(), static_cast<int64_t>(k.bytes.size()), std::max(sw_.cycle(e.t), sp.concatenator().now()));
-      SwitchCounters& sc = res_.switches[e.b];
-      sc.lookups += sp.counters.read_prs - before.read_prs;
-      sc.hits += sp.counters.hits - before.hits;
-      sc.inserted += sp.counters.inserted - before.inserted;
-      free_packet(e.a);
-      try_start(held, e.t);
-      take(sp.concatenator(), [&](uint32_t p) { switch_out(e.b, p, e.t); });
-      arm_switch(e.b, e.t);
-      break;
-    }
+    case kSwitchDone: pipe_in(e.b, e.a, e.t); break;
+    case kPipeResume: pipe_resume(e.a, e.t); break;
     case kWrite: write_back(e.a, e.t); break;
     default: throw std::logic_error("simulator: unknown event");
   }

@@ -30,6 +30,10 @@ struct SimConfig {
   int64_t switch_ps = 300000;                       // switch latency (Table 5: 300 ns)
   int64_t mtu = 1500, upper_bytes = 50, concat_bytes = 12, pr_bytes = 18;  // Table 5
   int64_t buffer_bytes = 65536;  // input buffer per directed link (our assumption: 64 KiB per port)
+  // Output buffer of an extended switch's NetSparse pipe (our assumption: 1 MiB; NetSparse gives no
+  // number, Tofino-class switches share tens of MB of packet buffer). Host packets wait (backpressure)
+  // while the pipe's unsent output reaches it.
+  int64_t pipe_buffer_bytes = int64_t{1} << 20;
   int64_t series_every = 1;      // keep every n-th active-nodes sample (first and last always)
 };
 
@@ -52,6 +56,7 @@ struct NodeCounters {
 
 struct SwitchCounters {
   int64_t lookups = 0, hits = 0, inserted = 0, packets_in = 0, packets_out = 0;
+  int64_t pipe_stalls = 0;  // host packets that waited for pipe output room (backpressure)
 };
 
 struct SimResult {
