@@ -131,6 +131,8 @@ def attach_rank(rank: int, world_size: int, cfg) -> None:
         dist.barrier()
     spec = OmegaConf.to_container(spec, resolve=True) if OmegaConf.is_config(spec) else dict(spec)
     address, controls = attachment(spec, rank, rack_size(cfg))
+    if (previous := _attached.pop("fabric", None)) is not None:
+        previous.close()  # a second run in this process: one attachment per rank at a time
     _attached["fabric"] = SwitchFabric(world_size, rank, address, token=_token(cfg), controls=controls,
                                        timeout_s=float(cfg.rig.timeout_s))
 
