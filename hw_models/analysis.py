@@ -169,6 +169,8 @@ def _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, 
                  "traffic_vs_su": _ratio(full.tail.get("wire_bytes", math.nan), su_tail_bytes),
                  "prs_vs_sa": _ratio(full.tail.get("read_prs", math.nan), float(w.sa_prs_per_node[tail]))},
     }
+    if "link_layer" in full.counters:  # link_layer=flit only: packet-mode reports stay as they were
+        report["strategies"]["netsparse"]["link_layer"] = full.counters["link_layer"]
     report["speedup"]["netsparse_vs_su_opt"] = _ratio(su.comm_time_s, t)
     report["speedup"]["netsparse_vs_sa_opt"] = _ratio(sa.comm_time_s, t)
     report["active_nodes"] = {"t_s": list(full.active_nodes[0]), "count": list(full.active_nodes[1])}

@@ -39,16 +39,21 @@ input buffer, so the hosts' uplinks stop (backpressure); packets from other swit
 def simulate(a: sp.spmatrix | sp.sparray, w: definitions.Workload, params: HardwareParams, k: int,
              kernel: str = "spmm", mechanisms: dict[str, bool] | None = None,
              topo: Topology | None = None, *, buffer_bytes: int = BUFFER_BYTES,
-             pipe_buffer_bytes: int = PIPE_BUFFER_BYTES) -> analysis.NetSparseRun:
+             pipe_buffer_bytes: int = PIPE_BUFFER_BYTES,
+             link_layer: dict | None = None) -> analysis.NetSparseRun:
     """Simulate one NetSparse gather of ``k``-element properties (``k`` is the *gathered* width).
 
     ``w`` is the partition of ``a`` (:func:`hw_models.definitions.workload`); ``mechanisms`` switches
     the Table 8 stages (all on by default). ``buffer_bytes`` (per directed link, at least one MTU)
     and ``pipe_buffer_bytes`` (per extended switch) bound the buffers (our assumptions, see the
-    module constants). Returns per-node completion times, tail statistics, the active-nodes step
-    series and every counter.
+    module constants). ``link_layer`` = ``{"mode": "packet"|"flit", "flit": {...}}`` puts the
+    NetCrafter flit layer on the inter-switch links (open loop, see :func:`hw_models.seeds.netcrafter.
+    sim_flit_config`); its accounting lands in ``counters["link_layer"]``. Returns per-node completion
+    times, tail statistics, the active-nodes step series and every counter.
     """
     from netsparse_torch._C import units as _units
+
+    from hw_models.seeds import netcrafter
 
     mech = analysis.check_mechanisms(mechanisms)
     if not mech["rig"]:
@@ -66,12 +71,16 @@ def simulate(a: sp.spmatrix | sp.sparray, w: definitions.Workload, params: Hardw
     if routes.shape[2] == 0:  # one node: no path has a link
         routes = np.full((topo.n_hosts, topo.n_hosts, 1), -1, dtype=np.int64)
     cfg = sim_config(params, k, mech, w.n_cols, buffer_bytes, pipe_buffer_bytes)
+    cfg.update(netcrafter.sim_flit_config(link_layer))
     out = _units.simulate(
         csr.indptr.astype(np.int64), csr.indices.astype(np.int64), np.asarray(w.row_bounds, np.int64),
         np.asarray(w.col_bounds, np.int64), cfg, topo.link_src, topo.link_dst,
         np.asarray(topo.link_bytes_per_s, np.float64), np.rint(topo.link_latency_s * 1e12).astype(np.int64),
         topo.switch_is_tor.astype(np.int64), routes.astype(np.int64))
-    return _to_run(out, params)
+    run = _to_run(out, params)
+    if "flit_links" in out:
+        run.counters["link_layer"] = netcrafter.link_layer_report(out["flit_links"], link_layer)
+    return run
 
 
 def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], n_cols: int,

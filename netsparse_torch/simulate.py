@@ -93,7 +93,7 @@ def run(cfg: DictConfig, out_dir: Path | None = None) -> dict:
     t0 = time.perf_counter()
     params = hardware_params(cfg)
     a, name = load_matrix(cfg)
-    simulator = default_simulator()
+    simulator = with_link_layer(default_simulator(), cfg)
     mechanisms = _container(cfg.get("mechanisms"))
     report = analyze(a, params, k=int(cfg.k), kernel=str(cfg.kernel), partition=str(cfg.partition),
                      simulator=simulator, mechanisms=mechanisms, ablation=bool(cfg.ablation),
@@ -111,6 +111,19 @@ def run(cfg: DictConfig, out_dir: Path | None = None) -> dict:
     for p in paths:
         print(f"  written      {p}")
     return report
+
+
+def with_link_layer(simulator, cfg: DictConfig):
+    """``simulator`` with ``link_layer=flit`` and the ``flit.*`` settings bound (NetCrafter flits on the
+    inter-rack links, issue 7); ``link_layer=packet`` returns it unchanged."""
+    mode = str(cfg.get("link_layer") or "packet")
+    if mode == "packet" or simulator is None:
+        return simulator
+    link_layer = {"mode": mode, "flit": _container(cfg.get("flit"))}
+    from hw_models.seeds.netcrafter import sim_flit_config
+
+    sim_flit_config(link_layer)  # bad settings fail before any run
+    return functools.partial(simulator, link_layer=link_layer)
 
 
 def _report_dir_path(cfg: DictConfig, report: dict) -> Path | None:
@@ -195,6 +208,7 @@ def summary_lines(report: dict) -> list[str]:
         f"{_fmt(100 * st['sa_opt']['goodput'], ' %')} |",
         *[f"| {label} comm time | {_time_or_status(st.get(key, {}))} |" for label, key in SEED_ROWS],
         f"| NetSparse comm time | {_time_or_status(ns)} |",
+        *_link_layer_lines(ns.get("link_layer")),
         f"| speedup SAOpt vs SUOpt | {_fmt(report['speedup']['sa_opt_vs_su_opt'])} |",
         f"| speedup NetSparse vs SUOpt, vs SAOpt | {_fmt(report['speedup']['netsparse_vs_su_opt'])}, "
         f"{_fmt(report['speedup']['netsparse_vs_sa_opt'])} |",
@@ -204,6 +218,18 @@ def summary_lines(report: dict) -> list[str]:
 
 SEED_ROWS = (("Two-Face", "two_face"), ("SmartNIC software (snic_sw)", "snic_sw"),
              ("ToR sums (switch_aggregate)", "switch_aggregate"))
+
+
+def _link_layer_lines(ll: dict | None) -> list[str]:
+    """Summary rows of the NetCrafter flit layer (``link_layer=flit``), none in packet mode."""
+    if not ll:
+        return []
+    return [f"| NetSparse inter-rack flits ({ll['config']['flit_bytes']} B) | {ll['flits']:,} flits, "
+            f"{ll['wire_bytes']:,} B on the wire vs {ll['packet_wire_bytes']:,} B as packets "
+            f"({_fmt(ll['wire_bytes_vs_packet'])}x), padding {_fmt(100 * (ll['padding_fraction'] or 0), ' %')}, "
+            f"stitched {_fmt(100 * (ll['stitched_fraction'] or 0), ' %')} of packets |",
+            f"| flit layer timing | {ll['timing']}; inter-rack finish packet {_fmt(ll['packet_finish_s'] * 1e6, ' us')}"
+            f", flit {_fmt(ll['flit_finish_s'] * 1e6, ' us')} |"]
 
 
 def _time_or_status(block: dict) -> str:

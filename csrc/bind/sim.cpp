@@ -29,7 +29,9 @@ SimConfig config_from(const py::dict& d) {
                                 "server_units", "pending_entries", "lsq_entries", "batch", "snic_ghz", "switch_ghz",
                                 "nic_delay_cycles", "switch_delay_cycles", "cache_latency_cycles", "cache_bytes",
                                 "cache_ways", "cache_segment", "cache_max_line", "pcie_ps", "switch_ps", "mtu",
-                                "upper_bytes", "concat_bytes", "pr_bytes", "buffer_bytes", "pipe_buffer_bytes"};
+                                "upper_bytes", "concat_bytes", "pr_bytes", "buffer_bytes", "pipe_buffer_bytes",
+                                "flit_layer", "flit_bytes", "flit_piece_overhead", "flit_pool_cycles",
+                                "flit_stitching", "flit_trimming", "flit_sequencing", "flit_no_pool_class"};
   for (auto item : d) {
     const std::string k = item.first.cast<std::string>();
     bool ok = false;
@@ -64,6 +66,14 @@ SimConfig config_from(const py::dict& d) {
   c.pr_bytes = get(d, "pr_bytes", c.pr_bytes);
   c.buffer_bytes = get(d, "buffer_bytes", c.buffer_bytes);
   c.pipe_buffer_bytes = get(d, "pipe_buffer_bytes", c.pipe_buffer_bytes);
+  c.flit_layer = get(d, "flit_layer", c.flit_layer);
+  c.flit.flit_bytes = get(d, "flit_bytes", c.flit.flit_bytes);
+  c.flit.piece_overhead = get(d, "flit_piece_overhead", c.flit.piece_overhead);
+  c.flit.pool_cycles = get(d, "flit_pool_cycles", c.flit.pool_cycles);
+  c.flit.stitching = get(d, "flit_stitching", c.flit.stitching);
+  c.flit.trimming = get(d, "flit_trimming", c.flit.trimming);
+  c.flit.sequencing = get(d, "flit_sequencing", c.flit.sequencing);
+  c.flit.no_pool_class = get(d, "flit_no_pool_class", c.flit.no_pool_class);
   return c;
 }
 
@@ -73,6 +83,27 @@ py::array_t<int64_t> column(const std::vector<NodeCounters>& v, F f) {
   auto m = a.mutable_unchecked<1>();
   for (size_t i = 0; i < v.size(); ++i) m(i) = f(v[i]);
   return a;
+}
+
+// Per inter-switch link: the flit unit's counters and the packet-mode comparison (open loop).
+py::dict flit_dict(const std::vector<FlitLinkResult>& v) {
+  py::dict d;
+  auto col = [&](const char* name, auto f) {
+    py::array_t<int64_t> a(static_cast<py::ssize_t>(v.size()));
+    auto m = a.mutable_unchecked<1>();
+    for (size_t i = 0; i < v.size(); ++i) m(i) = f(v[i]);
+    d[name] = a;
+  };
+#define FCOL(name, expr) col(name, [](const FlitLinkResult& x) { return static_cast<int64_t>(expr); })
+  FCOL("link", x.link); FCOL("packet_bytes", x.packet_bytes); FCOL("packet_finish_ps", x.packet_finish_ps);
+  FCOL("flit_finish_ps", x.flit_finish_ps); FCOL("packets", x.stats.packets); FCOL("flits", x.stats.flits);
+  FCOL("wire_bytes", x.stats.wire_bytes); FCOL("needed_bytes", x.stats.needed_bytes);
+  FCOL("overhead_bytes", x.stats.overhead_bytes); FCOL("padding_bytes", x.stats.padding_bytes);
+  FCOL("unstitched_flits", x.stats.unstitched_flits); FCOL("stitched_packets", x.stats.stitched_packets);
+  FCOL("stitched_flits", x.stats.stitched_flits); FCOL("pieces", x.stats.pieces);
+  FCOL("trimmed_bytes", x.stats.trimmed_bytes);
+#undef FCOL
+  return d;
 }
 
 py::dict to_dict(const SimResult& r) {
@@ -103,6 +134,7 @@ py::dict to_dict(const SimResult& r) {
   out["events"] = r.events;
   out["max_packet_wire"] = r.max_packet_wire;
   out["drains"] = r.drains;
+  if (!r.flit_links.empty()) out["flit_links"] = flit_dict(r.flit_links);
   out["wall_s"] = r.wall_s;
   return out;
 }

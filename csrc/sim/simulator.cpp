@@ -25,6 +25,7 @@
 #include <stdexcept>
 
 #include "units/concatenator.h"
+#include "units/flit_link.h"
 #include "units/header_model.h"
 #include "units/rig_unit.h"
 #include "units/switch_pipe.h"
@@ -185,6 +186,8 @@ class Sim {
   void write_back(uint32_t p, int64_t t);
   int64_t route(int64_t src, int64_t dst, int32_t hop) const { return topo_.routes[(src * nodes_ + dst) * topo_.max_hops + hop]; }
   void drain_all(int64_t t);
+  void flit_setup();
+  void flit_finish();
 
   const SimConfig cfg_;
   const Topo& topo_;
@@ -215,6 +218,9 @@ class Sim {
   uint64_t seq_ = 0;
   int64_t running_ = 0;
   SimResult res_;
+  // Flit layer (open loop): per link its slot in res_.flit_links or -1, and the recorded packets.
+  std::vector<int64_t> flit_slot_;
+  std::vector<std::vector<FlitPacket>> flit_rec_;
 };
 
 Sim::Sim(const std::vector<int64_t>& indptr, const int64_t* indices, int64_t nnz, const std::vector<int64_t>& rb,
@@ -338,6 +344,34 @@ Sim::Sim(const std::vector<int64_t>& indptr, const int64_t* indices, int64_t nnz
   res_.node_done_ps.assign(nodes_, 0);
   res_.nodes.resize(nodes_);
   res_.switches.resize(topo.n_switches);
+  if (cfg.flit_layer) flit_setup();
+}
+
+// The flit layer covers every switch -> switch link (ToR <-> spine in a leaf-spine: the inter-rack links).
+void Sim::flit_setup() {
+  cfg_.flit.validate();
+  const int64_t n_links = static_cast<int64_t>(topo_.link_src.size());
+  flit_slot_.assign(n_links, -1);
+  for (int64_t l = 0; l < n_links; ++l) {
+    if (topo_.link_src[l] < nodes_ || topo_.link_dst[l] < nodes_) continue;
+    flit_slot_[l] = static_cast<int64_t>(res_.flit_links.size());
+    FlitLinkResult r;
+    r.link = l;
+    r.flit_ps = static_cast<double>(cfg_.flit.flit_bytes) * 1e12 / topo_.link_bytes_per_s[l];
+    res_.flit_links.push_back(r);
+  }
+  flit_rec_.resize(res_.flit_links.size());
+}
+
+// Runs each link's recorded packet stream (arrivals in flit cycles, sorted because the event loop's
+// time never decreases) through the flit unit.
+void Sim::flit_finish() {
+  for (size_t i = 0; i < flit_rec_.size(); ++i) {
+    FlitLinkResult& r = res_.flit_links[i];
+    r.stats = run_flit_link(cfg_.flit, flit_rec_[i], nullptr);
+    r.flit_finish_ps = static_cast<int64_t>(std::ceil(static_cast<double>(r.stats.last_cycle) * r.flit_ps - 1e-6));
+    std::vector<FlitPacket>().swap(flit_rec_[i]);
+  }
 }
 
 // A packet from a concatenator's output; `whole` is its stream when the packet is all of it, then the
@@ -443,6 +477,12 @@ void Sim::arm_switch(uint32_t s, int64_t t) {
 
 void Sim::enqueue(int64_t link, uint32_t p, int64_t t) {
   if (link < 0) throw std::logic_error("simulator: packet routed past the end of its path");
+  if (!flit_slot_.empty() && flit_slot_[link] >= 0) {  // arrival at the egress of a flit link
+    const int64_t i = flit_slot_[link];
+    const Packet& k = pkts_[p];
+    const int64_t cyc = static_cast<int64_t>(std::floor(static_cast<double>(t) / res_.flit_links[i].flit_ps));
+    flit_rec_[i].push_back(FlitPacket{cyc, k.dst, k.header, k.payload, -1, k.type == kResponseType ? 1 : 0});
+  }
   out_q_[link].push_back(p);
   try_start(link, t);
 }
@@ -469,6 +509,11 @@ void Sim::try_start(int64_t link, int64_t t) {
   const double ser = static_cast<double>(k.wire) * 1e12 / topo_.link_bytes_per_s[link];
   const int64_t ser_ps = static_cast<int64_t>(std::ceil(ser - 1e-6));
   push(t + ser_ps, kTxDone, static_cast<uint32_t>(link));
+  if (!flit_slot_.empty() && flit_slot_[link] >= 0) {
+    FlitLinkResult& r = res_.flit_links[flit_slot_[link]];
+    r.packet_bytes += k.wire;
+    r.packet_finish_ps = std::max(r.packet_finish_ps, t + ser_ps);
+  }
   push(t + ser_ps + topo_.link_latency_ps[link], kArrive, p, static_cast<uint32_t>(link));
   if (prev >= 0) {  // the packet left the previous hop's input buffer
     credit_[prev] += k.wire;
@@ -740,6 +785,7 @@ SimResult Sim::run() {
     nc.responses = rc.responses;
     nc.stalls = rc.stalls;
   }
+  flit_finish();
   res_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return std::move(res_);
 }

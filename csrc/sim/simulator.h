@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "units/flit_link.h"
+
 namespace netsparse::sim {
 
 struct SimConfig {
@@ -35,6 +37,12 @@ struct SimConfig {
   // while the pipe's unsent output reaches it.
   int64_t pipe_buffer_bytes = int64_t{1} << 20;
   int64_t series_every = 1;      // keep every n-th active-nodes sample (first and last always)
+  // NetCrafter (ISCA'25) flit link layer on the inter-switch (inter-rack) links, issue 7. OPEN LOOP:
+  // the event loop keeps packet timing; every packet entering an inter-switch link's egress queue is
+  // recorded (arrival, destination, header, payload, class 0 = read PRs, 1 = responses) and the flit
+  // unit (units/flit_link) runs once per link after the loop. Flit timing does not feed back.
+  bool flit_layer = false;
+  units::FlitLinkConfig flit;
 };
 
 struct Topo {
@@ -59,12 +67,24 @@ struct SwitchCounters {
   int64_t pipe_stalls = 0;  // host packets that waited for pipe output room (backpressure)
 };
 
+// One inter-switch link under the flit layer: the flit unit's accounting of the packets it carried,
+// next to the same packets' packet-mode bytes and finish time (open loop, see SimConfig::flit_layer).
+struct FlitLinkResult {
+  int64_t link = 0;
+  double flit_ps = 0;             // one flit's serialisation time on this link
+  int64_t packet_bytes = 0;       // wire bytes of the packets in packet mode
+  int64_t packet_finish_ps = 0;   // end of the last packet's serialisation (the event loop's timing)
+  int64_t flit_finish_ps = 0;     // end of the last flit when the recorded arrivals go through the flit unit
+  units::FlitLinkStats stats;
+};
+
 struct SimResult {
   std::vector<int64_t> node_done_ps;
   std::vector<NodeCounters> nodes;
   std::vector<SwitchCounters> switches;
   std::vector<int64_t> active_t_ps, active_count;
   int64_t events = 0, max_packet_wire = 0, drains = 0;
+  std::vector<FlitLinkResult> flit_links;  // only with SimConfig::flit_layer
   double wall_s = 0;
 };
 

@@ -202,3 +202,71 @@ def _sweep_markdown(windows: list[int], n: int, seed: int) -> str:
 if __name__ == "__main__":
     # python -m hw_models.seeds.netcrafter: the W sweep of docs/seeds.md as a Markdown table.
     print(_sweep_markdown([0, 4, 8, 16, 32, 64, 128], n=20000, seed=0))
+
+
+# --- The flit layer in the cluster simulator (netsparse-simulate link_layer=flit) -------------------
+
+LINK_LAYERS = ("packet", "flit")
+"""``link_layer`` modes of the simulator: plain NetSparse packets, or NetCrafter flits on inter-rack links."""
+
+SIM_FLIT_KEYS = ("flit_bytes", "piece_overhead", "pool_cycles", "stitching", "trimming", "sequencing",
+                 "no_pool_class")
+"""``flit.*`` settings the simulator passes to the C++ flit unit (defaults: :class:`LinkConfig`)."""
+
+OPEN_LOOP_NOTE = ("open loop: packet timing from the event loop; each inter-switch link's recorded packet "
+                  "stream went through the flit unit after the run; flit timing did not feed back")
+
+
+def sim_flit_config(link_layer: dict | None) -> dict:
+    """The simulator's flat ``flit_*`` config keys for ``{"mode": ..., "flit": {...}}``.
+
+    ``mode="packet"`` (or ``None``) adds nothing, so the packet-mode run is exactly the one without a link
+    layer. In the simulator, packets of read PRs are class 0 and responses class 1 (our assumption; it
+    matters for ``sequencing`` and ``no_pool_class``). No simulator packet is trimmable: NetSparse
+    responses carry whole properties, so ``trimming`` is accepted and has no effect there.
+    """
+    from netsparse_torch.errors import ConfigError
+
+    mode = (link_layer or {}).get("mode", "packet")
+    if mode not in LINK_LAYERS:
+        raise ConfigError(f"unknown link_layer {mode!r}; choose one of {', '.join(LINK_LAYERS)}")
+    if mode == "packet":
+        return {}
+    flit = dict((link_layer or {}).get("flit") or {})
+    unknown = sorted(set(flit) - set(SIM_FLIT_KEYS))
+    if unknown:
+        raise ConfigError(f"unknown flit setting(s) {', '.join(unknown)}; choose from {', '.join(SIM_FLIT_KEYS)}")
+    cfg = LinkConfig(**{k: (bool(v) if isinstance(getattr(LinkConfig, k), bool) else int(v))
+                        for k, v in flit.items()})
+    try:
+        cfg.to_cpp()  # the C++ unit validates (ValueError naming the field)
+    except ValueError as exc:
+        raise ConfigError(f"flit: {exc}") from exc
+    return {"flit_layer": True, **{f"flit_{k}" if k != "flit_bytes" else k: getattr(cfg, k) for k in SIM_FLIT_KEYS}}
+
+
+def link_layer_report(flit_links: dict, link_layer: dict | None) -> dict:
+    """``strategies.netsparse.link_layer``: the flit unit's totals over the inter-switch links, beside
+    the same packets' packet-mode bytes and finish times (open loop)."""
+    cols = {k: np.asarray(v, dtype=np.int64) for k, v in flit_links.items()}
+    total = {k: int(cols[k].sum()) for k in ("packets", "flits", "unstitched_flits", "wire_bytes", "needed_bytes",
+                                             "padding_bytes", "overhead_bytes", "stitched_packets", "stitched_flits",
+                                             "pieces", "trimmed_bytes", "packet_bytes")}
+    flit_cfg = {k: v for k, v in sim_flit_config(link_layer).items() if k != "flit_layer"}
+    delta = cols["flit_finish_ps"] - cols["packet_finish_ps"]
+    return {
+        "mode": "flit", "timing": OPEN_LOOP_NOTE, "links": int(cols["link"].size),
+        "config": {k.removeprefix("flit_") if k != "flit_bytes" else k: v for k, v in flit_cfg.items()},
+        **{k: v for k, v in total.items() if k != "packet_bytes"},
+        "stitched_fraction": _frac(total["stitched_packets"], total["packets"]),
+        "padding_fraction": _frac(total["padding_bytes"], total["wire_bytes"]),
+        "packet_wire_bytes": total["packet_bytes"],
+        "wire_bytes_vs_packet": _frac(total["wire_bytes"], total["packet_bytes"]),
+        "packet_finish_s": float(cols["packet_finish_ps"].max(initial=0)) * 1e-12,
+        "flit_finish_s": float(cols["flit_finish_ps"].max(initial=0)) * 1e-12,
+        "max_link_finish_delta_s": float(delta.max(initial=0)) * 1e-12,
+    }
+
+
+def _frac(num: int, den: int) -> float | None:
+    return None if den == 0 else num / den
