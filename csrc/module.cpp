@@ -28,5 +28,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   bind_switch_pipe(units);
   bind_rig_node(units);
   bind_switch_service(units);
+  bind_switch_fabric(units);
   bind_sim(units);
 }

@@ -12,4 +12,5 @@ void bind_rig_unit(pybind11::module_& units);        // RIG client unit (§5.1-5
 void bind_switch_pipe(pybind11::module_& units);     // switch middle pipe (§6.2.1) -> _C.units
 void bind_rig_node(pybind11::module_& units);        // one node's RIG pipeline -> _C.units
 void bind_switch_service(pybind11::module_& units);  // switch service frame helpers (issue 5) -> _C.units
+void bind_switch_fabric(pybind11::module_& units);   // switch fabric client helpers (issue 5) -> _C.units
 void bind_sim(pybind11::module_& units);             // discrete-event simulator core (issue 4) -> _C.units
