@@ -20,9 +20,9 @@ class ConfigError(NetsparseError):
 class RigTimeoutError(NetsparseError, TimeoutError):
     """A RIG command's watchdog (``rig.timeout_s``, paper §7.1) expired with responses missing.
 
-    ``peers`` are the ranks this kernel's read PRs went to (a superset of the silent ones: the RIG node
-    does not expose pending PRs per owner), ``switch`` the switch it was
-    attached to (when a switch fabric carries the packets); the message names both."""
+    ``peers`` are the ranks whose responses are missing (read PRs sent minus responses received per
+    owner; without the ranks' row bounds, the ranks the kernel's reads went to), ``switch`` the switch
+    this rank is attached to (when a switch fabric carries the packets); the message names both."""
 
     def __init__(self, msg: str, peers: list[int] = (), switch: str | None = None):
         super().__init__(msg)

@@ -49,7 +49,7 @@ class Trainer:
         if str(cfg.fabric.name) == "switch":  # attach to this rank's ToR before the strategy asks for its fabric
             from netsparse_torch.fabric.lifecycle import attach_rank
 
-            attach_rank(rank, world_size, cfg)
+            attach_rank(rank, world_size, cfg, graph)
         self.dg = DistGraph(graph, rank, world_size, str(cfg.partition), str(cfg.strategy.name), options)
         self.model = DistGNN(str(cfg.model.name), graph.num_features, int(cfg.hidden), graph.num_classes,
                              int(cfg.model.num_layers), float(cfg.dropout))

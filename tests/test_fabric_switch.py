@@ -188,3 +188,21 @@ def test_given_switches_must_match_the_racks():
     with pytest.raises(ConfigError, match="needs a spine"), switch_service(
             launcher_cfg({"spine": None, "tors": ["127.0.0.1:2", "127.0.0.1:3"]})):
         pass
+
+
+def test_prs_by_owner_counts_a_frames_prs_per_owner_of_their_idx():
+    from netsparse_torch._C import units as cu
+
+    from netsparse_torch import units
+
+    def packet(kind, idx):
+        n = len(idx)
+        payload = np.zeros((n, 16), np.uint8) if kind == units.RESPONSE else None
+        return units.encode_packet(kind, 0, 16, np.zeros(n, np.int64), np.zeros(n, np.int64), np.array(idx),
+                                   np.arange(n), payload)
+
+    frame = packet(units.READ, [7, 12, 3, 15]) + packet(units.RESPONSE, [4, 5, 0])
+    # owners hold rows [0, 4), [4, 8), [8, 16): idx 0, 3 -> 0; 4, 5, 7 -> 1; 12, 15 -> 2
+    assert cu.prs_by_owner(frame, [0, 4, 8, 16]).tolist() == [2, 3, 2]
+    with pytest.raises(ValueError, match="idx 12 outside the row bounds"):
+        cu.prs_by_owner(frame, [0, 4, 8])

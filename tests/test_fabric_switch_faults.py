@@ -108,7 +108,8 @@ def test_switch_fault_mid_epoch_is_a_clear_error_then_resume_finishes(tmp_path, 
 def test_watchdog_names_the_switch_and_peers_and_discards_the_partial_halo():
     """One rack of 3 nodes: node 2 serves, node 1 never attaches. Node 0 gathers rows of both; the
     rows of node 2 arrive, those of node 1 never do, so after rig.timeout_s the RIG watchdog raises
-    RigTimeoutError and the halo, partly filled by then, is zeroed."""
+    RigTimeoutError naming node 1 (not node 2) and the ToR, and the halo, partly filled by then, is
+    zeroed."""
     import threading
 
     import numpy as np
@@ -125,7 +126,8 @@ def test_watchdog_names_the_switch_and_peers_and_discards_the_partial_halo():
     idxs = np.array([8, 9, 4, 5], dtype=np.int64)  # rows of node 2, then of node 1
     red = BarrierMin(2)  # node 0 and node 2 (node 1 is missing)
     with LocalSwitches(3, 3, 16) as sw:
-        f0 = SwitchFabric(3, 0, sw.address(0), all_done=red.for_rank(0), timeout_s=1.0, controls=sw.controls(0))
+        f0 = SwitchFabric(3, 0, sw.address(0), all_done=red.for_rank(0), timeout_s=1.0, controls=sw.controls(0),
+                          row_bounds=bounds)
         f2 = SwitchFabric(3, 2, sw.address(2), all_done=red.for_rank(1), timeout_s=1.0)
         halo = torch.full((4, 4), -1.0)
         seen: list = []
@@ -150,6 +152,8 @@ def test_watchdog_names_the_switch_and_peers_and_discards_the_partial_halo():
             f0.close()
             f2.close()
     assert "watchdog expired" in str(err.value) and sw.address(0) in str(err.value)
-    assert err.value.switch == sw.address(0) and err.value.peers == [1, 2]
+    # node 2 answered, node 1 did not: the read PRs sent minus responses received per owner say so
+    assert err.value.switch == sw.address(0) and err.value.peers == [1]
+    assert "responses missing from ranks [1]" in str(err.value)
     assert node0.stats()["responses"] == 2  # rows 8 and 9 had arrived ...
     assert torch.equal(halo, torch.zeros(4, 4))  # ... and the whole halo is discarded

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 
 import grpc
+import numpy as np
 
 from netsparse_torch._C import units as _cu
 from netsparse_torch.errors import RigTimeoutError
@@ -42,12 +43,18 @@ class SwitchFabric:
 
     def __init__(self, world_size: int, rank: int, address: str, *, token: str | None = None,
                  tls_ca: bytes | None = None, group=None, timeout_s: float = 30.0, poll_s: float = 0.005,
-                 all_done: Callable[[bool], bool] | None = None, controls: list[str] = ()):
+                 all_done: Callable[[bool], bool] | None = None, controls: list[str] = (),
+                 row_bounds: list[int] | None = None):
         self.world_size, self.rank, self.group = world_size, rank, group
         self.timeout_s, self.poll_s = timeout_s, poll_s
         self.address, self._token, self._tls_ca = address, token, tls_ca
         self.client = SwitchClient(address, rank, token=token, tls_ca=tls_ca)
         self._peers: set[int] = set()  # destinations of this kernel's reads (named by the watchdog)
+        # with the ranks' row bounds the watchdog names exactly the owners whose responses are missing:
+        # read PRs sent minus response PRs received, per owner of the idx (counted in C++ per frame)
+        self.row_bounds = None if row_bounds is None else np.asarray(row_bounds, dtype=np.int64)
+        self._sent = np.zeros(world_size, np.int64)
+        self._got = np.zeros(world_size, np.int64)
         self.all_done = all_done or _dist_all_done(group)
         # switches this rank invalidates before each kernel (e.g. the first rank of a rack: its ToR;
         # rank 0 also the spine), so every switch expects the kernel's property size
@@ -61,6 +68,10 @@ class SwitchFabric:
 
     def _send_reads(self, per_dest: dict) -> None:
         self._peers.update(d for d, b in per_dest.items() if b)
+        if self.row_bounds is not None:
+            for data in per_dest.values():
+                if data:
+                    self._sent += _cu.prs_by_owner(data, self.row_bounds)
         self._send(per_dest)
 
     def _send(self, per_dest: dict) -> None:
@@ -75,6 +86,8 @@ class SwitchFabric:
             self._send(node.serve(parts[READ]))
         if parts[RESPONSE]:
             node.absorb(parts[RESPONSE])
+            if self.row_bounds is not None:
+                self._got += _cu.prs_by_owner(parts[RESPONSE], self.row_bounds)
 
     def begin_kernel(self, prop_bytes: int) -> None:
         """Invalidates the property caches of this rank's switches for a kernel of ``prop_bytes``-byte
@@ -97,13 +110,15 @@ class SwitchFabric:
         ranks must then pass it).
 
         Watchdog (paper §7.1, ``timeout_s``): while read PRs are pending, some frame must arrive from
-        the switch within ``timeout_s``, else RigTimeoutError names the peers the reads went to and
-        the switch. The deadline restarts on every frame, so a long kernel that keeps progressing is
-        not cut off; with in-order answers this is the per-command deadline. A stream the switch
+        the switch within ``timeout_s``, else RigTimeoutError names the switch and the peers whose
+        responses are missing (with ``row_bounds``; otherwise the peers the reads went to). The
+        deadline restarts on every frame, so a long kernel that keeps progressing is not cut off;
+        with in-order answers this is the per-command deadline. A stream the switch
         ends (killed switch) raises SwitchError at once."""
         if prop_bytes is not None:
             self.begin_kernel(prop_bytes)
         self._peers.clear()
+        self._sent[:], self._got[:] = 0, 0
         self._send_reads(node.pump_reads())
         rounds, last_progress, pending = 0, time.monotonic(), node.pending
         while True:
@@ -131,7 +146,12 @@ class SwitchFabric:
             raise SwitchError(f"ToR {self.address}: {e}", e.code) from None
 
     def _watchdog_error(self, node) -> RigTimeoutError:
-        peers = sorted(self._peers - {self.rank})
+        if self.row_bounds is not None:
+            peers = [int(o) for o in np.flatnonzero(self._sent > self._got)]
+            where = f"responses missing from ranks {peers}"
+        else:
+            peers = sorted(self._peers - {self.rank})
+            where = f"this kernel's reads went to ranks {peers}"
         probe = ControlClient(self.address, token=self._token, tls_ca=self._tls_ca, timeout=min(2.0, self.timeout_s))
         try:  # tell a stalled or dead switch from a live one that forwards nothing (a silent peer)
             probe.health()
@@ -142,7 +162,7 @@ class SwitchFabric:
             probe.close()
         return RigTimeoutError(
             f"RIG command watchdog expired: no response for {self.timeout_s:g} s with "
-            f"{node.pending} read PRs pending; this kernel's reads went to ranks {peers}; {switch}. The partial "
+            f"{node.pending} read PRs pending; {where}; {switch}. The partial "
             "halo is discarded", peers=peers, switch=self.address)
 
     def close(self) -> None:
