@@ -64,6 +64,7 @@ def bench(name: str, a: sp.csr_matrix, k: int = 16, generate_s: float = 0.0) -> 
         "events": events, "events_per_s": events / core,
         "read_prs": prs, "remote_idxs": remote, "prs_per_s": prs / core, "remote_idxs_per_s": remote / core,
         "modeled_comm_time_s": float(r.node_time_s.max()), "max_rss_gib": peak_rss_gib(),
+        "pipe_stalls": int(sum(r.counters["switches"]["pipe_stalls"])),
         "loadavg_1min": [load0, os.getloadavg()[0]], "cpus": os.cpu_count(),
     }
     print(json.dumps(out, indent=1), flush=True)

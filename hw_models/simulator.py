@@ -28,10 +28,10 @@ from netsparse_torch.errors import ConfigError
 BUFFER_BYTES = 64 * 1024
 """Input buffer per directed link in bytes. Our assumption (64 KiB per port); NetSparse gives none."""
 
-PIPE_BUFFER_BYTES = 1 << 20
+PIPE_BUFFER_BYTES = 32 * BUFFER_BYTES
 """Output buffer of an extended (ToR) switch's NetSparse pipe in bytes: packets the pipe made that
-have not started on their link. Our assumption (1 MiB; NetSparse gives none, Tofino-class switches
-share tens of MB of packet buffer). While it is full, packets from the switch's hosts wait in their
+have not started on their link. Our assumption: ``BUFFER_BYTES`` for each of the switch's 32 ports
+(NetSparse Table 5 port count), 2 MiB; NetSparse gives no buffer size. While it is full, packets from the switch's hosts wait in their
 input buffer, so the hosts' uplinks stop (backpressure); packets from other switches always enter
 (no cyclic wait between switches), bounded end to end by the Pending PR Tables."""
 
@@ -47,7 +47,7 @@ def simulate(a: sp.spmatrix | sp.sparray, w: definitions.Workload, params: Hardw
     the Table 8 stages (all on by default). ``buffer_bytes`` (per directed link, at least one MTU)
     and ``pipe_buffer_bytes`` (per extended switch) bound the buffers (our assumptions, see the
     module constants). ``link_layer`` = ``{"mode": "packet"|"flit", "flit": {...}}`` puts the
-    NetCrafter flit layer on the inter-switch links (open loop, see :func:`hw_models.seeds.netcrafter.
+    NetCrafter flit layer on the inter-switch links, in the event loop (see :func:`hw_models.seeds.netcrafter.
     sim_flit_config`); its accounting lands in ``counters["link_layer"]``. Returns per-node completion
     times, tail statistics, the active-nodes step series and every counter.
     """

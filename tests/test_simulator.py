@@ -258,7 +258,7 @@ def test_bounded_buffers_backpressure_is_lossless():
     for r in (roomy, tiny):
         answered_exactly_once(r)
         assert (np.asarray(r.counters["nodes"]["idxs"]) == w.sa_prs_per_node + r.counters["nodes"]["local"]).all()
-    assert sum(roomy.counters["switches"]["pipe_stalls"]) == 0  # the default 1 MiB never fills here
+    assert sum(roomy.counters["switches"]["pipe_stalls"]) == 0  # the default 2 MiB never fills here
     assert sum(tiny.counters["switches"]["pipe_stalls"]) > 0
     assert tiny.node_time_s.max() > roomy.node_time_s.max()
 

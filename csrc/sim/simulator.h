@@ -32,15 +32,15 @@ struct SimConfig {
   int64_t switch_ps = 300000;                       // switch latency (Table 5: 300 ns)
   int64_t mtu = 1500, upper_bytes = 50, concat_bytes = 12, pr_bytes = 18;  // Table 5
   int64_t buffer_bytes = 65536;  // input buffer per directed link (our assumption: 64 KiB per port)
-  // Output buffer of an extended switch's NetSparse pipe (our assumption: 1 MiB; NetSparse gives no
-  // number, Tofino-class switches share tens of MB of packet buffer). Host packets wait (backpressure)
-  // while the pipe's unsent output reaches it.
-  int64_t pipe_buffer_bytes = int64_t{1} << 20;
+  // Output buffer of an extended switch's NetSparse pipe (our assumption: 64 KiB for each of the 32
+  // ports of Table 5, 2 MiB; NetSparse gives no number). Host packets wait (backpressure) while the
+  // pipe's unsent output reaches it.
+  int64_t pipe_buffer_bytes = int64_t{32} * 65536;
   int64_t series_every = 1;      // keep every n-th active-nodes sample (first and last always)
-  // NetCrafter (ISCA'25) flit link layer on the inter-switch (inter-rack) links, issue 7. OPEN LOOP:
-  // the event loop keeps packet timing; every packet entering an inter-switch link's egress queue is
-  // recorded (arrival, destination, header, payload, class 0 = read PRs, 1 = responses) and the flit
-  // unit (units/flit_link) runs once per link after the loop. Flit timing does not feed back.
+  // NetCrafter (ISCA'25) flit link layer on the inter-switch (inter-rack) links, issue 7, in the event
+  // loop: each such link is a units::FlitLinkState; a packet with downstream credit enters its egress
+  // queue (class 0 = read PRs, 1 = responses) and arrives at the next switch link latency after the
+  // flit holding its last byte left (stitching, pooling and sequencing decide when).
   bool flit_layer = false;
   units::FlitLinkConfig flit;
 };
@@ -67,14 +67,12 @@ struct SwitchCounters {
   int64_t pipe_stalls = 0;  // host packets that waited for pipe output room (backpressure)
 };
 
-// One inter-switch link under the flit layer: the flit unit's accounting of the packets it carried,
-// next to the same packets' packet-mode bytes and finish time (open loop, see SimConfig::flit_layer).
+// One inter-switch link under the flit layer: the flit unit's accounting of the packets it carried.
 struct FlitLinkResult {
   int64_t link = 0;
-  double flit_ps = 0;             // one flit's serialisation time on this link
-  int64_t packet_bytes = 0;       // wire bytes of the packets in packet mode
-  int64_t packet_finish_ps = 0;   // end of the last packet's serialisation (the event loop's timing)
-  int64_t flit_finish_ps = 0;     // end of the last flit when the recorded arrivals go through the flit unit
+  double flit_ps = 0;          // one flit's serialisation time on this link
+  int64_t packet_bytes = 0;    // the same packets' wire bytes as NetSparse packets (link_layer=packet)
+  int64_t flit_finish_ps = 0;  // when the last flit left
   units::FlitLinkStats stats;
 };
 
