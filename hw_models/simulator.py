@@ -31,9 +31,10 @@ BUFFER_BYTES = 64 * 1024
 PIPE_BUFFER_BYTES = 32 * BUFFER_BYTES
 """Output buffer of an extended (ToR) switch's NetSparse pipe in bytes: packets the pipe made that
 have not started on their link. Our assumption: ``BUFFER_BYTES`` for each of the switch's 32 ports
-(NetSparse Table 5 port count), 2 MiB; NetSparse gives no buffer size. While it is full, packets from the switch's hosts wait in their
-input buffer, so the hosts' uplinks stop (backpressure); packets from other switches always enter
-(no cyclic wait between switches), bounded end to end by the Pending PR Tables."""
+(NetSparse Table 5 port count), 2 MiB; NetSparse gives no buffer size. While it is full, packets
+from the switch's hosts wait in their input buffer, so the hosts' uplinks stop (backpressure);
+packets from other switches always enter (no cyclic wait between switches), bounded end to end by
+the Pending PR Tables."""
 
 
 def simulate(a: sp.spmatrix | sp.sparray, w: definitions.Workload, params: HardwareParams, k: int,
