@@ -228,8 +228,7 @@ def _link_layer_lines(ll: dict | None) -> list[str]:
             f"{ll['wire_bytes']:,} B on the wire vs {ll['packet_wire_bytes']:,} B as packets "
             f"({_fmt(ll['wire_bytes_vs_packet'])}x), padding {_fmt(100 * (ll['padding_fraction'] or 0), ' %')}, "
             f"stitched {_fmt(100 * (ll['stitched_fraction'] or 0), ' %')} of packets |",
-            f"| flit layer timing | {ll['timing']}; inter-rack finish packet {_fmt(ll['packet_finish_s'] * 1e6, ' us')}"
-            f", flit {_fmt(ll['flit_finish_s'] * 1e6, ' us')} |"]
+            f"| flit layer timing | {ll['timing']}; last inter-rack flit at {_fmt(ll['flit_finish_s'] * 1e6, ' us')} |"]
 
 
 def _time_or_status(block: dict) -> str:

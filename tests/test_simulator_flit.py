@@ -31,7 +31,7 @@ from netsparse_torch import simulate as cli
 from netsparse_torch.errors import ConfigError
 
 ONE_PR = {"concat_nic": False, "switch": False}
-LONG_POOL = 100_000  # flit cycles (32 us at 400 Gb/s): every same-destination pair meets in the pool
+LONG_POOL = 100_000  # flit cycles (32 us at 400 Gb/s): the two responses to node 0 meet in the pool
 
 
 def _tiny():
@@ -147,3 +147,34 @@ def test_bad_link_layer_settings(link_layer, match):
     a, p, w = _tiny()
     with pytest.raises(ConfigError, match=match):
         simulate(a, w, p, 1, "spmm", ONE_PR, link_layer=link_layer)
+
+
+# --- Timing feeds back (the flit unit sits in the event loop) ---------------------------------------
+# Flit time at 400 Gb/s: 16 B / 50 B/ns = 320 ps. A remote PR crosses two switch-switch links on its
+# way out (read, 80 B: 5 flits = 1600 ps, exactly its packet time) and two on its way back (response,
+# 84 B: 6 flits = 1920 ps vs 1680 ps as a packet, +240 ps per link). A packet enters a flit link at the
+# next flit boundary (< 320 ps later), on each of its 4 flit-link hops.
+FLIT_PS = 320
+
+
+def _node_times(link_layer=None):
+    a, p, w = _tiny()
+    return simulate(a, w, p, 1, "spmm", ONE_PR, link_layer=link_layer).node_time_s * 1e12
+
+
+def test_flits_slow_the_responses_down_by_hand():
+    delta = _node_times(_flit(stitching=False, pool_cycles=0)) - _node_times()
+    # node 1: one read out, one response back, no contention
+    assert 2 * 240 <= delta[1] < 2 * 240 + 4 * FLIT_PS
+
+
+def test_pooling_waits_the_window_on_each_flit_link():
+    # No response finds a partner for its pooled tail flit (room 4 B after the stitched piece, or no
+    # second response at all), so each waits W on each of the two switch-switch links of its path.
+    w_cycles = 10_000
+    delta = _node_times(_flit(pool_cycles=w_cycles)) - _node_times()
+    wait = 2 * w_cycles * FLIT_PS
+    assert np.all(delta >= wait) and np.all(delta < wait + 4 * FLIT_PS + 2 * 240)
+    # selective pooling: responses (class 1) are exempt, so nothing waits
+    exempt = _node_times(_flit(pool_cycles=w_cycles, no_pool_class=1)) - _node_times()
+    assert np.all(exempt < 4 * FLIT_PS + 2 * 240)

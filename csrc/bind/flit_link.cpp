@@ -17,8 +17,8 @@ namespace {
 
 using I64 = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
 
-py::dict run(const FlitLinkConfig& cfg, const I64& arrival, const I64& dest, const I64& header, const I64& payload,
-             const I64& useful, const I64& cls) {
+std::vector<FlitPacket> packets(const I64& arrival, const I64& dest, const I64& header, const I64& payload,
+                                const I64& useful, const I64& cls) {
   const auto n = arrival.size();
   const I64* cols[] = {&dest, &header, &payload, &useful, &cls};
   const char* names[] = {"dest", "header", "payload", "useful", "cls"};
@@ -31,12 +31,10 @@ py::dict run(const FlitLinkConfig& cfg, const I64& arrival, const I64& dest, con
   auto a = arrival.unchecked<1>(), d = dest.unchecked<1>(), h = header.unchecked<1>(), p = payload.unchecked<1>(),
        u = useful.unchecked<1>(), c = cls.unchecked<1>();
   for (py::ssize_t i = 0; i < n; ++i) pk[i] = FlitPacket{a(i), d(i), h(i), p(i), u(i), c(i)};
-  std::vector<int64_t> done;
-  netsparse::units::FlitLinkStats st;
-  {
-    py::gil_scoped_release release;
-    st = netsparse::units::run_flit_link(cfg, pk, &done);
-  }
+  return pk;
+}
+
+py::dict result(const netsparse::units::FlitLinkStats& st, const std::vector<int64_t>& done) {
   py::dict out;
   out["packets"] = st.packets;
   out["flits"] = st.flits;
@@ -51,6 +49,51 @@ py::dict run(const FlitLinkConfig& cfg, const I64& arrival, const I64& dest, con
   out["trimmed_bytes"] = st.trimmed_bytes;
   out["last_cycle"] = st.last_cycle;
   out["done"] = py::array_t<int64_t>(static_cast<py::ssize_t>(done.size()), done.data());
+  return out;
+}
+
+py::dict run(const FlitLinkConfig& cfg, const I64& arrival, const I64& dest, const I64& header, const I64& payload,
+             const I64& useful, const I64& cls) {
+  const std::vector<FlitPacket> pk = packets(arrival, dest, header, payload, useful, cls);
+  std::vector<int64_t> done;
+  netsparse::units::FlitLinkStats st;
+  {
+    py::gil_scoped_release release;
+    st = netsparse::units::run_flit_link(cfg, pk, &done);
+  }
+  return result(st, done);
+}
+
+// Drives FlitLinkState the way the simulator does: ticks at next_event() until the next arrival, then
+// advance to the arrival and push. `late` counts completions a tick collected although an earlier
+// tick was already at or after their cycle (the simulator needs 0), `repeats` packets reported twice.
+py::dict stream(const FlitLinkConfig& cfg, const I64& arrival, const I64& dest, const I64& header,
+                const I64& payload, const I64& useful, const I64& cls) {
+  const std::vector<FlitPacket> pk = packets(arrival, dest, header, payload, useful, cls);
+  netsparse::units::FlitLinkState st(cfg);
+  std::vector<int64_t> done(pk.size(), -1);
+  int64_t prev_tick = -1, late = 0, repeats = 0, ticks = 0;
+  auto tick = [&](int64_t c) {
+    st.advance(c);
+    ++ticks;
+    for (const auto& [id, d] : st.completed()) {
+      if (done[id] >= 0) ++repeats;
+      done[id] = d;
+      if (d > c || d <= prev_tick) ++late;
+    }
+    st.completed().clear();
+    prev_tick = c;
+  };
+  for (const FlitPacket& p : pk) {
+    for (int64_t e = st.next_event(); e <= p.arrival; e = st.next_event()) tick(e);
+    tick(p.arrival);
+    st.push(p);
+  }
+  for (int64_t e = st.next_event(); e != INT64_MAX; e = st.next_event()) tick(e);
+  py::dict out = result(st.stats(), done);
+  out["late"] = late;
+  out["repeats"] = repeats;
+  out["ticks"] = ticks;
   return out;
 }
 
@@ -81,6 +124,11 @@ void bind_flit_link(py::module_& units) {
   units.def("flit_link_run", &run,
             "Run a packet stream (arrays, sorted by arrival cycle) through one NetCrafter link; returns a dict of "
             "counters and `done`, the cycle each packet's last byte left",
+            py::arg("config"), py::arg("arrival"), py::arg("dest"), py::arg("header"), py::arg("payload"),
+            py::arg("useful"), py::arg("cls"));
+  units.def("flit_link_stream", &stream,
+            "The same as flit_link_run through the incremental FlitLinkState, driven like the simulator's "
+            "event loop (ticks at next_event()); adds `late`, `repeats` and `ticks`",
             py::arg("config"), py::arg("arrival"), py::arg("dest"), py::arg("header"), py::arg("payload"),
             py::arg("useful"), py::arg("cls"));
   units.def("flits_for", &netsparse::units::flits_for, "Flits needed for `bytes` (padded to whole flits)",

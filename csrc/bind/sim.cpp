@@ -85,7 +85,7 @@ py::array_t<int64_t> column(const std::vector<NodeCounters>& v, F f) {
   return a;
 }
 
-// Per inter-switch link: the flit unit's counters and the packet-mode comparison (open loop).
+// Per inter-switch link: the flit unit's counters and the packet-mode bytes of the same packets.
 py::dict flit_dict(const std::vector<FlitLinkResult>& v) {
   py::dict d;
   auto col = [&](const char* name, auto f) {
@@ -95,8 +95,7 @@ py::dict flit_dict(const std::vector<FlitLinkResult>& v) {
     d[name] = a;
   };
 #define FCOL(name, expr) col(name, [](const FlitLinkResult& x) { return static_cast<int64_t>(expr); })
-  FCOL("link", x.link); FCOL("packet_bytes", x.packet_bytes); FCOL("packet_finish_ps", x.packet_finish_ps);
-  FCOL("flit_finish_ps", x.flit_finish_ps); FCOL("packets", x.stats.packets); FCOL("flits", x.stats.flits);
+  FCOL("link", x.link); FCOL("packet_bytes", x.packet_bytes); FCOL("flit_finish_ps", x.flit_finish_ps); FCOL("packets", x.stats.packets); FCOL("flits", x.stats.flits);
   FCOL("wire_bytes", x.stats.wire_bytes); FCOL("needed_bytes", x.stats.needed_bytes);
   FCOL("overhead_bytes", x.stats.overhead_bytes); FCOL("padding_bytes", x.stats.padding_bytes);
   FCOL("unstitched_flits", x.stats.unstitched_flits); FCOL("stitched_packets", x.stats.stitched_packets);

@@ -37,7 +37,7 @@ namespace {
 
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
-enum Kind : uint8_t { kIssue, kNicPush, kNicTimer, kSwitchTimer, kTxDone, kArrive, kSwitchDone, kForward, kWrite, kPipeResume };
+enum Kind : uint8_t { kIssue, kNicPush, kNicTimer, kSwitchTimer, kTxDone, kArrive, kSwitchDone, kForward, kWrite, kPipeResume, kFlitTick };
 
 // A heap entry is 24 bytes: the payload of a PR never rides in the heap (the heap stays in cache).
 // key = seq << 4 | kind; seq is unique, so ordering by (t, key) is ordering by (t, seq).
@@ -187,7 +187,10 @@ class Sim {
   int64_t route(int64_t src, int64_t dst, int32_t hop) const { return topo_.routes[(src * nodes_ + dst) * topo_.max_hops + hop]; }
   void drain_all(int64_t t);
   void flit_setup();
+  void flit_start(int64_t link, int64_t t);
+  void flit_tick(int64_t link, int64_t t);
   void flit_finish();
+  int64_t leave_queue(int64_t link, int64_t t);
 
   const SimConfig cfg_;
   const Topo& topo_;
@@ -218,9 +221,13 @@ class Sim {
   uint64_t seq_ = 0;
   int64_t running_ = 0;
   SimResult res_;
-  // Flit layer (open loop): per link its slot in res_.flit_links or -1, and the recorded packets.
+  // Flit layer: per link its slot in res_.flit_links or -1; per slot the flit unit's state, the
+  // simulator packet of each flit-unit packet id, the flit clock and the armed tick.
   std::vector<int64_t> flit_slot_;
-  std::vector<std::vector<FlitPacket>> flit_rec_;
+  std::vector<FlitLinkState> flit_state_;
+  std::vector<std::vector<uint32_t>> flit_ids_;
+  std::vector<Clock> flit_clock_;
+  std::vector<int64_t> flit_armed_;
 };
 
 Sim::Sim(const std::vector<int64_t>& indptr, const int64_t* indices, int64_t nnz, const std::vector<int64_t>& rb,
@@ -359,19 +366,86 @@ void Sim::flit_setup() {
     r.link = l;
     r.flit_ps = static_cast<double>(cfg_.flit.flit_bytes) * 1e12 / topo_.link_bytes_per_s[l];
     res_.flit_links.push_back(r);
+    flit_state_.emplace_back(cfg_.flit);
+    // one flit per cycle: the flit clock runs at line rate / flit bytes
+    flit_clock_.push_back(Clock{topo_.link_bytes_per_s[l] / static_cast<double>(cfg_.flit.flit_bytes) / 1e9});
   }
-  flit_rec_.resize(res_.flit_links.size());
+  flit_ids_.resize(res_.flit_links.size());
+  flit_armed_.assign(res_.flit_links.size(), kNever);
 }
 
-// Runs each link's recorded packet stream (arrivals in flit cycles, sorted because the event loop's
-// time never decreases) through the flit unit.
-void Sim::flit_finish() {
-  for (size_t i = 0; i < flit_rec_.size(); ++i) {
-    FlitLinkResult& r = res_.flit_links[i];
-    r.stats = run_flit_link(cfg_.flit, flit_rec_[i], nullptr);
-    r.flit_finish_ps = static_cast<int64_t>(std::ceil(static_cast<double>(r.stats.last_cycle) * r.flit_ps - 1e-6));
-    std::vector<FlitPacket>().swap(flit_rec_[i]);
+// A packet leaves link's output queue for the link (its downstream credit is taken): it leaves the
+// switch pipe's output buffer if it was there. Returns the link whose input buffer held it (or -1).
+int64_t Sim::leave_queue(int64_t link, int64_t t) {
+  const uint32_t p = out_q_[link].front();
+  Packet& k = pkts_[p];
+  out_q_[link].pop_front();
+  credit_[link] -= k.wire;
+  const int64_t prev = k.held;
+  k.held = link;
+  if (k.pipe >= 0) {  // leaves the pipe's output buffer: blocked host packets may enter the pipe
+    const int32_t s = k.pipe;
+    k.pipe = -1;
+    pipe_backlog_[s] -= k.wire;
+    if (!pipe_blocked_[s].empty() && pipe_backlog_[s] < cfg_.pipe_buffer_bytes && !resume_armed_[s]) {
+      resume_armed_[s] = 1;
+      push(t, kPipeResume, static_cast<uint32_t>(s));
+    }
   }
+  return prev;
+}
+
+// Flit link (closed loop): every queued packet with downstream credit enters the flit unit's egress
+// queue at once (so same-destination packets queued behind each other can be stitched); the unit
+// decides when each packet's last flit leaves, and a tick event at its next_event() collects them.
+void Sim::flit_start(int64_t link, int64_t t) {
+  const int64_t i = flit_slot_[link];
+  FlitLinkState& st = flit_state_[i];
+  const Clock& ck = flit_clock_[i];
+  st.advance(ck.cycle(t));  // the link runs up to now before anything new arrives
+  // a packet enters at the first flit-cycle boundary at or after now (it cannot start before it arrived)
+  const int64_t cyc = ck.cycle(t) + (ck.ps(ck.cycle(t)) < t ? 1 : 0);
+  auto& q = out_q_[link];
+  while (!q.empty() && credit_[link] >= pkts_[q.front()].wire) {
+    const uint32_t p = q.front();
+    const int64_t prev = leave_queue(link, t);
+    const Packet& k = pkts_[p];
+    st.push(FlitPacket{cyc, k.dst, k.header, k.payload, -1, k.type == kResponseType ? 1 : 0});
+    flit_ids_[i].push_back(p);
+    res_.flit_links[i].packet_bytes += k.wire;
+    if (prev >= 0) {  // the packet left the previous hop's input buffer
+      credit_[prev] += k.wire;
+      try_start(prev, t);
+    }
+  }
+  flit_tick(link, t);
+}
+
+// Collects the packets whose last flit has left by now (they arrive link latency after it) and arms
+// the next tick.
+void Sim::flit_tick(int64_t link, int64_t t) {
+  const int64_t i = flit_slot_[link];
+  FlitLinkState& st = flit_state_[i];
+  const Clock& ck = flit_clock_[i];
+  st.advance(ck.cycle(t));
+  FlitLinkResult& r = res_.flit_links[i];
+  for (const auto& [id, done] : st.completed()) {
+    const int64_t end = ck.ps(done);
+    r.flit_finish_ps = std::max(r.flit_finish_ps, end);
+    push(std::max(t, end + topo_.link_latency_ps[link]), kArrive, flit_ids_[i][id], static_cast<uint32_t>(link));
+  }
+  st.completed().clear();
+  const int64_t e = st.next_event();
+  if (e == INT64_MAX) return;
+  const int64_t at = std::max(t, ck.ps(e));
+  if (at < flit_armed_[i]) {
+    flit_armed_[i] = at;
+    push(at, kFlitTick, static_cast<uint32_t>(link));
+  }
+}
+
+void Sim::flit_finish() {
+  for (size_t i = 0; i < flit_state_.size(); ++i) res_.flit_links[i].stats = flit_state_[i].stats();
 }
 
 // A packet from a concatenator's output; `whole` is its stream when the packet is all of it, then the
@@ -477,43 +551,21 @@ void Sim::arm_switch(uint32_t s, int64_t t) {
 
 void Sim::enqueue(int64_t link, uint32_t p, int64_t t) {
   if (link < 0) throw std::logic_error("simulator: packet routed past the end of its path");
-  if (!flit_slot_.empty() && flit_slot_[link] >= 0) {  // arrival at the egress of a flit link
-    const int64_t i = flit_slot_[link];
-    const Packet& k = pkts_[p];
-    const int64_t cyc = static_cast<int64_t>(std::floor(static_cast<double>(t) / res_.flit_links[i].flit_ps));
-    flit_rec_[i].push_back(FlitPacket{cyc, k.dst, k.header, k.payload, -1, k.type == kResponseType ? 1 : 0});
-  }
   out_q_[link].push_back(p);
   try_start(link, t);
 }
 
 void Sim::try_start(int64_t link, int64_t t) {
+  if (!flit_slot_.empty() && flit_slot_[link] >= 0) return flit_start(link, t);
   if (link_busy_[link] || out_q_[link].empty()) return;
   const uint32_t p = out_q_[link].front();
   Packet& k = pkts_[p];
   if (credit_[link] < k.wire) return;  // downstream buffer full: wait for its credit (lossless)
-  out_q_[link].pop_front();
-  credit_[link] -= k.wire;
   link_busy_[link] = 1;
-  const int64_t prev = k.held;
-  k.held = link;
-  if (k.pipe >= 0) {  // leaves the pipe's output buffer: blocked host packets may enter the pipe
-    const int32_t s = k.pipe;
-    k.pipe = -1;
-    pipe_backlog_[s] -= k.wire;
-    if (!pipe_blocked_[s].empty() && pipe_backlog_[s] < cfg_.pipe_buffer_bytes && !resume_armed_[s]) {
-      resume_armed_[s] = 1;
-      push(t, kPipeResume, static_cast<uint32_t>(s));
-    }
-  }
+  const int64_t prev = leave_queue(link, t);
   const double ser = static_cast<double>(k.wire) * 1e12 / topo_.link_bytes_per_s[link];
   const int64_t ser_ps = static_cast<int64_t>(std::ceil(ser - 1e-6));
   push(t + ser_ps, kTxDone, static_cast<uint32_t>(link));
-  if (!flit_slot_.empty() && flit_slot_[link] >= 0) {
-    FlitLinkResult& r = res_.flit_links[flit_slot_[link]];
-    r.packet_bytes += k.wire;
-    r.packet_finish_ps = std::max(r.packet_finish_ps, t + ser_ps);
-  }
   push(t + ser_ps + topo_.link_latency_ps[link], kArrive, p, static_cast<uint32_t>(link));
   if (prev >= 0) {  // the packet left the previous hop's input buffer
     credit_[prev] += k.wire;
@@ -745,6 +797,13 @@ void Sim::handle(const Event& e) {
     }
     case kSwitchDone: pipe_in(e.b, e.a, e.t); break;
     case kPipeResume: pipe_resume(e.a, e.t); break;
+    case kFlitTick: {
+      const int64_t i = flit_slot_[e.a];
+      if (flit_armed_[i] != e.t) break;  // superseded by an earlier tick
+      flit_armed_[i] = kNever;
+      flit_tick(e.a, e.t);
+      break;
+    }
     case kWrite: write_back(e.a, e.t); break;
     default: throw std::logic_error("simulator: unknown event");
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <queue>
 #include <stdexcept>
 #include <string>
@@ -30,7 +31,8 @@ int64_t flits_for(int64_t bytes, int64_t flit_bytes) {
 
 namespace {
 
-enum State : uint8_t { kWaiting, kQueued, kInService, kConsumed };
+// kDone: every byte of the packet's own service is in flits (sent, or open in its tail flit).
+enum State : uint8_t { kWaiting, kQueued, kInService, kConsumed, kDone };
 
 // A partially filled flit that is still open for stitching candidates.
 // Members form an intrusive list through FlitLinkSim::next_member_: a packet belongs to at most one
@@ -44,38 +46,46 @@ struct OpenFlit {
   bool sent;
 };
 
+}  // namespace
+
+// The link's state machine. Packets are pushed in arrival order (all at once for run_flit_link, one
+// by one in the simulator's event loop); advance(until) runs every step that starts before `until`.
+// A burst of full flits stops at the next known arrival or pool deadline, or at `until`, so the
+// batch run (every packet pushed, until = never) and the streaming run follow the same steps.
 class FlitLinkSim {
  public:
-  FlitLinkSim(const FlitLinkConfig& cfg, const std::vector<FlitPacket>& pk) : c_(cfg), pk_(pk) {
-    const size_t n = pk.size();
-    rem_.resize(n);
-    state_.assign(n, kWaiting);
-    stitched_.assign(n, 0);
-    done_.assign(n, 0);
-    next_member_.assign(n, -1);
-    dest_.resize(n);
-    std::unordered_map<int64_t, int64_t> dense;  // destinations -> 0..D-1, so per-destination state is a vector
-    for (size_t i = 0; i < n; ++i) {
-      rem_[i] = sent_bytes(i);
-      dest_[i] = dense.emplace(pk[i].dest, static_cast<int64_t>(dense.size())).first->second;
+  explicit FlitLinkSim(const FlitLinkConfig& cfg, bool track) : c_(cfg), track_(track) {}
+
+  int64_t push(const FlitPacket& p) {
+    const int64_t i = static_cast<int64_t>(pk_.size());
+    pk_.push_back(p);
+    rem_.push_back(sent_bytes(static_cast<size_t>(i)));
+    state_.push_back(kWaiting);
+    stitched_.push_back(0);
+    done_.push_back(0);
+    next_member_.push_back(-1);
+    parts_.push_back(0);
+    // destinations -> 0..D-1, so per-destination state is a vector
+    const auto it = dense_.emplace(p.dest, static_cast<int64_t>(dense_.size()));
+    dest_.push_back(it.first->second);
+    if (it.second) {
+      by_dest_.emplace_back();
+      open_by_dest_.emplace_back();
     }
-    by_dest_.resize(dense.size());
-    open_by_dest_.resize(dense.size());
+    ++st_.packets;
+    st_.needed_bytes += rem_[i];
+    st_.unstitched_flits += flits_for(rem_[i], c_.flit_bytes);
+    return i;
   }
 
-  FlitLinkStats run() {
-    st_.packets = static_cast<int64_t>(pk_.size());
-    for (size_t i = 0; i < pk_.size(); ++i) {
-      st_.needed_bytes += rem_[i];
-      st_.unstitched_flits += flits_for(rem_[i], c_.flit_bytes);
-    }
-    int64_t t = 0;
-    while (true) {
+  void advance(int64_t until) {
+    int64_t t = t_;
+    while (t < until) {
       admit(t);
       if (send_pooled(t)) { ++t; continue; }
       if (cur_ < 0) start_next();
       if (cur_ >= 0) {
-        t += step_current(t);
+        t += step_current(t, until);
         continue;
       }
       // Idle: jump to the next arrival or pool deadline.
@@ -83,17 +93,39 @@ class FlitLinkSim {
       if (next_arrival_ < pk_.size()) next = pk_[next_arrival_].arrival;
       if (const int64_t d = earliest_deadline(); d >= 0) next = std::min(next, d);
       if (next == INT64_MAX) break;
-      t = std::max(t + 1, next);
+      t = std::min(until, std::max(t + 1, next));
     }
-    st_.wire_bytes = st_.flits * c_.flit_bytes;
-    st_.overhead_bytes = st_.pieces * c_.piece_overhead;
-    st_.padding_bytes = st_.wire_bytes - st_.needed_bytes - st_.overhead_bytes;
-    st_.last_cycle = t;
-    for (auto s : stitched_) st_.stitched_packets += s;
-    return st_;
+    t_ = t;
+  }
+
+  // A cycle no later than the next packet completion if nothing else arrives (INT64_MAX: idle), and
+  // always after now, so advancing to it makes progress.
+  int64_t next_event() {
+    const int64_t t = t_;
+    while (!urgent_.empty() && open_[urgent_.front()].sent) urgent_.pop_front();
+    if (!urgent_.empty()) return t + 1;
+    int64_t e = INT64_MAX;
+    if (cur_ >= 0) e = full_left_ > 0 ? t + full_left_ : t + 1;
+    else if (!queue_.empty()) e = t + 1;  // the next packet starts now (or joins an open flit)
+    if (next_arrival_ < pk_.size()) e = std::min(e, std::max(t, pk_[next_arrival_].arrival) + 1);
+    if (const int64_t d = earliest_deadline(); d >= 0) e = std::min(e, std::max(t, d) + 1);
+    return e;
+  }
+
+  int64_t now() const { return t_; }
+
+  FlitLinkStats stats() const {
+    FlitLinkStats st = st_;
+    st.wire_bytes = st.flits * c_.flit_bytes;
+    st.overhead_bytes = st.pieces * c_.piece_overhead;
+    st.padding_bytes = st.wire_bytes - st.needed_bytes - st.overhead_bytes;
+    st.last_cycle = t_;
+    for (auto s : stitched_) st.stitched_packets += s;
+    return st;
   }
 
   std::vector<int64_t>& done() { return done_; }
+  std::vector<std::pair<int64_t, int64_t>>& completed() { return completed_; }
 
  private:
   int64_t sent_bytes(size_t i) const {
@@ -108,6 +140,11 @@ class FlitLinkSim {
 
   bool pool_eligible(int64_t cls) const {
     return c_.stitching && c_.pool_cycles > 0 && cls != c_.no_pool_class;
+  }
+
+  // Reports packet i once all of its bytes are in flits that have left (streaming use only).
+  void maybe_complete(int64_t i) {
+    if (track_ && parts_[i] == 0 && (state_[i] == kConsumed || state_[i] == kDone)) completed_.emplace_back(i, done_[i]);
   }
 
   void admit(int64_t t) {
@@ -149,6 +186,7 @@ class FlitLinkSim {
     next_member_[i] = f.first_member;
     f.first_member = i;
     ++f.n_members;
+    ++parts_[i];
   }
 
   void join_open_flits(int64_t i) {
@@ -178,22 +216,27 @@ class FlitLinkSim {
   // Sends the current packet's full flits up to the next event (an arrival or a pool deadline, which
   // may preempt it), or forms its tail flit, stitches queued candidates into it and either sends it
   // or pools it. Returns the cycles used.
-  int64_t step_current(int64_t t) {
+  int64_t step_current(int64_t t, int64_t until) {
     const int64_t i = cur_;
     if (full_left_ > 0) {
-      int64_t horizon = t + full_left_;
+      int64_t horizon = std::min(t + full_left_, until);
       if (next_arrival_ < pk_.size()) horizon = std::min(horizon, std::max(t + 1, pk_[next_arrival_].arrival));
       if (const int64_t d = earliest_deadline(); d >= 0) horizon = std::min(horizon, std::max(t + 1, d));
       const int64_t burst = horizon - t;
       full_left_ -= burst;
       st_.flits += burst;
       done_[i] = std::max(done_[i], horizon);
-      if (full_left_ == 0 && rem_[i] % c_.flit_bytes == 0) cur_ = -1;
+      if (full_left_ == 0 && rem_[i] % c_.flit_bytes == 0) {
+        cur_ = -1;
+        state_[i] = kDone;
+        maybe_complete(i);
+      }
       return burst;
     }
     cur_ = -1;
     OpenFlit f{dest_[i], c_.flit_bytes - rem_[i] % c_.flit_bytes, t + c_.pool_cycles, -1, 0, false};
     add_member(f, i);
+    state_[i] = kDone;
     if (c_.stitching) scan_queue(f);
     if (!pool_eligible(pk_[i].cls)) f.deadline = -1;
     const int64_t id = static_cast<int64_t>(open_.size());
@@ -224,7 +267,11 @@ class FlitLinkSim {
     f.sent = true;
     ++st_.flits;
     if (f.n_members > 1) ++st_.stitched_flits;
-    for (int64_t m = f.first_member; m >= 0; m = next_member_[m]) done_[m] = std::max(done_[m], t + 1);
+    for (int64_t m = f.first_member; m >= 0; m = next_member_[m]) {
+      done_[m] = std::max(done_[m], t + 1);
+      --parts_[m];
+      maybe_complete(m);
+    }
     auto& v = open_by_dest_[f.dest];
     v.erase(std::remove(v.begin(), v.end(), id), v.end());
   }
@@ -252,8 +299,13 @@ class FlitLinkSim {
     return pooled_.empty() ? -1 : std::max<int64_t>(0, open_[pooled_.front()].deadline);
   }
 
-  const FlitLinkConfig& c_;
-  const std::vector<FlitPacket>& pk_;
+  const FlitLinkConfig c_;
+  const bool track_;
+  std::vector<FlitPacket> pk_;
+  int64_t t_ = 0;
+  std::unordered_map<int64_t, int64_t> dense_;
+  std::vector<int64_t> parts_;  // open (unsent) flits holding bytes of the packet
+  std::vector<std::pair<int64_t, int64_t>> completed_;
   std::vector<int64_t> rem_;
   std::vector<uint8_t> state_;
   std::vector<uint8_t> stitched_;
@@ -273,15 +325,22 @@ class FlitLinkSim {
   FlitLinkStats st_;
 };
 
+namespace {
+
+void validate_packet(const FlitPacket& p, const std::string& at) {
+  if (p.arrival < 0) throw std::invalid_argument("arrival must be >= 0" + at);
+  if (p.header < 0 || p.payload < 0) throw std::invalid_argument("header and payload must be >= 0" + at);
+  if (p.header + p.payload == 0) throw std::invalid_argument("a packet needs at least one byte" + at);
+  if (p.cls < 0) throw std::invalid_argument("class must be >= 0" + at);
+}
+
 void validate_packets(const std::vector<FlitPacket>& pk) {
   for (size_t i = 0; i < pk.size(); ++i) {
     const FlitPacket& p = pk[i];
     const std::string at = " (packet " + std::to_string(i) + ")";
     if (p.arrival < 0) throw std::invalid_argument("arrival must be >= 0" + at);
     if (i > 0 && p.arrival < pk[i - 1].arrival) throw std::invalid_argument("arrivals must be sorted" + at);
-    if (p.header < 0 || p.payload < 0) throw std::invalid_argument("header and payload must be >= 0" + at);
-    if (p.header + p.payload == 0) throw std::invalid_argument("a packet needs at least one byte" + at);
-    if (p.cls < 0) throw std::invalid_argument("class must be >= 0" + at);
+    validate_packet(p, at);
   }
 }
 
@@ -291,10 +350,35 @@ FlitLinkStats run_flit_link(const FlitLinkConfig& cfg, const std::vector<FlitPac
                             std::vector<int64_t>* done) {
   cfg.validate();
   validate_packets(packets);
-  FlitLinkSim sim(cfg, packets);
-  FlitLinkStats st = sim.run();
+  FlitLinkSim sim(cfg, false);  // the batch run is the streaming state with every packet pushed up front
+  for (const FlitPacket& p : packets) sim.push(p);
+  sim.advance(INT64_MAX);
+  FlitLinkStats st = sim.stats();
   if (done) *done = std::move(sim.done());
   return st;
 }
+
+FlitLinkState::FlitLinkState(const FlitLinkConfig& cfg) {
+  cfg.validate();
+  sim_ = std::make_unique<FlitLinkSim>(cfg, true);
+}
+
+FlitLinkState::~FlitLinkState() = default;
+FlitLinkState::FlitLinkState(FlitLinkState&&) noexcept = default;
+FlitLinkState& FlitLinkState::operator=(FlitLinkState&&) noexcept = default;
+
+int64_t FlitLinkState::push(const FlitPacket& p) {
+  validate_packet(p, "");
+  if (p.arrival < last_arrival_ || p.arrival < sim_->now())
+    throw std::invalid_argument("flit link: a packet cannot arrive before the link's current cycle or an earlier packet");
+  last_arrival_ = p.arrival;
+  return sim_->push(p);
+}
+
+void FlitLinkState::advance(int64_t until) { sim_->advance(until); }
+int64_t FlitLinkState::next_event() { return sim_->next_event(); }
+int64_t FlitLinkState::now() const { return sim_->now(); }
+FlitLinkStats FlitLinkState::stats() const { return sim_->stats(); }
+std::vector<std::pair<int64_t, int64_t>>& FlitLinkState::completed() { return sim_->completed(); }
 
 }  // namespace netsparse::units

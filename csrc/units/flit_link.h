@@ -5,6 +5,8 @@
 // Time is a virtual cycle counter; the link sends one flit per cycle. The unit is deterministic and
 // single-pass over the packet stream, because it sits in the simulator's hot loop.
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
 namespace netsparse::units {
@@ -69,5 +71,33 @@ int64_t flits_for(int64_t bytes, int64_t flit_bytes);
 // receives, per packet, the cycle after the last flit holding any of its bytes left.
 FlitLinkStats run_flit_link(const FlitLinkConfig& cfg, const std::vector<FlitPacket>& packets,
                             std::vector<int64_t>* done);
+
+class FlitLinkSim;
+
+// The same link, fed one packet at a time (the simulator's event loop, closed loop): push each packet
+// when it reaches the egress, advance() to the current cycle, and take completed packets. run_flit_link
+// is this state with every packet pushed up front, so there is one implementation.
+class FlitLinkState {
+ public:
+  explicit FlitLinkState(const FlitLinkConfig& cfg);  // validates cfg
+  ~FlitLinkState();
+  FlitLinkState(FlitLinkState&&) noexcept;
+  FlitLinkState& operator=(FlitLinkState&&) noexcept;
+  // Adds a packet arriving at p.arrival (not before now() or an earlier packet); returns its id 0, 1, ...
+  int64_t push(const FlitPacket& p);
+  // Runs every step that starts before cycle `until` (no packet arrives before `until` unless pushed).
+  void advance(int64_t until);
+  // A cycle after now() and no later than the next completion if nothing else arrives; INT64_MAX if idle.
+  int64_t next_event();
+  int64_t now() const;
+  // (id, cycle after the last flit holding its bytes left) of packets completed since the caller last
+  // cleared the vector, in completion order.
+  std::vector<std::pair<int64_t, int64_t>>& completed();
+  FlitLinkStats stats() const;  // totals so far; last_cycle = now()
+
+ private:
+  std::unique_ptr<FlitLinkSim> sim_;
+  int64_t last_arrival_ = 0;
+};
 
 }  // namespace netsparse::units

@@ -213,8 +213,8 @@ SIM_FLIT_KEYS = ("flit_bytes", "piece_overhead", "pool_cycles", "stitching", "tr
                  "no_pool_class")
 """``flit.*`` settings the simulator passes to the C++ flit unit (defaults: :class:`LinkConfig`)."""
 
-OPEN_LOOP_NOTE = ("open loop: packet timing from the event loop; each inter-switch link's recorded packet "
-                  "stream went through the flit unit after the run; flit timing did not feed back")
+TIMING_NOTE = ("closed loop: each inter-switch link is the C++ flit unit inside the event loop; a packet "
+               "reaches the next switch link latency after the flit holding its last byte left")
 
 
 def sim_flit_config(link_layer: dict | None) -> dict:
@@ -247,24 +247,21 @@ def sim_flit_config(link_layer: dict | None) -> dict:
 
 def link_layer_report(flit_links: dict, link_layer: dict | None) -> dict:
     """``strategies.netsparse.link_layer``: the flit unit's totals over the inter-switch links, beside
-    the same packets' packet-mode bytes and finish times (open loop)."""
+    the same packets' bytes as NetSparse packets (what ``link_layer=packet`` puts on those links)."""
     cols = {k: np.asarray(v, dtype=np.int64) for k, v in flit_links.items()}
     total = {k: int(cols[k].sum()) for k in ("packets", "flits", "unstitched_flits", "wire_bytes", "needed_bytes",
                                              "padding_bytes", "overhead_bytes", "stitched_packets", "stitched_flits",
                                              "pieces", "trimmed_bytes", "packet_bytes")}
     flit_cfg = {k: v for k, v in sim_flit_config(link_layer).items() if k != "flit_layer"}
-    delta = cols["flit_finish_ps"] - cols["packet_finish_ps"]
     return {
-        "mode": "flit", "timing": OPEN_LOOP_NOTE, "links": int(cols["link"].size),
+        "mode": "flit", "timing": TIMING_NOTE, "links": int(cols["link"].size),
         "config": {k.removeprefix("flit_") if k != "flit_bytes" else k: v for k, v in flit_cfg.items()},
         **{k: v for k, v in total.items() if k != "packet_bytes"},
         "stitched_fraction": _frac(total["stitched_packets"], total["packets"]),
         "padding_fraction": _frac(total["padding_bytes"], total["wire_bytes"]),
         "packet_wire_bytes": total["packet_bytes"],
         "wire_bytes_vs_packet": _frac(total["wire_bytes"], total["packet_bytes"]),
-        "packet_finish_s": float(cols["packet_finish_ps"].max(initial=0)) * 1e-12,
         "flit_finish_s": float(cols["flit_finish_ps"].max(initial=0)) * 1e-12,
-        "max_link_finish_delta_s": float(delta.max(initial=0)) * 1e-12,
     }
 
 
