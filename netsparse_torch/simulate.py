@@ -159,7 +159,7 @@ def strong_scaling_block(a, params: HardwareParams, cfg: DictConfig) -> dict:
             raise ConfigError(f"unknown compute model {name!r}; choose from spade, cpu")
     rows = analysis.strong_scaling(a, params, counts, k=int(cfg.k), kernel=str(cfg.kernel),
                                    partition=str(cfg.partition), compute_models=models,
-                                   simulator=default_simulator(), progress=_progress)
+                                   simulator=with_link_layer(default_simulator(), cfg), progress=_progress)
     return {"compute_models": info, "rows": rows}
 
 

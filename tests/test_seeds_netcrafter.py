@@ -194,8 +194,8 @@ def test_pool_sweep_rows():
        st.integers(0, 40), st.booleans(), st.booleans(), st.sampled_from([-1, 0, 1]))
 def test_incremental_state_equals_the_batch_run(pk, pool, seq, trim, exempt):
     """FlitLinkState fed one packet at a time, ticked at next_event() as the simulator does, gives the
-    batch run's counters and per-packet cycles, and reports each packet once, at the first tick at or
-    after its cycle (so the event loop never learns of a departure late)."""
+    batch run's counters and per-packet cycles, and reports each packet once, at a tick on its own
+    cycle (next_event() never lets the event loop step past a departure)."""
     types = [nc.TABLE1_TYPES[p[1]] for p in pk]
     arrival = list(np.cumsum([p[0] for p in pk]))
     s = nc.PacketStream.of(types, arrival=arrival, dest=[p[2] for p in pk], classes=[p[3] for p in pk],

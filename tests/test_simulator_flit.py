@@ -178,3 +178,12 @@ def test_pooling_waits_the_window_on_each_flit_link():
     # selective pooling: responses (class 1) are exempt, so nothing waits
     exempt = _node_times(_flit(pool_cycles=w_cycles, no_pool_class=1)) - _node_times()
     assert np.all(exempt < 4 * FLIT_PS + 2 * 240)
+
+
+def test_cli_binds_the_link_layer_for_every_simulator_use():
+    # the main run, the ablation and strong scaling all take the simulator from with_link_layer
+    assert cli.with_link_layer(simulate, _cfg("link_layer=packet")) is simulate
+    bound = cli.with_link_layer(simulate, _cfg("link_layer=flit", "flit.pool_cycles=7"))
+    assert bound.keywords["link_layer"]["flit"]["pool_cycles"] == 7
+    with pytest.raises(ConfigError, match="link_layer"):
+        cli.with_link_layer(simulate, _cfg("link_layer=cell"))

@@ -65,24 +65,24 @@ py::dict run(const FlitLinkConfig& cfg, const I64& arrival, const I64& dest, con
 }
 
 // Drives FlitLinkState the way the simulator does: ticks at next_event() until the next arrival, then
-// advance to the arrival and push. `late` counts completions a tick collected although an earlier
-// tick was already at or after their cycle (the simulator needs 0), `repeats` packets reported twice.
+// advance to the arrival and push. `late` counts completions collected at a tick other than their own
+// cycle (the simulator needs 0: the tick sequence must stop at every departure), `repeats` packets
+// reported twice.
 py::dict stream(const FlitLinkConfig& cfg, const I64& arrival, const I64& dest, const I64& header,
                 const I64& payload, const I64& useful, const I64& cls) {
   const std::vector<FlitPacket> pk = packets(arrival, dest, header, payload, useful, cls);
   netsparse::units::FlitLinkState st(cfg);
   std::vector<int64_t> done(pk.size(), -1);
-  int64_t prev_tick = -1, late = 0, repeats = 0, ticks = 0;
+  int64_t late = 0, repeats = 0, ticks = 0;
   auto tick = [&](int64_t c) {
     st.advance(c);
     ++ticks;
     for (const auto& [id, d] : st.completed()) {
       if (done[id] >= 0) ++repeats;
       done[id] = d;
-      if (d > c || d <= prev_tick) ++late;
+      if (d != c) ++late;  // a correct next_event() never lets a tick pass a departure
     }
     st.completed().clear();
-    prev_tick = c;
   };
   for (const FlitPacket& p : pk) {
     for (int64_t e = st.next_event(); e <= p.arrival; e = st.next_event()) tick(e);
