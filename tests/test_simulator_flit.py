@@ -93,6 +93,9 @@ def test_padding_bounded_and_deterministic_on_a_larger_case():
     assert ll["needed_bytes"] == ll["packet_wire_bytes"]
     assert 0 <= ll["padding_bytes"] < 16 * ll["packets"]
     assert ll["flits"] <= ll["unstitched_flits"]
+    # flits change when packets move, never what moves: every read answered once
+    n = r1.counters["nodes"]
+    assert sum(n["responses"]) == sum(n["read_prs"]) == sum(n["served"]) + sum(r1.counters["switches"]["read_hits"])
 
 
 def test_packet_mode_adds_nothing():
