@@ -207,7 +207,8 @@ def summary_lines(report: dict) -> list[str]:
         f"| SAOpt comm time, goodput | {_fmt(st['sa_opt']['comm_time_s'] * 1e6, ' us')}, "
         f"{_fmt(100 * st['sa_opt']['goodput'], ' %')} |",
         *[f"| {label} comm time | {_time_or_status(st.get(key, {}))} |" for label, key in SEED_ROWS],
-        f"| NetSparse comm time | {_time_or_status(ns)} |",
+        f"| NetSparse comm time{' (flits on inter-rack links)' if ns.get('link_layer') else ''} | "
+        f"{_time_or_status(ns)} |",
         *_link_layer_lines(ns.get("link_layer")),
         f"| speedup SAOpt vs SUOpt | {_fmt(report['speedup']['sa_opt_vs_su_opt'])} |",
         f"| speedup NetSparse vs SUOpt, vs SAOpt | {_fmt(report['speedup']['netsparse_vs_su_opt'])}, "

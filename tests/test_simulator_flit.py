@@ -137,7 +137,8 @@ def test_cli_flit_reports_link_layer(tmp_path, capsys):
     assert ll["mode"] == "flit" and ll["config"]["flit_bytes"] == 8 and ll["flits"] > 0
     saved = json.loads((tmp_path / "report.json").read_text())
     assert saved["strategies"]["netsparse"]["link_layer"] == ll
-    assert "inter-rack flits (8 B)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "inter-rack flits (8 B)" in out and "NetSparse comm time (flits on inter-rack links)" in out
 
 
 @pytest.mark.parametrize(("link_layer", "match"), [
