@@ -129,7 +129,8 @@ def _cache_bytes(size: float, prop_bytes: int, n_cols: int, ways: int, seg: int,
     chunks = -(-prop_bytes // max_line)
     line = -(-min(prop_bytes, max_line) // seg) * seg
     sets = max(1, -(-(n_cols * chunks) // ways))
-    return sets * ways * line
+    # The cache unit needs room for one set of its widest lines even when the matrix is tiny.
+    return max(sets * ways * line, ways * max_line)
 
 
 def _to_run(out: dict, params: HardwareParams) -> analysis.NetSparseRun:
