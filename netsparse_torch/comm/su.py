@@ -14,13 +14,16 @@ class _SUGather(torch.autograd.Function):
         plan = strat.plan
         ctx.strat, ctx.tag = strat, tag
         sizes = plan.block_sizes()
-        # gloo's all_gather needs equal shapes: pad to the largest block, drop the padding after.
-        padded = x.new_zeros(max(sizes), x.size(1))
-        padded[: plan.n_local] = x
-        parts = [torch.empty_like(padded) for _ in sizes]
-        dist.all_gather(parts, padded)
         strat.traffic.add("forward", row_bytes(plan.num_nodes - plan.n_local, x), x.size(1), tag)
-        return torch.cat([part[:s] for part, s in zip(parts, sizes, strict=True)])
+        if len(set(sizes)) == 1:
+            parts = [x.new_empty(x.shape) for _ in sizes]
+            dist.all_gather(parts, x.contiguous())
+            return torch.cat(parts)
+        # gloo's all_gather needs equal shapes; unequal blocks (partition=nnz) go as an all-gather-v,
+        # one all_to_all in which every rank sends its block to every rank, so nothing is padded.
+        full = x.new_empty(plan.num_nodes, x.size(1))
+        dist.all_to_all_single(full, x.repeat(plan.world_size, 1), sizes, [plan.n_local] * plan.world_size)
+        return full
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
