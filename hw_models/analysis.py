@@ -88,14 +88,22 @@ def gathered_k(k: int, kernel: str) -> int:
     return 1 if kernel == "spmv" else k
 
 
+EXTRA_STRATEGIES = ("two_face", "snic_sw", "switch_aggregate")
+"""Modeled alternatives next to SUOpt and SAOpt: Two-Face (issue 6), ``snic_sw`` (BF3 offload) and
+``switch_aggregate`` (SmartFuse push with ToR sums; SpMM only)."""
+
+
 def analyze(a: sp.spmatrix | sp.sparray, params: HardwareParams, k: int = 16, kernel: str = "spmm",
             partition: str = "rows", simulator: NetSparseSimulator | None = None,
             mechanisms: dict[str, bool] | None = None, ablation: bool = True,
-            progress: Callable[[Sequence[str]], Sequence[str]] | None = None) -> dict:
+            progress: Callable[[Sequence[str]], Sequence[str]] | None = None,
+            extras: Sequence[str] = EXTRA_STRATEGIES, snic_sw_options: dict | None = None) -> dict:
     """The report dict of issue 4 point 6 for matrix ``a`` on the cluster ``params``.
 
     ``mechanisms`` switches NetSparse mechanisms for the main run (all on by default); ``ablation``
-    adds one run per cumulative stage of Table 8.
+    adds one run per cumulative stage of Table 8. ``extras`` picks the modeled alternatives reported
+    next to SUOpt and SAOpt (:data:`EXTRA_STRATEGIES`); ``snic_sw_options`` are the keywords of
+    :func:`hw_models.seeds.bf3.snic_sw` (``slowdown``, ``transfer_share``).
     """
     kk = gathered_k(k, kernel)
     mechanisms = check_mechanisms(mechanisms)
@@ -117,7 +125,7 @@ def analyze(a: sp.spmatrix | sp.sparray, params: HardwareParams, k: int = 16, ke
             "sa_opt": {**sa.to_dict(), "per_pr_overhead_s": baselines.sa_per_pr_overhead_s(params),
                        "per_pr_overhead_source": "calibrated" if params.software.sa_per_pr_overhead_ns is None
                        else "config"},
-            **seed_strategies(a, w, params, kk, kernel),
+            **seed_strategies(a, w, params, kk, kernel, extras, snic_sw_options),
         },
         "speedup": {"sa_opt_vs_su_opt": _ratio(su.comm_time_s, sa.comm_time_s),
                     "netsparse_vs_su_opt": None, "netsparse_vs_sa_opt": None},
@@ -134,18 +142,28 @@ def analyze(a: sp.spmatrix | sp.sparray, params: HardwareParams, k: int = 16, ke
     return report
 
 
-def seed_strategies(a, w: definitions.Workload, params: HardwareParams, kk: int, kernel: str) -> dict:
-    """The modeled software and in-switch alternatives next to SUOpt and SAOpt: Two-Face (issue 6),
-    ``snic_sw`` (BF3 offload) and ``switch_aggregate`` (SmartFuse push with ToR sums; SpMM only)."""
+def seed_strategies(a, w: definitions.Workload, params: HardwareParams, kk: int, kernel: str,
+                    extras: Sequence[str] = EXTRA_STRATEGIES, snic_sw_options: dict | None = None) -> dict:
+    """The ``strategies`` entries of the chosen ``extras`` (see :data:`EXTRA_STRATEGIES`)."""
+    unknown = sorted(set(extras) - set(EXTRA_STRATEGIES))
+    if unknown:
+        raise ConfigError(f"unknown strategies {unknown}; choose from {', '.join(EXTRA_STRATEGIES)}")
     a = sp.csr_matrix(a)
-    square = a.shape[0] == a.shape[1]
-    return {
-        "two_face": model_on_cluster(a, w.row_bounds, kk, params) if square
+    models = {
+        "two_face": lambda: model_on_cluster(a, w.row_bounds, kk, params) if a.shape[0] == a.shape[1]
         else {"status": "unavailable: Two-Face stripes need a square matrix"},
-        "snic_sw": snic_sw(w, kk, params).to_dict(),
-        "switch_aggregate": switch_aggregate(a, w, kk, params).to_dict() if kernel == "spmm"
+        "snic_sw": lambda: _snic_sw(w, kk, params, snic_sw_options or {}),
+        "switch_aggregate": lambda: switch_aggregate(a, w, kk, params).to_dict() if kernel == "spmm"
         else {"status": f"unavailable: the push formulation is an SpMM, not {kernel}"},
     }
+    return {name: models[name]() for name in EXTRA_STRATEGIES if name in extras}
+
+
+def _snic_sw(w, kk: int, params: HardwareParams, options: dict) -> dict:
+    try:
+        return {**snic_sw(w, kk, params, **options).to_dict(), **options}
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"snic_sw: {exc} (options: slowdown > 0, 0 <= transfer_share < 1)") from exc
 
 
 def _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, sa, ablation, progress) -> None:

@@ -24,7 +24,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from hw_models import analysis, compute
-from hw_models.analysis import analyze, default_simulator
+from hw_models.analysis import EXTRA_STRATEGIES, analyze, default_simulator
 from hw_models.params import HardwareParams
 from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.graph import generate, read_mtx
@@ -97,7 +97,8 @@ def run(cfg: DictConfig, out_dir: Path | None = None) -> dict:
     mechanisms = _container(cfg.get("mechanisms"))
     report = analyze(a, params, k=int(cfg.k), kernel=str(cfg.kernel), partition=str(cfg.partition),
                      simulator=simulator, mechanisms=mechanisms, ablation=bool(cfg.ablation),
-                     progress=_progress)
+                     progress=_progress, extras=list(cfg.get("strategies", EXTRA_STRATEGIES)),
+                     snic_sw_options=_container(cfg.get("snic_sw")) or {})
     report["matrix"]["name"] = name
     if cfg.get("strong_scaling"):
         report["strong_scaling"] = strong_scaling_block(a, params, cfg)

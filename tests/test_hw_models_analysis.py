@@ -254,3 +254,16 @@ def test_synthetic_matrices():
     assert (a != generate("road", 300, seed=0, drop=0.0, diagonal=0.0)).nnz == 0  # explicit params win
     with pytest.raises(ConfigError, match="unknown synthetic shape"):
         simulate.load_matrix(_cfg("matrix=synthetic:torus"))
+
+
+def test_cli_picks_the_extra_strategies_and_snic_sw_parameters(tmp_path):
+    base = ["matrix=" + str(KARATE), "nodes=4", "rack_size=2", "ablation=false", "plots=false"]
+    r = simulate.run(_cfg(*base, "strategies=[snic_sw]", "snic_sw.slowdown=1.0", "snic_sw.transfer_share=0.0"))
+    assert set(r["strategies"]) == {"su_opt", "sa_opt", "snic_sw", "netsparse"}
+    assert r["strategies"]["snic_sw"]["slowdown"] == 1.0
+    slow = simulate.run(_cfg(*base, "strategies=[snic_sw]"))["strategies"]["snic_sw"]
+    assert slow["comm_time_s"] >= r["strategies"]["snic_sw"]["comm_time_s"]
+    with pytest.raises(ConfigError, match="unknown strategies"):
+        simulate.run(_cfg(*base, "strategies=[nosuch]"))
+    with pytest.raises(ConfigError, match="snic_sw"):
+        simulate.run(_cfg(*base, "snic_sw.slowdown=0"))
