@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from hw_models import baselines, compute, definitions
 from hw_models.params import HardwareParams
-from hw_models.seeds.bf3 import snic_sw
+from hw_models.seeds.bf3 import TABLE2_SLOWDOWNS, TABLE2_TRANSFER_SHARES, snic_sw
 from hw_models.seeds.smartfuse import switch_aggregate
 from netsparse_torch.comm.twoface.model import model_on_cluster
 from netsparse_torch.errors import ConfigError
@@ -160,8 +160,9 @@ def seed_strategies(a, w: definitions.Workload, params: HardwareParams, kk: int,
 
 
 def _snic_sw(w, kk: int, params: HardwareParams, options: dict) -> dict:
+    used = {"slowdown": TABLE2_SLOWDOWNS[0], "transfer_share": TABLE2_TRANSFER_SHARES[0], **options}
     try:
-        return {**snic_sw(w, kk, params, **options).to_dict(), **options}
+        return {**snic_sw(w, kk, params, **used).to_dict(), **used}
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"snic_sw: {exc} (options: slowdown > 0, 0 <= transfer_share < 1)") from exc
 
