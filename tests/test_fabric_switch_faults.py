@@ -70,7 +70,7 @@ def wait_for_epoch(proc: subprocess.Popen, epoch: int, deadline_s: float = 240) 
 def test_switch_fault_mid_epoch_is_a_clear_error_then_resume_finishes(tmp_path, fault):
     ckpt = f"checkpoint_dir={tmp_path / 'ckpt'}"
     with switch_processes() as (procs, spec):
-        proc = start_training(tmp_path / "a", spec, "epochs=20", ckpt)
+        proc = start_training(tmp_path / "a", spec, "epochs=10", ckpt)
         try:
             wait_for_epoch(proc, 1)
             procs["tor1"].send_signal(signal.SIGSTOP if fault == "stall" else signal.SIGKILL)
@@ -96,11 +96,11 @@ def test_switch_fault_mid_epoch_is_a_clear_error_then_resume_finishes(tmp_path, 
     assert checkpoints == [f"rank{r}-of-4.pt" for r in range(4)]
 
     with switch_processes() as (_, spec):  # restarted switches: new addresses, empty caches
-        proc, report = train(tmp_path / "b", *COMMON, switches_override(spec), ckpt, "epochs=20",
+        proc, report = train(tmp_path / "b", *COMMON, switches_override(spec), ckpt, "epochs=10",
                              "resume=true", timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     epochs = [e["epoch"] for e in report["epochs"]]
-    assert epochs == list(range(20))  # the checkpointed epochs plus the resumed ones, each once
+    assert epochs == list(range(10))  # the checkpointed epochs plus the resumed ones, each once
     assert {e["name"] for e in report["switches"]} == {"spine", "tor0", "tor1"}
     json.dumps(report["switches"])
 
