@@ -1,7 +1,8 @@
 """fabric=switch faults on the training path, with switches as separate ``netsparse-switch`` processes
 given by address (as a multi-host run gives them): a switch that stalls mid-epoch (SIGSTOP) trips the
 RIG watchdog (rig.timeout_s) and the run ends with a clear error and no hung rank; a killed switch
-(SIGKILL) ends it at once; fresh switches and ``resume=true`` finish the run from its checkpoint.
+(SIGKILL) ends it at once; after the kill, fresh switches and ``resume=true`` finish the run from its
+checkpoint.
 Every subprocess has a hard timeout and is killed in ``finally``."""
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ def test_switch_fault_mid_epoch_is_a_clear_error_then_resume_finishes(tmp_path, 
         assert spec["tors"][1] in error[0] or "watchdog expired" in error[0], error[0]
     checkpoints = sorted(os.listdir(tmp_path / "ckpt"))
     assert checkpoints == [f"rank{r}-of-4.pt" for r in range(4)]
+    if fault == "stall":
+        return  # resuming is the same after either fault: tested once, after the kill
 
     with switch_processes() as (_, spec):  # restarted switches: new addresses, empty caches
         proc, report = train(tmp_path / "b", *COMMON, switches_override(spec), ckpt, "epochs=10",
