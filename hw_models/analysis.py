@@ -167,6 +167,14 @@ def _snic_sw(w, kk: int, params: HardwareParams, options: dict) -> dict:
         raise ConfigError(f"snic_sw: {exc} (options: slowdown > 0, 0 <= transfer_share < 1)") from exc
 
 
+def _simulator_speed(counters: dict) -> dict:
+    """How fast the main run simulated (measured wall clock; everything else in the report is modeled)."""
+    wall = counters.get("wall_clock_s")
+    events, prs = counters.get("events"), counters.get("read_prs_total")
+    return {"events": events, "read_prs": prs, "wall_clock_s": wall,
+            "events_per_s": _ratio_opt(events, wall), "prs_per_s": _ratio_opt(prs, wall)}
+
+
 def _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, sa, ablation, progress) -> None:
     settings = {"main": mechanisms}
     if ablation:
@@ -188,6 +196,7 @@ def _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, 
                  "traffic_vs_su": _ratio(full.tail.get("wire_bytes", math.nan), su_tail_bytes),
                  "prs_vs_sa": _ratio(full.tail.get("read_prs", math.nan), float(w.sa_prs_per_node[tail]))},
     }
+    report["strategies"]["netsparse"]["simulator"] = _simulator_speed(full.counters)
     if "link_layer" in full.counters:  # link_layer=flit only: packet-mode reports stay as they were
         report["strategies"]["netsparse"]["link_layer"] = full.counters["link_layer"]
     report["speedup"]["netsparse_vs_su_opt"] = _ratio(su.comm_time_s, t)

@@ -8,6 +8,8 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hw_models import analysis, definitions
 from hw_models.analytic import single_pr
@@ -90,6 +92,10 @@ def test_lone_pr_time_and_counters_by_hand(switch_on):
     assert sum(s["read_lookups"]) == (2 if switch_on else 0)  # both ToRs look the read PR up
     assert sum(s["inserts"]) == (2 if switch_on else 0) and sum(s["read_hits"]) == 0
     assert r.active_nodes == ([0.0, 0.0, 0.0, 0.0, done[0] * 1e-12], [4, 3, 2, 1, 0])
+    # tail node 0: one 64 B payload in one 144 B response on the wire, over its completion time
+    assert r.tail["goodput"] == pytest.approx(64 / 144)
+    assert r.tail["line_util"] == pytest.approx(144 / (50e9 * done[0] * 1e-12))
+    assert r.tail["fc_rate"] == 0.0 and r.tail["prs_per_packet"] == 1.0
 
 
 def test_coalesce_filter_and_cache_hit_by_hand():
@@ -164,6 +170,43 @@ def test_invariants(stage):
     su = (w.n_cols - w.owned_cols).sum() * 64
     assert r.counters["wire_bytes_total"] <= sa <= su
     assert (r.node_time_s > 0).all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(8, 300), density=st.floats(0.002, 0.05), seed=st.integers(0, 2**31),
+       nodes=st.sampled_from([4, 8]), stage=st.sampled_from(analysis.STAGES))
+def test_invariants_on_random_matrices(n, density, seed, nodes, stage):
+    """The invariants that hold for every matrix. (SA <= SU, above, needs sparse-enough rows: on a
+    dense-ish matrix each node needs most remote rows anyway, and SA's per-PR headers cost more.)"""
+    a = random_matrix(n, max(1, int(density * n * n)), seed)
+    params = HardwareParams.from_dict({"cluster": {"nodes": nodes, "rack_size": 2}})
+    w = definitions.workload(a, nodes)
+    r = simulate(a, w, params, 16, "spmm", analysis.mechanisms_up_to(stage))
+    n_ = {k: np.asarray(v) for k, v in r.counters["nodes"].items()}
+    hits = np.asarray(r.counters["switches"]["read_hits"]).sum()
+    assert (n_["read_prs"] == n_["responses"]).all()
+    assert n_["read_prs"].sum() == n_["served"].sum() + hits
+    assert (n_["read_prs"] + n_["filtered"] + n_["coalesced"] == w.sa_prs_per_node).all()
+    assert n_["payload_rx"].sum() == n_["responses"].sum() * 64
+    assert r.counters["max_packet_wire_bytes"] <= params.headers.mtu_bytes
+    remote = w.sa_prs_per_node > 0
+    fc = (n_["filtered"] + n_["coalesced"])[remote] / w.sa_prs_per_node[remote]
+    assert (fc <= 1 - w.useful_per_node[remote] / w.sa_prs_per_node[remote] + 1e-12).all()
+    assert r.counters["wire_bytes_total"] <= w.sa_prs_per_node.sum() * (80 + 80 + 64)
+
+
+def test_fewer_rig_units_or_a_smaller_batch_take_longer():
+    """RIG units and the batch size bound the PRs in flight (Figs. 15, 16): with batches of a few
+    idxs, or one unit working through many small commands, a node waits for round trips it
+    otherwise overlaps. (With the default 32768-idx batch a node's ~700 idxs are one command, so
+    the unit count cannot matter there.)"""
+    a = random_matrix(n=2000, nnz=6000, seed=5)
+
+    def time(**snic) -> float:
+        return run(a, params=P8.replace(snic=snic)).node_time_s.max()
+
+    assert time(rig_batch_size=4) > 2 * time()
+    assert time(rig_units=1, rig_batch_size=16) > 2 * time(rig_batch_size=16)
 
 
 def test_infinite_cache_hits_at_least_as_often():
