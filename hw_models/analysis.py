@@ -9,6 +9,7 @@ block says it is unavailable and the keys that need it are ``None`` (see ``docs/
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -165,6 +166,17 @@ def _snic_sw(w, kk: int, params: HardwareParams, options: dict) -> dict:
         return {**snic_sw(w, kk, params, **used).to_dict(), **used}
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"snic_sw: {exc} (options: slowdown > 0, 0 <= transfer_share < 1)") from exc
+
+
+def without_wall_clock(report: dict) -> dict:
+    """A copy of ``report`` without its measured wall-clock fields: what must repeat exactly when the
+    same config runs again (everything left is modeled)."""
+    out = copy.deepcopy(report)
+    out.pop("wall_clock_s", None)
+    speed = out.get("strategies", {}).get("netsparse", {}).get("simulator", {})
+    for key in ("wall_clock_s", "events_per_s", "prs_per_s"):
+        speed.pop(key, None)
+    return out
 
 
 def _simulator_speed(counters: dict) -> dict:

@@ -124,8 +124,7 @@ def test_cli_packet_report_equals_the_plain_simulator(tmp_path):
     params = cli.hardware_params(_cfg(*common))
     ref = analysis.analyze(a, params, k=16, simulator=simulate, ablation=False)
     ref["matrix"]["name"] = r["matrix"]["name"]
-    for x in (r, ref):
-        x.pop("wall_clock_s", None)
+    r, ref = analysis.without_wall_clock(r), analysis.without_wall_clock(ref)
     assert "link_layer" not in r["strategies"]["netsparse"]
     assert json.dumps(r, sort_keys=True) == json.dumps(ref, sort_keys=True)
 
@@ -139,6 +138,12 @@ def test_cli_flit_reports_link_layer(tmp_path, capsys):
     assert saved["strategies"]["netsparse"]["link_layer"] == ll
     out = capsys.readouterr().out
     assert "inter-rack flits (8 B)" in out and "NetSparse comm time (flits on inter-rack links)" in out
+    # the default extras sit next to SUOpt, SAOpt and NetSparse, in the report and in the summary
+    assert set(r["strategies"]) == {"su_opt", "sa_opt", "two_face", "snic_sw", "switch_aggregate", "netsparse"}
+    assert all(v["comm_time_s"] > 0 for v in r["strategies"].values())
+    for line in ("SUOpt comm time", "SAOpt comm time", "Two-Face comm time", "(snic_sw) comm time",
+                 "(switch_aggregate) comm time"):
+        assert line in out, line
 
 
 @pytest.mark.parametrize(("link_layer", "match"), [
