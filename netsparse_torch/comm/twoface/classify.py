@@ -19,8 +19,6 @@ from netsparse_torch.errors import ConfigError
 
 LOCAL, SYNC, ASYNC = 0, 1, 2
 KIND_NAMES = {LOCAL: "local", SYNC: "sync", ASYNC: "async"}
-#: Row panel height of synchronous and local-input stripes (Two-Face §4.2).
-ROW_PANEL = 32
 
 
 def default_stripe_width(num_nodes: int, world_size: int) -> int:

@@ -58,7 +58,8 @@ class Coefficients:
                 raise KeyError(f"expected exactly the keys {sorted(names)}")
             return cls(**{k: float(coeffs[k]) for k in names})
         except ConfigError as exc:
-            raise ConfigError(f"corrupt Two-Face calibration file {path}: {exc}") from None
+            raise ConfigError(f"corrupt Two-Face calibration file {path}: {exc}; "
+                              "re-run netsparse-calibrate or delete it") from None
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"corrupt Two-Face calibration file {path}: {exc!r}; "
                               "re-run netsparse-calibrate or delete it") from None
