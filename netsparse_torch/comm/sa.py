@@ -13,7 +13,7 @@ import torch
 import torch.distributed as dist
 
 from netsparse_torch.comm.base import Strategy, row_bytes
-from netsparse_torch.kernels import CSR, spmm
+from netsparse_torch.kernels import CSR, gather, spmm
 
 
 class _SAPropagate(torch.autograd.Function):
@@ -61,7 +61,7 @@ class SparsityAware(Strategy):
         """Start filling ``halo`` with the rows this rank needs; returns something to ``wait()`` on,
         or ``None`` when the halo is already complete."""
         plan = self.plan
-        send = x.index_select(0, plan.send_idx)
+        send = gather(x, plan.send_idx)  # the packing kernel: C++ on CPU, Triton on CUDA
         return dist.all_to_all_single(halo, send, plan.recv_counts, plan.send_counts, async_op=True)
 
     def returned_gradients(self, tag: str, nbytes: int) -> None:

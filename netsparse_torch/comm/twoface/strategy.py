@@ -28,7 +28,7 @@ from netsparse_torch.comm.twoface.classify import (
 )
 from netsparse_torch.comm.twoface.cost import Coefficients
 from netsparse_torch.comm.twoface.layout import Layout, Transfer, build_layout
-from netsparse_torch.kernels import CSR, spmm
+from netsparse_torch.kernels import CSR, gather, spmm
 
 
 def _start(out: torch.Tensor, inp: torch.Tensor, out_counts: list[int], in_counts: list[int]):
@@ -37,7 +37,7 @@ def _start(out: torch.Tensor, inp: torch.Tensor, out_counts: list[int], in_count
 
 def _forward_exchange(x: torch.Tensor, xfer: Transfer):
     recv = x.new_empty(xfer.n_recv, x.size(1))
-    return recv, _start(recv, x.index_select(0, xfer.send_idx), xfer.recv_counts, xfer.send_counts)
+    return recv, _start(recv, gather(x, xfer.send_idx), xfer.recv_counts, xfer.send_counts)
 
 
 def _backward_exchange(g_rows: torch.Tensor, xfer: Transfer):
