@@ -10,9 +10,11 @@ from pathlib import Path
 
 import torch
 
+from netsparse_torch.graph.loaders import default_data_root
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-GRAPHS = ROOT.parent / "shared" / "data" / "graphs"
+GRAPHS = default_data_root() / "graphs"
 
 
 def median_time(fn, repeats: int, warmup: int = 1) -> float:

@@ -32,8 +32,9 @@ from hw_models import definitions
 from hw_models.params import HardwareParams
 from hw_models.simulator import simulate
 from netsparse_torch.graph import generate
+from netsparse_torch.graph.loaders import default_data_root
 
-GRAPH = Path("/work/shared/data/graphs/ego-twitter.mtx.gz")
+GRAPH = default_data_root() / "graphs" / "ego-twitter.mtx.gz"
 POWERLAW_NNZ_PER_ROW = 13.0
 """Nonzeros per row the power-law generator gives at its default average degree 16 once
 duplicate edges and self loops are merged (measured: 13.5 at 3.8M rows); ours, to size ``n``."""

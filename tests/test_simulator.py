@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -275,7 +276,7 @@ def test_paper_shape_luxembourg_osm():
     """Road graph (like europe_osm in Table 1): SA redundancy near 0, NetSparse far ahead of SUOpt."""
     import scipy.io
 
-    a = sp.csr_matrix(scipy.io.mmread("/work/shared/data/graphs/luxembourg_osm.mtx.gz"))
+    a = sp.csr_matrix(scipy.io.mmread(DATA / "graphs" / "luxembourg_osm.mtx.gz"))
     rep = analysis.analyze(a, HardwareParams(), k=16, simulator=simulate, ablation=False)
     assert rep["redundancy"]["sa_redundant_per_useful"] < 0.1
     assert rep["speedup"]["netsparse_vs_su_opt"] > 5
