@@ -143,7 +143,7 @@ def test_netsparse_train_fabric_switch_matches_sa_and_reports_every_switch(tmp_p
     common = ["dataset=cora", "world_size=4", "epochs=3", "hidden=8"]
     proc, sw = train(tmp_path / "switch", *common, "fabric=switch", "cluster.rack_size=2")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "switch tor1" in proc.stdout and "ToR cache hits" in proc.stdout
+    assert "switch tor1" in proc.stdout and "ToR cache hits" in proc.stdout and "forwarded (no cache)" in proc.stdout
     proc, sa = train(tmp_path / "sa", *common, "strategy=sa")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert sw["strategy"] == "netsparse" and sw["fabric"] == "switch"  # fabric=switch selects netsparse

@@ -101,6 +101,8 @@ def _switch_lines(switches: list[dict] | None) -> list[str]:
     lines = []
     for s in switches or []:
         c = s["counters"]
-        lines.append(f"  switch {s['name']:<5} {c['prs_in']:,} PRs in, {c['cache_hits']:,} ToR cache hits / "
-                     f"{c['read_prs_in']:,} reads, {c['prs_per_packet']:.1f} PRs/packet out (measured)")
+        cache = (f"{c['cache_hits']:,} ToR cache hits / {c['read_prs_in']:,} reads" if s["role"] == "tor"
+                 else f"{c['read_prs_in']:,} reads forwarded (no cache)")
+        lines.append(f"  switch {s['name']:<5} {c['prs_in']:,} PRs in, {cache}, "
+                     f"{c['prs_per_packet']:.1f} PRs/packet out (measured)")
     return lines
