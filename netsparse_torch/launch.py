@@ -26,6 +26,7 @@ import torch.multiprocessing as mp
 
 import netsparse_torch.backend  # noqa: F401  (registers the "netsparse" backend)
 from netsparse_torch.errors import NetsparseError
+from netsparse_torch.malloc import keep_freed_memory
 
 
 def under_torchrun() -> bool:
@@ -39,6 +40,7 @@ def free_port() -> int:
 
 
 def init_rank(rank: int, world_size: int, timeout_s: float, backend: str = "netsparse") -> None:
+    keep_freed_memory()
     dist.init_process_group(backend, rank=rank, world_size=world_size,
                             timeout=datetime.timedelta(seconds=timeout_s))
 

@@ -1,0 +1,43 @@
+"""Rank processes keep freed heap memory (netsparse_torch.malloc): with glibc, a large block comes
+from the heap arena instead of its own mmap, so freeing it does not hand it back to the OS."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+PROBE = """
+import ctypes, json, sys
+import numpy as np
+from netsparse_torch.malloc import keep_freed_memory
+
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                               "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = Info
+applied = keep_freed_memory()
+before = libc.mallinfo2()
+block = np.ones(48 * 2**20 // 8)  # 48 MiB
+after = libc.mallinfo2()
+print(json.dumps({"applied": applied, "mmapped": after.hblkhd - before.hblkhd, "arena": after.arena - before.arena}))
+"""
+
+
+def probe(**env) -> dict:
+    out = subprocess.run([sys.executable, "-c", PROBE], env={**os.environ, **env}, capture_output=True, text=True,
+                         timeout=120, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")
+def test_large_blocks_come_from_the_arena_unless_opted_out():
+    kept = probe()
+    assert kept["applied"] and kept["mmapped"] < 2**20 and kept["arena"] >= 48 * 2**20
+    system = probe(NETSPARSE_MALLOC="system")
+    assert not system["applied"] and system["mmapped"] >= 48 * 2**20
