@@ -57,11 +57,9 @@ class Coefficients:
             if not isinstance(coeffs, dict) or set(coeffs) != names:
                 raise KeyError(f"expected exactly the keys {sorted(names)}")
             return cls(**{k: float(coeffs[k]) for k in names})
-        except ConfigError as exc:
-            raise ConfigError(f"corrupt Two-Face calibration file {path}: {exc}; "
-                              "re-run netsparse-calibrate or delete it") from None
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(f"corrupt Two-Face calibration file {path}: {exc!r}; "
+        except (ConfigError, OSError, ValueError, KeyError, TypeError) as exc:
+            why = exc if isinstance(exc, ConfigError) else repr(exc)  # ours already reads as a sentence
+            raise ConfigError(f"corrupt Two-Face calibration file {path}: {why}; "
                               "re-run netsparse-calibrate or delete it") from None
 
     @classmethod
