@@ -3,6 +3,7 @@
 
 #include "bind/bindings.h"
 #include "kernels_sparse_ops.h"
+#include "keyed_dropout.h"
 #include "spmm.h"
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -17,6 +18,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("src"), py::arg("idx"), py::arg("n_out"));
   m.def("csr_transpose", &netsparse::csr_transpose, "CSR of the transpose", py::arg("crow"), py::arg("col"),
         py::arg("val"), py::arg("n_cols"));
+  m.def("keyed_dropout_mask", &netsparse::keyed_dropout_mask,
+        "Counter-based dropout mask (0 or 1/(1-p)) keyed on (seed, epoch, layer, node id, feature)", py::arg("x"),
+        py::arg("node_ids"), py::arg("p"), py::arg("seed"), py::arg("epoch"), py::arg("layer"));
   m.def("num_threads", [] { return at::get_num_threads(); });
   auto units = m.def_submodule("units", "Hardware units (one C++ implementation each)");
   bind_flit_link(units);

@@ -42,7 +42,6 @@ class Trainer:
     def __init__(self, rank: int, world_size: int, graph: Graph, cfg):
         self.rank, self.world_size, self.cfg = rank, world_size, cfg
         self.graph = graph
-        torch.manual_seed(int(cfg.seed))  # identical initial weights on every rank
         options = dict(cfg.strategy.get("options") or {})
         if cfg.strategy.name == "netsparse":
             options["fabric"] = str(cfg.fabric.name)
@@ -51,11 +50,13 @@ class Trainer:
 
             attach_rank(rank, world_size, cfg, graph)
         self.dg = DistGraph(graph, rank, world_size, str(cfg.partition), str(cfg.strategy.name), options)
+        # The same initial weights on every rank and at every world size; dropout masks are keyed on
+        # (seed, epoch, layer, node id, feature), so no rank draws from its own RNG stream.
+        torch.manual_seed(int(cfg.seed))
         self.model = DistGNN(str(cfg.model.name), graph.num_features, int(cfg.hidden), graph.num_classes,
-                             int(cfg.model.num_layers), float(cfg.dropout))
+                             int(cfg.model.num_layers), float(cfg.dropout), seed=int(cfg.seed))
         self.opt = torch.optim.Adam(self.model.parameters(), lr=float(cfg.lr),
                                     weight_decay=float(cfg.weight_decay))
-        torch.manual_seed(int(cfg.seed) + 1 + rank)  # per-rank dropout streams
         self.n_train = int(graph.train_mask.sum())
         self.epochs: list[dict] = []
         self.start_epoch = 0
@@ -64,10 +65,10 @@ class Trainer:
             self._load_checkpoint()
 
     # -- one step -------------------------------------------------------------------------------
-    def train_epoch(self) -> float:
+    def train_epoch(self, epoch: int) -> float:
         self.model.train()
         self.opt.zero_grad()
-        out = self.model(self.dg.x, self.dg)
+        out = self.model(self.dg.x, self.dg, epoch=epoch)
         mask = self.dg.mask("train")
         loss = F.cross_entropy(out[mask], self.dg.y[mask], reduction="sum") / max(self.n_train, 1)
         loss.backward()
@@ -98,7 +99,7 @@ class Trainer:
         for epoch in bar:
             before = traffic.total_bytes
             t0 = time.perf_counter()
-            loss = self.train_epoch()
+            loss = self.train_epoch(epoch)
             dt = _allreduce(time.perf_counter() - t0, op=dist.ReduceOp.MAX)
             moved = int(_allreduce(traffic.total_bytes - before))
             self.epochs.append({"epoch": epoch, "loss": loss, "time_s": dt, "feature_bytes": moved})
@@ -147,7 +148,7 @@ class Trainer:
         self.ckpt_dir.mkdir(parents=True, exist_ok=True)
         traffic = self.dg.strategy.traffic
         state = {"epoch": epoch, "model": self.model.state_dict(), "opt": self.opt.state_dict(),
-                 "rng": torch.get_rng_state(), "epochs": self.epochs,
+                 "epochs": self.epochs,
                  "traffic": (traffic.forward_bytes, traffic.backward_bytes)}
         tmp = self._ckpt_file().with_suffix(".tmp")
         torch.save(state, tmp)
@@ -161,7 +162,6 @@ class Trainer:
         state = torch.load(path, weights_only=False)
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["opt"])
-        torch.set_rng_state(state["rng"])
         self.epochs = state["epochs"]
         traffic = self.dg.strategy.traffic
         traffic.forward_bytes, traffic.backward_bytes = state["traffic"]
