@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace netsparse {
 
@@ -21,6 +22,9 @@ at::Tensor keyed_dropout_mask(const at::Tensor& like, const at::Tensor& node_ids
   at::Tensor mask = at::empty({n, F}, like.options().memory_format(at::MemoryFormat::Contiguous));
   if (n == 0 || F == 0) return mask;
   const uint64_t stream = dropout_stream(seed, epoch, layer);
+  // u >= p  <=>  (w >> 11) >= p * 2^53  <=>  (w >> 11) >= ceil(p * 2^53): the same test in integers
+  // (p * 2^53 is exact in double), without a 64-bit integer to double conversion per element.
+  const uint64_t threshold = static_cast<uint64_t>(std::ceil(std::ldexp(p, 53)));
   const int64_t* ids = node_ids.data_ptr<int64_t>();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, like.scalar_type(), "netsparse_keyed_dropout", [&] {
     const scalar_t keep = static_cast<scalar_t>(1.0 / (1.0 - p));
@@ -34,8 +38,7 @@ at::Tensor keyed_dropout_mask(const at::Tensor& like, const at::Tensor& node_ids
         scalar_t* row = out + i * F;
         for (int64_t j = 0; j < F; ++j) {
           z += kGolden;
-          const double u = static_cast<double>(mix64(z) >> 11) * 0x1.0p-53;
-          row[j] = u >= p ? keep : drop;
+          row[j] = (mix64(z) >> 11) >= threshold ? keep : drop;
         }
       }
     });

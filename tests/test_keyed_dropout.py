@@ -158,3 +158,11 @@ def test_model_keys_masks_on_epoch_and_node_ids():
     torch.testing.assert_close(model(x[10:], _IdentityGraph(10, 30), epoch=1), whole[1][10:], rtol=0, atol=0)
     model.eval()  # no dropout, and the count stays
     assert not torch.equal(model(x, _IdentityGraph(0, 30)), whole[1]) and model.steps == 2
+
+
+def test_threshold_is_exact_at_the_boundary():
+    # An element whose uniform equals p is kept (u >= p); at the next double above u it is dropped.
+    stream = splitmix64(splitmix64(splitmix64(0) ^ 0) ^ 0)
+    u = (mix64((splitmix64(stream ^ 5) + GOLDEN) & M64) >> 11) * 2.0**-53
+    assert mask([5], 1, u).item() == 1.0 / (1.0 - u)
+    assert mask([5], 1, math.nextafter(u, 1.0)).item() == 0.0
