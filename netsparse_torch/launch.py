@@ -81,9 +81,10 @@ def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 1
         rank, ws = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         init_rank(rank, ws, timeout_s)
         try:
-            return fn(rank, ws, *args)
+            out = fn(rank, ws, *args)
         finally:
             dist.destroy_process_group()
+        return out if rank == 0 else None  # one report and one summary per run, not one per rank
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)  # no effect once this process's forkserver runs
     results = ctx.SimpleQueue()
