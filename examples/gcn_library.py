@@ -19,13 +19,13 @@ def main() -> None:
     graph = load_dataset(OmegaConf.create({"name": "cora"}))
     dg = DistGraph(graph, rank, world, partition="rows", strategy="sa")
     torch.manual_seed(0)
-    model = DistGNN("gcn", graph.num_features, 16, graph.num_classes)
+    model = DistGNN("gcn", graph.num_features, 16, graph.num_classes, dropout=0.5, seed=0)
     opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
     n_train = int(graph.train_mask.sum())
     mask = dg.mask("train")
-    for _ in range(200):
+    for epoch in range(200):
         opt.zero_grad()
-        out = model(dg.x, dg)
+        out = model(dg.x, dg, epoch=epoch)  # dropout keyed on (seed, epoch, layer, node, feature)
         (F.cross_entropy(out[mask], dg.y[mask], reduction="sum") / n_train).backward()
         for p in model.parameters():
             dist.all_reduce(p.grad)
