@@ -139,6 +139,7 @@ class _IdentityGraph:
 
     def __init__(self, start: int, stop: int):
         self.rows = slice(start, stop)
+        self.node_ids = torch.arange(start, stop)  # original ids = row ids here
 
     def propagate(self, x, norm, tag=""):
         return x
