@@ -9,7 +9,6 @@ import scipy.sparse as sp
 from conftest import DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from ref_models import definitions_ref
 
 from hw_models import definitions as D

@@ -101,7 +101,7 @@ def test_pull_spine_rows_match_loops():
     owner = np.searchsorted(w.row_bounds, np.arange(60), side="right") - 1
     coo = a.tocoo()
     cross = [(owner[r], c) for r, c in zip(coo.row, coo.col, strict=True) if owner[r] // 2 != owner[c] // 2]
-    assert pull_spine_rows(w, 2) == (len(set(cross)), len({(p // 2, c) for p, c in cross}))
+    assert pull_spine_rows(a, w, 2) == (len(set(cross)), len({(p // 2, c) for p, c in cross}))
 
 
 def test_push_and_pull_cross_the_spine_alike_on_a_symmetric_pattern():

@@ -16,8 +16,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from netsparse_torch.comm.twoface.classify import ASYNC, SYNC, classify, default_stripe_width, find_stripes
+from netsparse_torch.comm.twoface.classify import ASYNC, SYNC, classify, default_stripe_width, stripes_of_columns
 from netsparse_torch.comm.twoface.cost import Coefficients
+from netsparse_torch.graph.pattern import Pattern, as_pattern
 
 
 def cluster_coefficients(link_bytes_per_s: float, link_latency_s: float, switch_latency_s: float,
@@ -29,17 +30,19 @@ def cluster_coefficients(link_bytes_per_s: float, link_latency_s: float, switch_
                         alpha_a=alpha_s * t3.alpha_a / t3.alpha_s, gamma_a=t3.gamma_a, kappa_a=t3.kappa_a)
 
 
-def model_two_face(adj: sp.csr_matrix, bounds: np.ndarray, k: int, coeffs: Coefficients,
+def model_two_face(adj: Pattern | sp.spmatrix, bounds: np.ndarray, k: int, coeffs: Coefficients,
                    width: int | None = None) -> dict:
     """``{comm_time_s, sync_stripes, async_stripes, local_stripes}`` of one SpMM ``adj x B`` (B is N x k)
-    row-partitioned by ``bounds``; stripe counts are summed over nodes."""
+    row-partitioned by ``bounds``; stripe counts are summed over nodes. A :class:`Pattern` is read in
+    place (each rank's column ids are a view)."""
+    adj = as_pattern(adj)
     p = len(bounds) - 1
     w = width or default_stripe_width(adj.shape[0], p)
     c = coeffs
     worst, totals = 0.0, {"sync_stripes": 0, "async_stripes": 0, "local_stripes": 0}
     for rank in range(p):
-        rows = adj[int(bounds[rank]):int(bounds[rank + 1])]
-        s = classify(find_stripes(rows, bounds, rank, w), k, c, w)
+        cols = adj.indices[adj.indptr[int(bounds[rank])]:adj.indptr[int(bounds[rank + 1])]]
+        s = classify(stripes_of_columns(cols, bounds, rank, w), k, c, w)
         sync, asy = s.kind == SYNC, s.kind == ASYNC
         comm_s = float((c.beta_s * k * s.width[sync] + c.alpha_s).sum())
         comm_a = c.beta_a * k * float(s.rows[asy].sum()) + c.alpha_a * int(asy.sum())
@@ -49,7 +52,7 @@ def model_two_face(adj: sp.csr_matrix, bounds: np.ndarray, k: int, coeffs: Coeff
     return {"comm_time_s": worst, **totals, "stripe_width": w}
 
 
-def model_on_cluster(adj: sp.csr_matrix, bounds: np.ndarray, k: int, params) -> dict:
+def model_on_cluster(adj: Pattern | sp.spmatrix, bounds: np.ndarray, k: int, params) -> dict:
     """:func:`model_two_face` with :func:`cluster_coefficients` of ``params`` (a
     :class:`hw_models.params.HardwareParams`): the report's ``strategies.two_face`` block.
 
@@ -58,6 +61,7 @@ def model_on_cluster(adj: sp.csr_matrix, bounds: np.ndarray, k: int, params) -> 
     takes the power of two up to the widest megatile with the smallest modeled time (our choice)."""
     coeffs = cluster_coefficients(params.link.bytes_per_s, params.link.latency_ns * 1e-9,
                                   params.switch.latency_ns * 1e-9, params.headers.element_bytes)
+    adj = as_pattern(adj)
     widest = int(np.diff(bounds).max())
     widths = [2**i for i in range(int(np.ceil(np.log2(max(widest, 1)))) + 1)]
     best = min((model_two_face(adj, bounds, k, coeffs, w) for w in widths), key=lambda r: r["comm_time_s"])
