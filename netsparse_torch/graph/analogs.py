@@ -82,19 +82,19 @@ class PaperMatrix:
 PAPER_MATRICES: dict[str, PaperMatrix] = {
     m.name: m for m in (
         PaperMatrix("arabic", "arabic-2005", "web crawl", 22_744_080, 639_999_458, 1947, 27, 2.51, "web", {
-            "deg_xm": 12.43, "deg_alpha": 2.1, "deg_cap": 10000, "remote_prob": 0.066, "dests": 3,
-            "dest_decay": 0.1, "popular_fraction": 0.022, "local_window": 64}),
+            "deg_xm": 15.001, "deg_alpha": 2.1, "deg_cap": 10000, "remote_prob": 0.06616, "dests": 3,
+            "dest_decay": 0.1099, "popular_fraction": 0.02558, "local_window": 64}),
         PaperMatrix("europe", "europe_osm", "road network", 50_912_018, 108_109_320, 582, 0.02, 7.43, "road", {
-            "degree_probs": [0.095, 0.73, 0.135, 0.04], "far_prob": 0.0922, "far_reach": 8, "far_decay": 0.38,
+            "degree_probs": [0.095, 0.73, 0.135, 0.04], "far_prob": 0.09731, "far_reach": 8, "far_decay": 0.36572,
             "far_fraction": 1.0, "local_window": 32}),
         PaperMatrix("queen", "Queen_4147", "3D FEM", 4_147_110, 316_548_962, 74, 25, 1.00, "fem", {
-            "band_entries": 24.3, "band_width": 0.05, "coupling_entries": 52.0, "coupling_width": 0.345,
-            "sweep": 1.0, "jump": 0.5}),
+            "band_entries": 22.923, "band_width": 0.05, "coupling_entries": 53.407, "coupling_width": 0.36473,
+            "sweep": 1.0006, "jump": 0.5}),
         PaperMatrix("stokes", "stokes", "FEM (Stokes flow)", 11_449_533, 349_321_980, 32, 3.6, 1.85, "fem", {
-            "band_entries": 10.0, "band_width": 0.05, "coupling_entries": 20.5, "coupling_width": 0.35,
-            "sweep": 3.85, "jump": 0.5}),
+            "band_entries": 11.346, "band_width": 0.05, "coupling_entries": 19.164, "coupling_width": 0.52679,
+            "sweep": 3.2074, "jump": 0.5}),
         PaperMatrix("uk", "uk-2002", "web crawl", 18_520_486, 298_113_762, 966, 4.5, 5.61, "web", {
-            "deg_xm": 8.69824, "deg_alpha": 2.1, "deg_cap": 10000, "remote_prob": 0.04493, "dests": 8,
+            "deg_xm": 8.6982, "deg_alpha": 2.1, "deg_cap": 10000, "remote_prob": 0.04493, "dests": 8,
             "dest_decay": 0.44836, "popular_fraction": 0.02924, "local_window": 64}),
     )
 }
