@@ -104,7 +104,7 @@ void AnalogGenerator::row(int64_t r, std::vector<int64_t>& out, std::vector<int6
   scratch.clear();
   uint64_t st = stream(p_.seed, static_cast<uint64_t>(r));
   if (p_.family == "web") web_row(r, st, out, scratch);
-  else if (p_.family == "road") road_row(r, st, out);
+  else if (p_.family == "road") road_row(r, st, out, scratch);
   else fem_row(r, st, out, scratch);
 }
 
@@ -134,10 +134,9 @@ void AnalogGenerator::web_row(int64_t r, uint64_t& st, std::vector<int64_t>& out
   out.insert(out.end(), split, remote.end());
 }
 
-void AnalogGenerator::road_row(int64_t r, uint64_t& st, std::vector<int64_t>& out) const {
+void AnalogGenerator::road_row(int64_t r, uint64_t& st, std::vector<int64_t>& out, std::vector<int64_t>& far) const {
   const int64_t segs = p_.segments, p = seg_of(r), s0 = seg_start(p), size = seg_size(p), x = r - s0;
   const int64_t d = pick(deg_cum_, uniform(st)) + 1;
-  std::vector<int64_t> far;  // at most a handful: degree <= degree_probs.size()
   int64_t near = 0;
   for (int64_t i = 0; i < d; ++i) {
     if (segs > 1 && uniform(st) < p_.far_prob) {
@@ -167,12 +166,12 @@ void AnalogGenerator::fem_row(int64_t r, uint64_t& st, std::vector<int64_t>& out
   const int64_t n = p_.n, p = seg_of(r), s0 = seg_start(p), size = seg_size(p), x = r - s0;
   const int64_t g0 = rounded(p_.band_entries, st), g1 = rounded(p_.coupling_entries, st);
   // Local band around the diagonal, clipped to the matrix.
-  const int64_t h0 = std::max<int64_t>(std::llround(p_.band_width * size), (g0 + 1) / 2);
+  const int64_t h0 = std::max<int64_t>(std::llround(p_.band_width * size), g0 / 2);  // 2 h + 1 >= g
   const int64_t lo0 = std::max<int64_t>(0, r - h0), hi0 = std::min(n, r + h0 + 1);
   stratified(lo0, hi0 - lo0, std::min(g0, hi0 - lo0), st, band);
   // Coupling band: below the segment for its first half, above it for the second half; flipped at
   // the ends of the matrix.
-  const int64_t h1 = std::max<int64_t>(std::llround(p_.coupling_width * size), (g1 + 1) / 2);
+  const int64_t h1 = std::max<int64_t>(std::llround(p_.coupling_width * size), g1 / 2);
   const double mid = s0 + 0.5 * size + p_.sweep * (x + 0.5 - 0.5 * size);
   double sign = 2 * x < size ? -1.0 : 1.0;
   int64_t c = std::llround(mid + sign * p_.jump * size);

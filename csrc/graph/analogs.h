@@ -49,7 +49,6 @@ struct AnalogParams {
   double sweep = 1, jump = 0.5;                     // coupling centre: columns per row, offset / segment rows
 };
 
-// Writes indptr (n + 1) and returns nothing; `fill` = nullptr counts only (pass 1).
 class AnalogGenerator {
  public:
   explicit AnalogGenerator(const AnalogParams& p);
@@ -61,7 +60,7 @@ class AnalogGenerator {
 
  private:
   void web_row(int64_t r, uint64_t& st, std::vector<int64_t>& out, std::vector<int64_t>& scratch) const;
-  void road_row(int64_t r, uint64_t& st, std::vector<int64_t>& out) const;
+  void road_row(int64_t r, uint64_t& st, std::vector<int64_t>& out, std::vector<int64_t>& scratch) const;
   void fem_row(int64_t r, uint64_t& st, std::vector<int64_t>& out, std::vector<int64_t>& scratch) const;
 
   AnalogParams p_;

@@ -71,6 +71,9 @@ class PaperMatrix:
     """Generator family: ``web``, ``road`` or ``fem`` (``csrc/graph/analogs.h``)."""
     params: dict = field(default_factory=dict)
     """Generator parameters, fitted by ``benchmarks/fit_analogs.py`` to the three statistics above."""
+    full_size: dict = field(default_factory=dict)
+    """The analog's own statistics at full size (``python -m hw_models.analog_calibration --scale 1``,
+    docs/experiments.md): what scaled analogs are held to within :data:`SCALED_TOLERANCE`."""
 
     def targets(self) -> dict[str, float]:
         """The paper's statistics, keyed like the simulator report."""
@@ -79,23 +82,34 @@ class PaperMatrix:
                 "dest_locality_64": self.dest_locality_64}
 
 
+def _stats(su: float, sa: float, locality: float) -> dict[str, float]:
+    return {"su_redundant_per_useful": su, "sa_redundant_per_useful": sa, "dest_locality_64": locality}
+
+
 PAPER_MATRICES: dict[str, PaperMatrix] = {
     m.name: m for m in (
+        # name, full name, kind, rows, nnz (Table 6); SU, SA redundancy (Table 1); locality (Table 4);
+        # family, fitted parameters; the analog's statistics at full size (docs/experiments.md).
         PaperMatrix("arabic", "arabic-2005", "web crawl", 22_744_080, 639_999_458, 1947, 27, 2.51, "web", {
             "deg_xm": 15.001, "deg_alpha": 2.1, "deg_cap": 10000, "remote_prob": 0.06616, "dests": 3,
-            "dest_decay": 0.1099, "popular_fraction": 0.02558, "local_window": 64}),
+            "dest_decay": 0.1099, "popular_fraction": 0.02558, "local_window": 64},
+            _stats(1950, 27.6, 2.49)),
         PaperMatrix("europe", "europe_osm", "road network", 50_912_018, 108_109_320, 582, 0.02, 7.43, "road", {
             "degree_probs": [0.095, 0.73, 0.135, 0.04], "far_prob": 0.09731, "far_reach": 8, "far_decay": 0.36572,
-            "far_fraction": 1.0, "local_window": 32}),
+            "far_fraction": 1.0, "local_window": 32},
+            _stats(629, 0.0241, 8.13)),
         PaperMatrix("queen", "Queen_4147", "3D FEM", 4_147_110, 316_548_962, 74, 25, 1.00, "fem", {
             "band_entries": 22.923, "band_width": 0.05, "coupling_entries": 53.407, "coupling_width": 0.36473,
-            "sweep": 1.0006, "jump": 0.5}),
+            "sweep": 1.0006, "jump": 0.5},
+            _stats(74.2, 25.0, 1.0)),
         PaperMatrix("stokes", "stokes", "FEM (Stokes flow)", 11_449_533, 349_321_980, 32, 3.6, 1.85, "fem", {
             "band_entries": 11.346, "band_width": 0.05, "coupling_entries": 19.164, "coupling_width": 0.52679,
-            "sweep": 3.2074, "jump": 0.5}),
+            "sweep": 3.2074, "jump": 0.5},
+            _stats(32.0, 3.6, 1.85)),
         PaperMatrix("uk", "uk-2002", "web crawl", 18_520_486, 298_113_762, 966, 4.5, 5.61, "web", {
             "deg_xm": 8.6982, "deg_alpha": 2.1, "deg_cap": 10000, "remote_prob": 0.04493, "dests": 8,
-            "dest_decay": 0.44836, "popular_fraction": 0.02924, "local_window": 64}),
+            "dest_decay": 0.44836, "popular_fraction": 0.02924, "local_window": 64},
+            _stats(977, 4.57, 5.57)),
     )
 }
 """The five analogs (NetSparse Tables 1, 4 and 6)."""
@@ -157,8 +171,7 @@ def load(spec: str, seed: int = 0, cache_dir: str | os.PathLike | None = None) -
         return generate(m, scale, seed), name
     meta = _meta(m, scale, seed)
     stem = Path(cache_dir) / f"{name}-seed{seed}-{_digest(meta)}"
-    sidecar = stem.with_suffix(".json")
-    if sidecar.is_file():
+    if _files(stem)[2].is_file():
         return _read(stem, meta), name
     pattern = generate(m, scale, seed)
     _write(stem, meta, pattern)
@@ -184,7 +197,7 @@ def _checksum(*arrays: np.ndarray) -> str:
 
 
 def _files(stem: Path) -> tuple[Path, Path, Path]:
-    return Path(f"{stem}.indptr.npy"), Path(f"{stem}.indices.npy"), stem.with_suffix(".json")
+    return Path(f"{stem}.indptr.npy"), Path(f"{stem}.indices.npy"), Path(f"{stem}.json")
 
 
 def _write(stem: Path, meta: dict, p: Pattern) -> None:
