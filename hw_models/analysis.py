@@ -177,7 +177,7 @@ def sa_opt_block(sa: baselines.BaselineResult, w: definitions.Workload, kk: int,
             "overhead_source": source}
 
 
-TWO_FACE_MAX_NNZ = 50_000_000
+TWO_FACE_MAX_NNZ = 2_000_000_000
 """Largest matrix the Two-Face model runs on. Its stripe search makes a numpy pass per rank per
 power-of-two stripe width (about 20 widths at paper scale); above this it would take longer than
 the rest of the report, so the block says it is unavailable (our limit)."""

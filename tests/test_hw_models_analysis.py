@@ -280,10 +280,12 @@ def test_synthetic_matrices():
 
     a, name = simulate.load_matrix(_cfg("matrix=synthetic:banded", "synthetic.n=300"))
     assert name == "synthetic-banded-300"
-    assert (a != generate("banded", 300, seed=0, bandwidth=64, density=0.6)).nnz == 0  # shape_params apply
+    assert (a.to_scipy() != generate("banded", 300, seed=0, bandwidth=64, density=0.6)).nnz == 0  # shape_params apply
     a, _ = simulate.load_matrix(_cfg("matrix=synthetic", "synthetic.shape=road", "synthetic.n=300",
                                      "+synthetic.params.drop=0.0", "+synthetic.params.diagonal=0.0"))
-    assert (a != generate("road", 300, seed=0, drop=0.0, diagonal=0.0)).nnz == 0  # explicit params win
+    assert (a.to_scipy() != generate("road", 300, seed=0, drop=0.0, diagonal=0.0)).nnz == 0  # explicit params win
+    a, name = simulate.load_matrix(_cfg("matrix=paper:queen@0.01"))
+    assert name == "paper-queen@0.01" and a.indices.dtype == np.int32 and a.n_rows == 41471
     with pytest.raises(ConfigError, match="unknown synthetic shape"):
         simulate.load_matrix(_cfg("matrix=synthetic:torus"))
 

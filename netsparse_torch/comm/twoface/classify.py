@@ -62,14 +62,9 @@ class Stripes:
 
 def find_stripes(rows: sp.csr_matrix, bounds: np.ndarray, rank: int, width: int) -> Stripes:
     """Cut this rank's rows (global column ids) into megatiles and stripes of ``width`` columns."""
-    return stripes_of_columns(rows.indices, bounds, rank, width)
-
-
-def stripes_of_columns(columns: np.ndarray, bounds: np.ndarray, rank: int, width: int) -> Stripes:
-    """:func:`find_stripes` from the column ids of the rank's nonzeros (in CSR order)."""
     width = check_width(width)
     bounds = np.asarray(bounds, dtype=np.int64)
-    cols = columns.astype(np.int64)
+    cols = rows.indices.astype(np.int64)
     owner = np.searchsorted(bounds, cols, side="right") - 1
     per_owner = -(-np.diff(bounds) // width)  # stripes per megatile, ceil
     offset = np.concatenate([[0], np.cumsum(per_owner)])
