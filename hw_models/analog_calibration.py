@@ -75,7 +75,7 @@ def markdown(rows: list[dict], scale: float) -> list[str]:
         for s in STATS:
             paper, value = m.targets()[s], r["stats"][s]
             mark = "" if deviation(m.name, s, value, paper) <= 1 else " **out**"
-            cells.append(f"{paper:g} / {value:.3g} ({100 * (value / paper - 1):+.0f} %){mark}")
+            cells.append(f"{paper:g} / {value:.4g} ({100 * (value / paper - 1):+.1f} %){mark}")
         cells += [f"{r['generate_s']:.1f}", f"{r['statistics_s']:.1f}"]
         out.append("| " + " | ".join(cells) + " |")
     return out
