@@ -177,19 +177,9 @@ def sa_opt_block(sa: baselines.BaselineResult, w: definitions.Workload, kk: int,
             "overhead_source": source}
 
 
-TWO_FACE_MAX_NNZ = 2_000_000_000
-"""Largest matrix the Two-Face model runs on. Its stripe search makes a numpy pass per rank per
-power-of-two stripe width (about 20 widths at paper scale); above this it would take longer than
-the rest of the report, so the block says it is unavailable (our limit)."""
-
-
 def _two_face(a: Pattern, w: definitions.Workload, kk: int, params: HardwareParams) -> dict:
     if a.n_rows != a.n_cols:
         return {"status": "unavailable: Two-Face stripes need a square matrix"}
-    if a.nnz > TWO_FACE_MAX_NNZ:
-        return {"status": f"unavailable: the Two-Face stripe search is a numpy pass per rank and stripe width; "
-                          f"{a.nnz:,} nonzeros is above its limit of {TWO_FACE_MAX_NNZ:,} (use a scaled analog, "
-                          "e.g. @0.05)"}
     return model_on_cluster(a, w.row_bounds, kk, params)
 
 
