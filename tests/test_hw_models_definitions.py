@@ -71,7 +71,7 @@ def _check(a, nodes, partition):
     _check_against_whole_matrix(a, w, nodes, partition)
 
 
-def _check_against_whole_matrix(a, w, nodes, partition, cores=(1, 3)):
+def _check_against_whole_matrix(a, w, nodes, partition, cores=(1, 3, 64)):
     """The streaming pass equals the old whole-matrix definitions and the brute-force rank filter."""
     prs, useful = definitions_ref.pair_counts(a, nodes, partition)
     np.testing.assert_array_equal(w.pair_prs, prs)
