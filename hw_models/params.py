@@ -264,7 +264,8 @@ class SoftwareParams(_Validated):
     part is ``sa_per_byte_overhead_ns`` or 0 (config knob ``software.sa_per_pr_overhead_ns``)."""
     sa_per_byte_overhead_ns: float | None = None
     """Per-property-byte software time on one rank (copies in and out of Conveyors' buffers). Our
-    calibration: ``None`` = calibrated together with the per-PR part (or 0 when that one is given)."""
+    calibration, an assumption and not a NetSparse number: ``None`` = calibrated together with the
+    per-PR part (or 0 when that one is given)."""
 
     def _check(self) -> None:
         for name in ("sa_target_goodput", "sa_target_goodput_k128"):
