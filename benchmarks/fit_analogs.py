@@ -71,10 +71,10 @@ def fit(m: analogs.PaperMatrix, scale: float, iters: int) -> dict:
         for name, v in zip(names, z, strict=True):
             lo, hi = free[name]
             out[name] = float(math.exp(min(max(v, math.log(lo)), math.log(hi))))
-        if m.family == "web":  # the degree scale follows from the mean (remote repeats merge: a little more)
-            out["deg_xm"] = web_xm(m.nnz / m.rows * out.pop("_boost", 1.0), out["deg_alpha"], out["deg_cap"])
+        if m.family == "web":  # the degree scale follows from the mean degree (Table 6)
+            out["deg_xm"] = web_xm(m.nnz / m.rows, out["deg_alpha"], out["deg_cap"])
         if m.family == "fem":  # the local band takes the rest of the row
-            out["band_entries"] = max(0.0, m.nnz / m.rows - out["coupling_entries"] * base.get("_remote_share", 1.0))
+            out["band_entries"] = max(0.0, m.nnz / m.rows - out["coupling_entries"])
         return out
 
     best = {"f": math.inf}
