@@ -34,4 +34,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   bind_switch_service(units);
   bind_switch_fabric(units);
   bind_sim(units);
+  auto graph = m.def_submodule("graph", "Paper-scale analog generators and streaming workload statistics");
+  bind_graph(graph);
 }

@@ -24,6 +24,7 @@ from hw_models.seeds.bf3 import TABLE2_SLOWDOWNS, TABLE2_TRANSFER_SHARES, snic_s
 from hw_models.seeds.smartfuse import switch_aggregate
 from netsparse_torch.comm.twoface.model import model_on_cluster
 from netsparse_torch.errors import ConfigError
+from netsparse_torch.graph.pattern import Pattern, as_pattern
 
 STAGES = ("rig", "filter", "coalesce", "concat_nic", "switch")
 """NetSparse mechanisms in the cumulative order of the Table 8 ablation."""
@@ -49,7 +50,7 @@ class NetSparseSimulator(Protocol):
     """``sim(a, workload, params, k, kernel, mechanisms)`` simulates NetSparse with the mechanisms
     named in ``STAGES`` switched on or off by ``mechanisms`` (a dict stage -> bool)."""
 
-    def __call__(self, a: sp.csr_matrix, w: definitions.Workload, params: HardwareParams, k: int,
+    def __call__(self, a: Pattern, w: definitions.Workload, params: HardwareParams, k: int,
                  kernel: str, mechanisms: dict[str, bool]) -> NetSparseRun: ...
 
 
@@ -94,7 +95,7 @@ EXTRA_STRATEGIES = ("two_face", "snic_sw", "switch_aggregate")
 ``switch_aggregate`` (SmartFuse push with ToR sums; SpMM only)."""
 
 
-def analyze(a: sp.spmatrix | sp.sparray, params: HardwareParams, k: int = 16, kernel: str = "spmm",
+def analyze(a: Pattern | sp.spmatrix | sp.sparray, params: HardwareParams, k: int = 16, kernel: str = "spmm",
             partition: str = "rows", simulator: NetSparseSimulator | None = None,
             mechanisms: dict[str, bool] | None = None, ablation: bool = True,
             progress: Callable[[Sequence[str]], Sequence[str]] | None = None,
@@ -105,10 +106,14 @@ def analyze(a: sp.spmatrix | sp.sparray, params: HardwareParams, k: int = 16, ke
     adds one run per cumulative stage of Table 8. ``extras`` picks the modeled alternatives reported
     next to SUOpt and SAOpt (:data:`EXTRA_STRATEGIES`); ``snic_sw_options`` are the keywords of
     :func:`hw_models.seeds.bf3.snic_sw` (``slowdown``, ``transfer_share``).
+
+    ``a`` is read in place when it is a :class:`Pattern` (a scipy matrix is converted once); no step
+    copies it.
     """
     kk = gathered_k(k, kernel)
     mechanisms = check_mechanisms(mechanisms)
-    w = definitions.workload(a, params.cluster.nodes, partition)
+    a = as_pattern(a)
+    w = workload_for(a, params, partition)
     red = definitions.redundancy(w)
     su = baselines.su_opt(w, kk, params)
     sa = baselines.sa_opt(w, kk, params)
@@ -123,9 +128,7 @@ def analyze(a: sp.spmatrix | sp.sparray, params: HardwareParams, k: int = 16, ke
         "header_fraction_sa": definitions.header_fraction_sa(kk, params.headers),
         "strategies": {
             "su_opt": su.to_dict(),
-            "sa_opt": {**sa.to_dict(), "per_pr_overhead_s": baselines.sa_per_pr_overhead_s(params),
-                       "per_pr_overhead_source": "calibrated" if params.software.sa_per_pr_overhead_ns is None
-                       else "config"},
+            "sa_opt": sa_opt_block(sa, w, kk, params),
             **seed_strategies(a, w, params, kk, kernel, extras, snic_sw_options),
         },
         "speedup": {"sa_opt_vs_su_opt": _ratio(su.comm_time_s, sa.comm_time_s),
@@ -138,8 +141,7 @@ def analyze(a: sp.spmatrix | sp.sparray, params: HardwareParams, k: int = 16, ke
         report["strategies"]["netsparse"] = {
             "status": "unavailable: the C++ discrete-event simulator is not built yet (docs/simulator.md)"}
         return report
-    _add_netsparse(report, sp.csr_matrix(a), w, params, kk, kernel, simulator, mechanisms, su, sa, ablation,
-                   progress)
+    _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, sa, ablation, progress)
     return report
 
 
@@ -149,15 +151,36 @@ def seed_strategies(a, w: definitions.Workload, params: HardwareParams, kk: int,
     unknown = sorted(set(extras) - set(EXTRA_STRATEGIES))
     if unknown:
         raise ConfigError(f"unknown strategies {unknown}; choose from {', '.join(EXTRA_STRATEGIES)}")
-    a = sp.csr_matrix(a)
+    a = as_pattern(a)
     models = {
-        "two_face": lambda: model_on_cluster(a, w.row_bounds, kk, params) if a.shape[0] == a.shape[1]
-        else {"status": "unavailable: Two-Face stripes need a square matrix"},
+        "two_face": lambda: _two_face(a, w, kk, params),
         "snic_sw": lambda: _snic_sw(w, kk, params, snic_sw_options or {}),
         "switch_aggregate": lambda: switch_aggregate(a, w, kk, params).to_dict() if kernel == "spmm"
         else {"status": f"unavailable: the push formulation is an SpMM, not {kernel}"},
     }
     return {name: models[name]() for name in EXTRA_STRATEGIES if name in extras}
+
+
+def workload_for(a: Pattern, params: HardwareParams, partition: str = "rows") -> definitions.Workload:
+    """The workload of ``a`` on ``params``' cluster, with SAOpt's ranks per node (``software.cores``)."""
+    return definitions.workload(a, params.cluster.nodes, partition, cores=params.software.cores)
+
+
+def sa_opt_block(sa: baselines.BaselineResult, w: definitions.Workload, kk: int, params: HardwareParams) -> dict:
+    """The report's ``strategies.sa_opt`` block: the baseline, its PRs (filtered per rank) next to what
+    per-node filtering would issue, and the software costs it used."""
+    o, b = baselines.sa_overheads(params)
+    s = params.software
+    source = "calibrated" if s.sa_per_pr_overhead_ns is None and s.sa_per_byte_overhead_ns is None else "config"
+    return {**sa.to_dict(), "cores": w.cores, "prs_per_node_filtering": int(w.pair_useful.sum()),
+            "per_pr_overhead_s": o, "per_byte_overhead_s": b, "pr_cost_s": baselines.sa_pr_cost_s(params, kk),
+            "overhead_source": source}
+
+
+def _two_face(a: Pattern, w: definitions.Workload, kk: int, params: HardwareParams) -> dict:
+    if a.n_rows != a.n_cols:
+        return {"status": "unavailable: Two-Face stripes need a square matrix"}
+    return model_on_cluster(a, w.row_bounds, kk, params)
 
 
 def _snic_sw(w, kk: int, params: HardwareParams, options: dict) -> dict:
@@ -201,12 +224,15 @@ def _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, 
     full = runs["main"]
     t = float(full.node_time_s.max())
     tail = int(np.argmax(full.node_time_s))
-    su_tail_bytes = float(su.rx_bytes[tail])
+    useful = w.useful_per_node * baselines.property_bytes(kk, params.headers)
+    wire = full.tail.get("wire_bytes", math.nan)
     report["strategies"]["netsparse"] = {
         "comm_time_s": t, "tail_node": tail,
         "tail": {**full.tail,
-                 "traffic_vs_su": _ratio(full.tail.get("wire_bytes", math.nan), su_tail_bytes),
-                 "prs_vs_sa": _ratio(full.tail.get("read_prs", math.nan), float(w.sa_prs_per_node[tail]))},
+                 "goodput": _goodput(full, useful, params),
+                 "payload_per_wire": _ratio(float(useful[tail]), wire),
+                 "traffic_reduction_vs_su_opt": _ratio(float(su.rx_bytes[tail]), wire),
+                 "pr_reduction_vs_sa_opt": _ratio(float(sa.prs[tail]), full.tail.get("read_prs", math.nan))},
     }
     report["strategies"]["netsparse"]["simulator"] = _simulator_speed(full.counters)
     if "link_layer" in full.counters:  # link_layer=flit only: packet-mode reports stay as they were
@@ -218,12 +244,18 @@ def _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, 
     report["ablation"] = [
         {"stage": s, "speedup_vs_su_opt": _ratio(su.comm_time_s, float(r.node_time_s.max())),
          "traffic_reduction_vs_su": _ratio(su_total, float(r.counters.get("wire_bytes_total", math.nan))),
-         "goodput": r.tail.get("goodput")}
+         "goodput": _goodput(r, useful, params)}
         for s, r in runs.items() if s != "main"
     ]
 
 
-def strong_scaling(a: sp.spmatrix | sp.sparray, params: HardwareParams, node_counts: Sequence[int],
+def _goodput(run: NetSparseRun, useful_bytes: np.ndarray, params: HardwareParams) -> float | None:
+    """NetSparse Table 7 "Gput": the tail node's useful payload over ``line rate * its time``."""
+    tail = int(np.argmax(run.node_time_s))
+    return _ratio(float(useful_bytes[tail]), params.link.bytes_per_s * float(run.node_time_s[tail]))
+
+
+def strong_scaling(a: Pattern | sp.spmatrix | sp.sparray, params: HardwareParams, node_counts: Sequence[int],
                    k: int = 16, kernel: str = "spmm", partition: str = "rows",
                    compute_models: dict[str, object] | None = None,
                    simulator: NetSparseSimulator | None = None,
@@ -237,12 +269,12 @@ def strong_scaling(a: sp.spmatrix | sp.sparray, params: HardwareParams, node_cou
     """
     kk = gathered_k(k, kernel)
     models = compute_models or {"spade": compute.AcceleratorModel()}
-    a = sp.csr_matrix(a)
+    a = as_pattern(a)
     rows = []
     for n in (progress or list)([int(n) for n in node_counts]):
         p = params.replace(cluster={"nodes": n})
-        w = definitions.workload(a, n, partition)
-        work = compute.node_work(a, n, partition)
+        w = workload_for(a, p, partition)
+        work = compute.NodeWork.of(w)
         comm = {"su_opt": baselines.su_opt(w, kk, p).node_time_s, "sa_opt": baselines.sa_opt(w, kk, p).node_time_s}
         if simulator is not None:
             comm["netsparse"] = simulator(a, w, p, kk, kernel, check_mechanisms(None)).node_time_s
@@ -267,7 +299,7 @@ def _ratio(num: float, den: float) -> float | None:
     return num / den
 
 
-def modeled_training(a: sp.spmatrix | sp.sparray, params: HardwareParams, gathers: Sequence[int],
+def modeled_training(a: Pattern | sp.spmatrix | sp.sparray, params: HardwareParams, gathers: Sequence[int],
                      compute_model: object | None = None, partition: str = "rows",
                      simulator: NetSparseSimulator | None = None) -> dict:
     """The ``modeled`` block of a training report (issue 4 point 9): one epoch on the target cluster.
@@ -286,9 +318,9 @@ def modeled_training(a: sp.spmatrix | sp.sparray, params: HardwareParams, gather
     if not gathers:
         raise ConfigError("modeled_training needs at least one gather width K")
     model = compute_model or compute.AcceleratorModel()
-    a = sp.csr_matrix(a)
-    w = definitions.workload(a, params.cluster.nodes, partition)
-    work = compute.node_work(a, params.cluster.nodes, partition)
+    a = as_pattern(a)
+    w = workload_for(a, params, partition)
+    work = compute.NodeWork.of(w)
     ks = [gathered_k(int(k), "spmm") for k in gathers]
     per_k = {k: _gather_node_times(a, w, work, params, k, model, simulator) for k in dict.fromkeys(ks)}
     strategies = ("su_opt", "sa_opt", "netsparse")

@@ -33,20 +33,26 @@ TABLES: dict[str, list[Column]] = {
     "table7": _ID + [("FC rate", "strategies.netsparse.tail.fc_rate"),
                      ("PRs/packet", "strategies.netsparse.tail.prs_per_packet"),
                      ("PCache hit", "strategies.netsparse.tail.pcache_hit_rate"),
-                     ("Gput SA", "strategies.sa_opt.goodput"), ("Gput NS", "strategies.netsparse.tail.goodput"),
+                     ("Gput", "strategies.netsparse.tail.goodput"), ("Gput SA", "strategies.sa_opt.goodput"),
+                     ("Trfc vs SU", "strategies.netsparse.tail.traffic_reduction_vs_su_opt"),
+                     ("#PR vs SA", "strategies.netsparse.tail.pr_reduction_vs_sa_opt"),
+                     ("payload/wire", "strategies.netsparse.tail.payload_per_wire"),
                      ("line util", "strategies.netsparse.tail.line_util"),
-                     ("traffic vs SU", "strategies.netsparse.tail.traffic_vs_su"),
-                     ("PRs vs SA", "strategies.netsparse.tail.prs_vs_sa")],
+                     ("SAOpt PRs", "strategies.sa_opt.prs"),
+                     ("NetSparse PRs", "strategies.netsparse.simulator.read_prs")],
     "speedup": _ID + [("SUOpt us", "strategies.su_opt.comm_time_s"), ("SAOpt us", "strategies.sa_opt.comm_time_s"),
                       ("SAOpt vs SUOpt", "speedup.sa_opt_vs_su_opt")] + _NS,
     "sweep": _ID + [("NetSparse us", "strategies.netsparse.comm_time_s")] + _NS
     + [("PCache hit", "strategies.netsparse.tail.pcache_hit_rate"),
        ("PRs/packet", "strategies.netsparse.tail.prs_per_packet"),
-       ("FC rate", "strategies.netsparse.tail.fc_rate"), ("Gput NS", "strategies.netsparse.tail.goodput"),
+       ("FC rate", "strategies.netsparse.tail.fc_rate"), ("Gput", "strategies.netsparse.tail.goodput"),
        ("line util", "strategies.netsparse.tail.line_util")],
 }
 """Table kinds: ``speedup`` serves Fig. 12 (K sweep) and Fig. 22; ``sweep`` the parameter sweeps of
-Figs. 15-18 (NetSparse time and tail statistics per swept value)."""
+Figs. 15-18 (NetSparse time and tail statistics per swept value). Table 7's columns read as the paper's:
+"Gput" and "Gput SA" are the tail node's useful payload over line rate x time, "Trfc vs SU" and "#PR vs
+SA" are reductions (SUOpt bytes / NetSparse bytes, SAOpt's per-rank filtered PRs / NetSparse PRs, at
+NetSparse's tail node); PR totals of the whole cluster follow."""
 
 _MICRO = {"strategies.su_opt.comm_time_s", "strategies.sa_opt.comm_time_s", "strategies.netsparse.comm_time_s"}
 

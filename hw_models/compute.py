@@ -38,7 +38,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from netsparse_torch.errors import ConfigError
-from netsparse_torch.partition import row_bounds
 
 KERNELS = ("spmm", "spmv", "sddmm")
 OVERLAPS = ("none", "full")
@@ -55,16 +54,18 @@ class NodeWork:
     distinct_cols: np.ndarray
     """Distinct column ids in each node's rows (distinct B rows it reads)."""
 
+    @classmethod
+    def of(cls, w) -> NodeWork:
+        """From a :class:`hw_models.definitions.Workload` (its streaming pass counted both)."""
+        return cls(np.diff(w.row_bounds), np.asarray(w.node_nnz, dtype=np.int64), w.node_distinct_cols)
 
-def node_work(a: sp.spmatrix | sp.sparray, nodes: int, partition: str = "rows") -> NodeWork:
-    """Rows, nonzeros and distinct columns per node for a 1D row partition (vectorised)."""
-    a = sp.csr_matrix(a)
-    a.sum_duplicates()
-    b = row_bounds(a.shape[0], nodes, partition, a.indptr)
-    nnz = np.diff(a.indptr[b])
-    node_of_nz = np.repeat(np.arange(nodes), nnz)
-    distinct = np.bincount(np.unique(node_of_nz * a.shape[1] + a.indices) // a.shape[1], minlength=nodes)
-    return NodeWork(np.diff(b), nnz.astype(np.int64), distinct)
+
+def node_work(a, nodes: int, partition: str = "rows") -> NodeWork:
+    """Rows, nonzeros and distinct columns per node for a 1D row partition (one streaming pass over the
+    :class:`~netsparse_torch.graph.pattern.Pattern`; a scipy matrix is converted once)."""
+    from hw_models.definitions import workload
+
+    return NodeWork.of(workload(a, nodes, partition, cores=1))
 
 
 def _check_k(k: int, kernel: str) -> int:

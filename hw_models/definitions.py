@@ -1,4 +1,4 @@
-"""The exact workload definitions of issue 4 point 7 (NetSparse Tables 1, 3 and 4), vectorised.
+"""The exact workload definitions of issue 4 point 7 (NetSparse Tables 1, 3 and 4), streamed node by node.
 
 Conventions, shared by the simulator report:
 
@@ -20,8 +20,17 @@ Conventions, shared by the simulator report:
   ascending, columns ascending within a row, no filtering) are cut into non-overlapping windows of
   64; the number of distinct destination (owner) nodes is counted per *full* window and averaged
   over all full windows of all nodes. ``nan`` if no node has 64 remote PRs.
+* SAOpt's ranks (NetSparse §8.1, §9.1: Conveyors runs one rank per core): each node's ``cores``
+  ranks own contiguous ``numpy.array_split`` shares of its rows of ``A`` and of its rows of ``B``.
+  A rank filters its own repeats only ("cross-rank filtering is not possible", §9.1): rank ``i`` of
+  node ``p`` issues one PR per distinct remote column in its rows, served by the rank of the owner
+  node that owns that row of ``B``.
 * ``header_fraction_sa`` (NetSparse Table 3): header share of SA traffic with one read packet and
   one response packet per PR, header sizes of NetSparse Table 5.
+
+Everything is computed by one streaming pass over the :class:`~netsparse_torch.graph.pattern.Pattern`
+in C++ (``csrc/graph/node_stats.cpp``: a column bitmap per node and per rank), so no per-nonzero
+array is ever made: the workload holds only ``[nodes, nodes]`` and ``[nodes, cores]`` counts.
 """
 
 from __future__ import annotations
@@ -32,9 +41,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from hw_models.params import HeaderParams
-from netsparse_torch.errors import GraphInputError
-from netsparse_torch.partition import owner_of, row_bounds
+from hw_models.params import HeaderParams, SoftwareParams
+from netsparse_torch.errors import ConfigError
+from netsparse_torch.graph.pattern import Pattern, as_pattern
+from netsparse_torch.partition import row_bounds
 
 LOCALITY_WINDOW = 64
 """Window of consecutive remote PRs for destination locality. NetSparse Table 4 (64)."""
@@ -42,7 +52,7 @@ LOCALITY_WINDOW = 64
 
 @dataclass(frozen=True)
 class Workload:
-    """One matrix partitioned over ``nodes``: the remote PR stream and per-node/per-pair counts."""
+    """One matrix partitioned over ``nodes``: per-node and per-pair counts of its remote PRs."""
 
     n_rows: int
     n_cols: int
@@ -52,16 +62,28 @@ class Workload:
     """Node ``p`` owns rows ``[row_bounds[p], row_bounds[p+1])`` of ``A``."""
     col_bounds: np.ndarray
     """Node ``p`` owns rows ``[col_bounds[p], col_bounds[p+1])`` of ``B``."""
-    remote_node: np.ndarray
-    """Requesting node of each remote PR, in CSR order."""
-    remote_col: np.ndarray
-    """Column id (property) of each remote PR, in CSR order."""
-    remote_dest: np.ndarray
-    """Owner node of each remote PR's property, in CSR order."""
     pair_prs: np.ndarray
     """``[nodes, nodes]``: SA PRs that node ``p`` sends to owner ``q``."""
     pair_useful: np.ndarray
     """``[nodes, nodes]``: distinct properties node ``p`` needs from owner ``q``."""
+    node_nnz: np.ndarray
+    """Nonzeros in each node's rows."""
+    node_distinct_cols: np.ndarray
+    """Distinct columns (local ones included) in each node's rows."""
+    window: int
+    """Window of the destination locality statistic (:data:`LOCALITY_WINDOW`)."""
+    windows: np.ndarray
+    """Full windows of ``window`` consecutive remote PRs of each node."""
+    window_distinct: np.ndarray
+    """Sum over each node's full windows of their distinct destinations."""
+    cores: int
+    """SAOpt ranks per node the ``rank_*`` counts are for."""
+    rank_pair_useful: np.ndarray
+    """``[nodes, nodes]``: PRs node ``p``'s ranks send to owner ``q`` after filtering within each rank."""
+    rank_issued: np.ndarray
+    """``[nodes, cores]``: PRs each rank issues (distinct remote columns in its rows)."""
+    rank_served: np.ndarray
+    """``[nodes, cores]``: per-rank-filtered PRs each rank serves (rows of ``B`` it owns)."""
 
     @property
     def owned_cols(self) -> np.ndarray:
@@ -79,40 +101,30 @@ class Workload:
         return self.pair_prs.sum(axis=1)
 
 
-def workload(a: sp.spmatrix | sp.sparray, nodes: int, partition: str = "rows") -> Workload:
-    """Partition ``a`` over ``nodes`` and extract the remote PR stream (vectorised, O(nnz log nnz))."""
-    a = _canonical_csr(a)
-    n_rows, n_cols = a.shape
-    rb = row_bounds(n_rows, nodes, partition, a.indptr)
-    cb = rb if n_rows == n_cols else row_bounds(n_cols, nodes, "rows")
-    row_node = np.repeat(np.arange(nodes), np.diff(rb))
-    nz_node = np.repeat(row_node, np.diff(a.indptr))
-    nz_dest = owner_of(a.indices, cb)
-    remote = nz_node != nz_dest
-    node, col, dest = nz_node[remote], a.indices[remote].astype(np.int64), nz_dest[remote]
-    pair_prs = np.bincount(node * nodes + dest, minlength=nodes * nodes).reshape(nodes, nodes)
-    pair_useful = _pair_useful(node, col, nodes, n_cols, cb)
-    return Workload(n_rows, n_cols, int(a.nnz), nodes, rb, cb, node, col, dest, pair_prs, pair_useful)
+def bounds(a: Pattern, nodes: int, partition: str = "rows") -> tuple[np.ndarray, np.ndarray]:
+    """``(row_bounds, col_bounds)`` of ``a`` over ``nodes`` (see the module docstring)."""
+    rb = row_bounds(a.n_rows, nodes, partition, a.indptr)
+    cb = rb if a.n_rows == a.n_cols else row_bounds(a.n_cols, nodes, "rows")
+    return rb, cb
 
 
-def _pair_useful(node: np.ndarray, col: np.ndarray, nodes: int, n_cols: int, cb: np.ndarray) -> np.ndarray:
-    """``[nodes, nodes]`` distinct remote columns node ``p`` needs from owner ``q``.
+def workload(a: Pattern | sp.spmatrix | sp.sparray, nodes: int, partition: str = "rows",
+             cores: int = SoftwareParams().cores, window: int = LOCALITY_WINDOW) -> Workload:
+    """Partition ``a`` over ``nodes`` and count its remote PRs in one streaming pass (O(nnz), no copy
+    of a :class:`Pattern`; a scipy matrix is converted once)."""
+    from netsparse_torch._C import graph as _graph
 
-    One column bitmap per node: ``node`` is ascending (CSR order), so each node's PRs are one slice.
-    O(nnz + nodes * n_cols / 8), where a hash or sort of all PRs (``np.unique``) takes minutes at
-    50M nonzeros.
-    """
-    out = np.zeros((nodes, nodes), dtype=np.int64)
-    starts = np.searchsorted(node, np.arange(nodes + 1))
-    seen = np.zeros(n_cols, dtype=bool)
-    for p in range(nodes):  # per node, not per element
-        c = col[starts[p]:starts[p + 1]]
-        if c.size == 0:
-            continue
-        seen[c] = True
-        out[p] = np.diff(np.searchsorted(np.flatnonzero(seen), cb))  # distinct columns per owner block
-        seen[c] = False
-    return out
+    if cores < 1:
+        raise ConfigError(f"cores must be >= 1, got {cores}")
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    a = as_pattern(a)
+    rb, cb = bounds(a, nodes, partition)
+    s = _graph.node_stats(a.indptr, a.indices, a.n_cols, np.ascontiguousarray(rb, dtype=np.int64),
+                          np.ascontiguousarray(cb, dtype=np.int64), int(cores), int(window))
+    return Workload(a.n_rows, a.n_cols, a.nnz, nodes, rb, cb, s["pair_prs"], s["pair_useful"], s["node_nnz"],
+                    s["node_distinct"], int(window), s["windows"], s["window_distinct"], int(cores),
+                    s["rank_pair_useful"], s["rank_issued"], s["rank_served"])
 
 
 @dataclass(frozen=True)
@@ -144,21 +156,11 @@ def _ratio(extra: int, useful: int) -> float:
     return extra / useful
 
 
-def dest_locality(w: Workload, window: int = LOCALITY_WINDOW) -> float:
-    """Mean distinct destinations per full window of ``window`` consecutive remote PRs (NetSparse Table 4)."""
-    if window < 1:
-        raise ValueError(f"window must be >= 1, got {window}")
-    counts = np.bincount(w.remote_node, minlength=w.nodes)
-    full = counts // window
-    if full.sum() == 0:
-        return math.nan
-    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    pos = np.arange(len(w.remote_node)) - start[w.remote_node]  # position within the node's stream
-    keep = pos < full[w.remote_node] * window  # drop each node's trailing partial window
-    win_offset = np.concatenate([[0], np.cumsum(full)[:-1]])
-    win = win_offset[w.remote_node[keep]] + pos[keep] // window
-    distinct = len(np.unique(win * w.nodes + w.remote_dest[keep]))
-    return distinct / int(full.sum())
+def dest_locality(w: Workload) -> float:
+    """Mean distinct destinations per full window of ``w.window`` consecutive remote PRs (NetSparse
+    Table 4); ``nan`` when no node has a full window."""
+    windows = int(w.windows.sum())
+    return int(w.window_distinct.sum()) / windows if windows else math.nan
 
 
 def header_fraction_sa(k: int, headers: HeaderParams | None = None) -> float:
@@ -174,12 +176,6 @@ def header_fraction_sa(k: int, headers: HeaderParams | None = None) -> float:
     return 2 * per_packet / (2 * per_packet + k * h.element_bytes)
 
 
-def _canonical_csr(a: sp.spmatrix | sp.sparray) -> sp.csr_matrix:
-    if not sp.issparse(a):
-        raise GraphInputError(f"expected a scipy sparse matrix, got {type(a).__name__}")
-    if a.ndim != 2 or 0 in a.shape:
-        raise GraphInputError(f"expected a non-empty 2-D sparse matrix, got shape {a.shape}")
-    a = sp.csr_matrix(a, copy=True)
-    a.sum_duplicates()
-    a.sort_indices()  # CSR order of the definitions: columns ascending within a row
-    return a
+def _canonical_csr(a: Pattern | sp.spmatrix | sp.sparray) -> Pattern:
+    """The canonical :class:`Pattern` of ``a`` (kept for callers that predate it; use ``as_pattern``)."""
+    return as_pattern(a)

@@ -27,7 +27,8 @@ from hw_models import analysis, compute
 from hw_models.analysis import EXTRA_STRATEGIES, analyze, default_simulator
 from hw_models.params import HardwareParams
 from netsparse_torch.errors import ConfigError, NetsparseError
-from netsparse_torch.graph import generate, read_mtx
+from netsparse_torch.graph import analogs, generate, read_mtx
+from netsparse_torch.graph.pattern import Pattern, as_pattern
 from netsparse_torch.report import write_json
 
 log = logging.getLogger("netsparse_torch.simulate")
@@ -42,23 +43,28 @@ def config_dir() -> str:
     raise RuntimeError("netsparse_torch: cannot find the Hydra configs (configs/simulate.yaml)")
 
 
-def load_matrix(cfg: DictConfig):
-    """The matrix named by ``cfg.matrix`` and a short name for it.
+def load_matrix(cfg: DictConfig) -> tuple[Pattern, str]:
+    """The matrix named by ``cfg.matrix`` as a :class:`Pattern`, and a short name for it.
 
-    ``matrix`` is a Matrix Market path (``.mtx``/``.mtx.gz``), ``synthetic`` (generator settings in
-    ``cfg.synthetic``) or ``synthetic:<shape>`` (the same with the shape given inline, handy in sweeps).
+    ``matrix`` is a Matrix Market path (``.mtx``/``.mtx.gz``), ``paper:<name>[@scale]`` (an analog of
+    a NetSparse Table 6 matrix, :mod:`netsparse_torch.graph.analogs`; cached in ``cfg.analog_cache``
+    when set), ``synthetic`` (generator settings in ``cfg.synthetic``) or ``synthetic:<shape>`` (the
+    same with the shape given inline, handy in sweeps).
     """
     if cfg.matrix is None:
-        raise ConfigError("matrix is not set: give matrix=<path.mtx[.gz]> or matrix=synthetic")
+        raise ConfigError("matrix is not set: give matrix=<path.mtx[.gz]>, matrix=paper:<name> or matrix=synthetic")
     spec = str(cfg.matrix)
+    if spec.startswith("paper:"):
+        cache = cfg.get("analog_cache")
+        return analogs.load(spec, seed=int(cfg.get("analog_seed") or 0), cache_dir=str(cache) if cache else None)
     if spec == "synthetic" or spec.startswith("synthetic:"):
         s = cfg.synthetic
         shape = spec.split(":", 1)[1] if ":" in spec else str(s.shape)
         defaults = _container((s.get("shape_params") or {}).get(shape))
         params = {**defaults, **_container(s.get("params"))}  # explicit params win over the shape's defaults
-        return generate(shape, int(s.n), seed=int(s.seed), **params), f"synthetic-{shape}-{s.n}"
+        return as_pattern(generate(shape, int(s.n), seed=int(s.seed), **params)), f"synthetic-{shape}-{s.n}"
     path = Path(str(cfg.matrix))
-    return read_mtx(path), path.name.split(".")[0]
+    return as_pattern(read_mtx(path)), path.name.split(".")[0]
 
 
 def _container(node) -> object:
@@ -207,15 +213,30 @@ def summary_lines(report: dict) -> list[str]:
         f"| SUOpt comm time | {_fmt(st['su_opt']['comm_time_s'] * 1e6, ' us')} |",
         f"| SAOpt comm time, goodput | {_fmt(st['sa_opt']['comm_time_s'] * 1e6, ' us')}, "
         f"{_fmt(100 * st['sa_opt']['goodput'], ' %')} |",
+        f"| SAOpt PRs ({st['sa_opt']['cores']} ranks per node, filtered per rank) | {st['sa_opt']['prs']:,} "
+        f"(per-node filtering: {st['sa_opt']['prs_per_node_filtering']:,}) |",
         *[f"| {label} comm time | {_time_or_status(st.get(key, {}))} |" for label, key in SEED_ROWS],
         f"| NetSparse comm time{' (flits on inter-rack links)' if ns.get('link_layer') else ''} | "
         f"{_time_or_status(ns)} |",
         *_link_layer_lines(ns.get("link_layer")),
+        *_table7_lines(ns),
         f"| speedup SAOpt vs SUOpt | {_fmt(report['speedup']['sa_opt_vs_su_opt'])} |",
         f"| speedup NetSparse vs SUOpt, vs SAOpt | {_fmt(report['speedup']['netsparse_vs_su_opt'])}, "
         f"{_fmt(report['speedup']['netsparse_vs_sa_opt'])} |",
     ]
     return lines
+
+
+def _table7_lines(ns: dict) -> list[str]:
+    """NetSparse's PRs and its Table 7 statistics at the tail node (none without the simulator)."""
+    if "tail" not in ns:
+        return []
+    t = ns["tail"]
+    prs = (ns.get("simulator") or {}).get("read_prs")
+    gput = _fmt(100 * t["goodput"], " %") if t.get("goodput") is not None else "n/a"
+    return [f"| NetSparse PRs | {prs:,} |" if prs is not None else "| NetSparse PRs | n/a |",
+            f"| NetSparse tail (Table 7): Gput, Trfc vs SU, #PR vs SA | {gput}, "
+            f"{_fmt(t.get('traffic_reduction_vs_su_opt'), 'x')}, {_fmt(t.get('pr_reduction_vs_sa_opt'), 'x')} |"]
 
 
 SEED_ROWS = (("Two-Face", "two_face"), ("SmartNIC software (snic_sw)", "snic_sw"),

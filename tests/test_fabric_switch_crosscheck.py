@@ -26,13 +26,14 @@ from hw_models.params import HardwareParams
 from hw_models.simulator import simulate
 from netsparse_torch import units
 from netsparse_torch.fabric.switch import LocalSwitches, attachment
+from netsparse_torch.graph.pattern import as_pattern
 
 NODES, RACK, K = 4, 2, 8  # 8 float32 elements per property (32 B)
 PARAMS = HardwareParams.from_dict({"cluster": {"nodes": NODES, "rack_size": RACK}})  # Table 5 otherwise
 
 
 def matrix() -> sp.csr_matrix:
-    return definitions._canonical_csr(sp.random(200, 200, density=0.05, random_state=1, format="csr"))
+    return as_pattern(sp.random(200, 200, density=0.05, random_state=1, format="csr"))
 
 
 def run_service(a: sp.csr_matrix, bounds: list[int]) -> tuple[list[dict], dict]:

@@ -9,6 +9,7 @@ import scipy.sparse as sp
 from conftest import DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ref_models import definitions_ref
 
 from hw_models import definitions as D
 from hw_models.params import HeaderParams
@@ -67,6 +68,23 @@ def _check(a, nodes, partition):
     got = D.dest_locality(w)
     assert (math.isnan(got) and math.isnan(locality)) or got == pytest.approx(locality)
     assert w.pair_prs.trace() == 0 and w.pair_useful.trace() == 0
+    _check_against_whole_matrix(a, w, nodes, partition)
+
+
+def _check_against_whole_matrix(a, w, nodes, partition, cores=(1, 3, 64)):
+    """The streaming pass equals the old whole-matrix definitions and the brute-force rank filter."""
+    prs, useful = definitions_ref.pair_counts(a, nodes, partition)
+    np.testing.assert_array_equal(w.pair_prs, prs)
+    np.testing.assert_array_equal(w.pair_useful, useful)
+    ref = definitions_ref.dest_locality(a, nodes, partition)
+    got = D.dest_locality(w)
+    assert (math.isnan(got) and math.isnan(ref)) or got == pytest.approx(ref, rel=1e-12)
+    for c in cores:
+        wc = D.workload(a, nodes, partition, cores=c)
+        issued, served, pair = definitions_ref.rank_counts(a, nodes, c, partition)
+        np.testing.assert_array_equal(wc.rank_issued, issued)
+        np.testing.assert_array_equal(wc.rank_served, served)
+        np.testing.assert_array_equal(wc.rank_pair_useful, pair)
 
 
 @pytest.mark.parametrize("partition", ["rows", "nnz"])
@@ -97,9 +115,16 @@ def test_hand_worked_case():
     assert red.to_dict() == {"useful_transfers": 4, "sa_prs": 6, "su_transfers": 4,
                              "su_redundant_per_useful": 0.0, "sa_redundant_per_useful": 0.5}
     assert w.pair_prs.tolist() == [[0, 3], [3, 0]] and w.pair_useful.tolist() == [[0, 2], [2, 0]]
-    assert w.remote_col.tolist() == [2, 3, 2, 0, 0, 1]
     assert math.isnan(D.dest_locality(w))  # no node has a full window of 64
-    assert D.dest_locality(w, window=2) == pytest.approx((1 + 1) / 2)  # node 0: [2,3]; node 1: [0,0]
+    # remote PRs in CSR order: node 0 [2, 3, 2], node 1 [0, 0, 1]; windows of 2: [2,3] and [0,0]
+    assert D.dest_locality(D.workload(a, 2, window=2)) == pytest.approx((1 + 1) / 2)
+    assert w.node_nnz.tolist() == [4, 4] and w.node_distinct_cols.tolist() == [3, 3]
+    # SAOpt, 2 ranks per node (one row each): rank 0 of node 0 (row 0) needs {2, 3}, rank 1 (row 1)
+    # {2}; node 1: row 2 {0}, row 3 {0, 1}. Column 2 is served by node 1's rank 0, 3 by its rank 1.
+    w2 = D.workload(a, 2, cores=2)
+    assert w2.rank_issued.tolist() == [[2, 1], [1, 2]]
+    assert w2.rank_served.tolist() == [[2, 1], [2, 1]]
+    assert w2.rank_pair_useful.tolist() == [[0, 3], [3, 0]]
 
 
 def test_locality_window_hand_case():
@@ -139,6 +164,8 @@ def test_bad_input():
         D.workload(sp.eye(3, format="csr"), 2, "cols")
     with pytest.raises(ValueError, match="k must be"):
         D.header_fraction_sa(0)
+    with pytest.raises(ConfigError, match="cores must be"):
+        D.workload(sp.eye(3, format="csr"), 1, cores=0)
 
 
 @st.composite
@@ -161,7 +188,62 @@ def test_invariants_and_reference_on_random_patterns(case):
     # useful <= SA PRs, useful <= SU transfers; per pair, distinct needs <= PRs.
     assert red.useful_transfers <= red.sa_prs and red.useful_transfers <= red.su_transfers
     assert (w.pair_useful <= w.pair_prs).all()
-    loc = D.dest_locality(w, window=4)
+    loc = D.dest_locality(D.workload(a, nodes, partition, window=4))
     assert math.isnan(loc) or 1 <= loc <= min(4, nodes - 1)
     useful, sa, su, _ = _reference(a, nodes, partition)
     assert (red.useful_transfers, red.sa_prs, red.su_transfers) == (useful, sa, su)
+    assert (w.rank_issued.sum(axis=1) >= w.useful_per_node).all()  # a rank cannot filter another's repeats
+    assert w.rank_issued.sum() == w.rank_served.sum() == w.rank_pair_useful.sum()
+
+
+SHARED = sorted((DATA / "graphs").glob("*.mtx.gz"))
+
+
+@pytest.mark.parametrize("path", SHARED, ids=[p.name.split(".")[0] for p in SHARED])
+def test_streaming_equals_whole_matrix_on_shared_graphs(path):
+    """Every shared graph, 128 and 7 nodes, both partitions: the streaming pass equals the old
+    whole-matrix definitions (pairs and Table 4 locality)."""
+    from netsparse_torch.graph import read_mtx
+
+    a = read_mtx(path)
+    for nodes, partition in ((128, "rows"), (7, "nnz")):
+        w = D.workload(a, nodes, partition)
+        prs, useful = definitions_ref.pair_counts(a, nodes, partition)
+        np.testing.assert_array_equal(w.pair_prs, prs)
+        np.testing.assert_array_equal(w.pair_useful, useful)
+        assert D.dest_locality(w) == pytest.approx(definitions_ref.dest_locality(a, nodes, partition), rel=1e-12)
+        assert w.rank_issued.sum() >= useful.sum() and w.rank_issued.sum() <= prs.sum()
+
+
+def test_cores_one_is_per_node_filtering():
+    a = _random_matrix(11, n=300, density=0.05)
+    w = D.workload(a, 5, cores=1)
+    np.testing.assert_array_equal(w.rank_pair_useful, w.pair_useful)
+    np.testing.assert_array_equal(w.rank_issued[:, 0], w.useful_per_node)
+    np.testing.assert_array_equal(w.rank_served[:, 0], w.pair_useful.sum(axis=0))
+
+
+def test_pattern_is_read_in_place():
+    """The workload pass and the whole analysis read a Pattern in place: what Python allocates while
+    they run (numpy included, tracemalloc) stays far below one copy of the pattern."""
+    import tracemalloc
+
+    from hw_models import analysis
+    from hw_models.params import HardwareParams
+    from netsparse_torch.graph import analogs
+
+    p = analogs.generate("arabic", 0.01)  # 6.3M nonzeros: 25 MB of int32 ids
+    size = p.indices.nbytes + p.indptr.nbytes
+    before = p.indices[:1000].copy()
+    tracemalloc.start()
+    try:
+        w = D.workload(p, 128)
+        _, peak_workload = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        analysis.analyze(p, HardwareParams(), k=16, simulator=None, ablation=False)
+        _, peak_analyze = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert w.nnz == p.nnz and p.indices.dtype == np.int32 and (p.indices[:1000] == before).all()
+    assert peak_workload < 1 << 20, peak_workload  # the [nodes, nodes] and [nodes, cores] counts: 0.5 MiB
+    assert peak_analyze < 0.25 * size, peak_analyze  # one node's temporaries at a time

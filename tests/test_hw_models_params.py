@@ -94,6 +94,11 @@ def test_other_bad_input():
         P.SoftwareParams(sa_target_goodput=1.5)
     with pytest.raises(ConfigError, match="sa_per_pr_overhead_ns"):
         P.SoftwareParams(sa_per_pr_overhead_ns=-3.0)
+    with pytest.raises(ConfigError, match="sa_per_byte_overhead_ns"):
+        P.SoftwareParams(sa_per_byte_overhead_ns=-1.0)
+    for k128 in (0.05, 0.81):  # below the K=16 target (negative per-byte cost) or above 8x it (negative per-PR)
+        with pytest.raises(ConfigError, match="sa_target_goodput_k128 must lie between"):
+            P.SoftwareParams(sa_target_goodput=0.1, sa_target_goodput_k128=k128)
     with pytest.raises(ConfigError, match="policy"):
         P.PropertyCacheParams(policy="fifo")
 

@@ -112,3 +112,22 @@ def test_cluster_coefficients_by_hand():
     out = model_two_face(adj, BOUNDS, 1, hand, width=2)
     assert out == {"comm_time_s": 6.0, "sync_stripes": 2, "async_stripes": 1, "local_stripes": 2,
                    "stripe_width": 2}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_model_stripes_from_distinct_columns_equal_find_stripes(seed):
+    """The model's stripes (from sorted distinct columns and counts, O(distinct)) are the runtime's."""
+    import scipy.sparse as sp
+
+    from netsparse_torch.comm.twoface.model import stripes_of_distinct
+
+    rng = np.random.default_rng(seed)
+    a = sp.random(120, 120, density=0.07, random_state=seed, format="csr")
+    bounds = np.array([0, 17, 50, 51, 90, 120])
+    for rank in range(5):
+        rows = a[bounds[rank]:bounds[rank + 1]]
+        cols, counts = np.unique(rows.indices, return_counts=True)
+        for width in (1, 2, 3, int(rng.integers(4, 40))):
+            want, got = find_stripes(rows, bounds, rank, width), stripes_of_distinct(cols, counts, bounds, rank, width)
+            for field in ("owner", "start", "width", "nnz", "rows", "kind"):
+                np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=field)

@@ -14,3 +14,4 @@ void bind_rig_node(pybind11::module_& units);        // one node's RIG pipeline 
 void bind_switch_service(pybind11::module_& units);  // switch service frame helpers (issue 5) -> _C.units
 void bind_switch_fabric(pybind11::module_& units);   // switch fabric client helpers (issue 5) -> _C.units
 void bind_sim(pybind11::module_& units);             // discrete-event simulator core (issue 4) -> _C.units
+void bind_graph(pybind11::module_& graph);           // paper-scale analogs, streaming workload stats -> _C.graph

@@ -19,24 +19,33 @@ import numpy as np
 
 from hw_models.definitions import workload
 from hw_models.seeds.smartfuse import push_traffic
+from netsparse_torch.graph.pattern import as_pattern
+from netsparse_torch.partition import owner_of
 
 GRAPHS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "graphs"
 DEFAULT_GRAPHS = ("ego-twitter", "soc-slashdot0902", "delaunay_n16", "luxembourg_osm", "cage11")
 
 
-def pull_spine_rows(w, rack_size: int) -> tuple[int, int]:
-    """(rows crossing the spine without a cache, with an infinite ToR property cache)."""
-    node_rack, dest_rack = w.remote_node // rack_size, w.remote_dest // rack_size
-    cross = node_rack != dest_rack
-    per_node = np.unique(w.remote_node[cross] * w.n_cols + w.remote_col[cross]).size
-    per_rack = np.unique(node_rack[cross] * w.n_cols + w.remote_col[cross]).size
+def pull_spine_rows(a, w, rack_size: int) -> tuple[int, int]:
+    """(rows crossing the spine without a cache, with an infinite ToR property cache), rack by rack."""
+    a = as_pattern(a)
+    per_node = per_rack = 0
+    for first in range(0, w.nodes, rack_size):
+        nodes = range(first, min(first + rack_size, w.nodes))
+        lo, hi = a.indptr[w.row_bounds[nodes[0]]], a.indptr[w.row_bounds[nodes[-1] + 1]]
+        cols = a.indices[lo:hi]
+        cross = owner_of(cols, w.col_bounds) // rack_size != first // rack_size
+        per_rack += np.unique(cols[cross]).size
+        for p in nodes:
+            s, e = a.indptr[w.row_bounds[p]] - lo, a.indptr[w.row_bounds[p + 1]] - lo
+            per_node += np.unique(cols[s:e][cross[s:e]]).size
     return int(per_node), int(per_rack)
 
 
 def compare(a, nodes: int, rack_size: int) -> dict:
     """Spine rows of the four mechanisms for ``a`` on ``nodes`` nodes in racks of ``rack_size``."""
     w = workload(a, nodes)
-    pull, cached = pull_spine_rows(w, rack_size)
+    pull, cached = pull_spine_rows(a, w, rack_size)
     push = push_traffic(a, w, rack_size)
     return {"pull": pull, "pull_cache_inf": cached, "push": push.spine_rows,
             "push_switch_aggregate": push.spine_rows_aggregated}

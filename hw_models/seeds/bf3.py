@@ -78,19 +78,21 @@ def snic_sw(w, k: int, params=None, slowdown: float = TABLE2_SLOWDOWNS[0],
     on the SmartNIC's ARM cores (the BF3 offload applied to SAOpt's runtime).
 
     Same as SAOpt (:func:`hw_models.baselines.sa_opt`: same-destination concatenation, per-PR
-    software overhead ``o``, no network latency) except that
+    software cost, no network latency) except that
 
     * there is no filtering hardware: every remote nonzero is a PR (``w.pair_prs``, not
       ``pair_useful``), so repeated properties cross the network again;
     * the whole PR software (issue and serve) is offloaded (``p = 1`` in the model above): it runs
       ``slowdown`` times slower than on the host and pays the host-NIC ``transfer_share``, so a node
-      spends ``(slowdown + transfer_share) * o * (issued + served) / cores``; the host cores are free
-      for compute meanwhile, which a communication time does not show.
+      spends ``(slowdown + transfer_share) * c(K) * (issued + served) / cores`` (``c(K)``: SAOpt's
+      per-PR cost, :func:`hw_models.baselines.sa_pr_cost_s`), spread evenly over the NIC's cores (no
+      ranks: the NIC runtime is not Conveyors); the host cores are free for compute meanwhile, which a
+      communication time does not show.
 
     Defaults: the first row/column of BF3 Table 2 (k = 4.33, c = 15 %). Returns a
     :class:`hw_models.baselines.BaselineResult`.
     """
-    from hw_models.baselines import BaselineResult, packed_bytes, property_bytes, sa_per_pr_overhead_s
+    from hw_models.baselines import BaselineResult, packed_bytes, property_bytes, sa_pr_cost_s
     from hw_models.params import HardwareParams
 
     _check(slowdown, transfer_share)
@@ -102,7 +104,7 @@ def snic_sw(w, k: int, params=None, slowdown: float = TABLE2_SLOWDOWNS[0],
     rx = responses.sum(axis=1) + reads.sum(axis=0)
     tx = reads.sum(axis=1) + responses.sum(axis=0)
     issued, served = prs.sum(axis=1), prs.sum(axis=0)
-    software = ((slowdown + transfer_share) * sa_per_pr_overhead_s(params) * (issued + served)
+    software = ((slowdown + transfer_share) * sa_pr_cost_s(params, k) * (issued + served)
                 / params.software.cores)
     time = np.maximum(np.maximum(rx, tx) / rate, software)
-    return BaselineResult(time, rx, tx, (w.pair_useful.sum(axis=1) * payload).astype(np.float64), rate)
+    return BaselineResult(time, rx, tx, (w.pair_useful.sum(axis=1) * payload).astype(np.float64), rate, prs=issued)

@@ -89,6 +89,9 @@ def time_us(m: float, n: int, p: LogcNParams = LogcNParams()) -> float:
     return 2 * p.o_us + latency_us(n, p) + m / bandwidth_bytes_per_us(p) + compute_us(m, n, p)
 
 
+from netsparse_torch.graph.pattern import as_pattern  # noqa: E402
+from netsparse_torch.partition import owner_of  # noqa: E402
+
 __all__ = ["LogcNParams", "bandwidth_bytes_per_us", "compute_us", "latency_us", "time_us", "tree_depth"]
 
 
@@ -114,23 +117,30 @@ def push_traffic(a, w, rack_size: int) -> PushTraffic:
     every node of its rack before forwarding, so the owner of ``r`` receives one row per distinct
     ``(rack, r)`` (the destination ToR does not aggregate further: reduction at the source rack only,
     our reading of the SmartFuse push variant).
-    """
-    from hw_models.definitions import _canonical_csr
-    from netsparse_torch.partition import owner_of
 
-    a = _canonical_csr(a)
-    n_rows, n = a.shape[0], w.nodes
-    rows = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(a.indptr))
-    src = owner_of(a.indices, w.col_bounds)
-    remote = owner_of(rows, w.row_bounds) != src
-    pairs = np.unique(src[remote] * n_rows + rows[remote])  # distinct (q, r)
-    q, p = pairs // n_rows, owner_of(pairs % n_rows, w.row_bounds)
-    racks = np.unique((q // rack_size) * n_rows + pairs % n_rows)  # distinct (rack of q, r)
-    rack, p_agg = racks // n_rows, owner_of(racks % n_rows, w.row_bounds)
+    The matrix is read node by node (a :class:`~netsparse_torch.graph.pattern.Pattern` in place):
+    within a row, columns ascend, so their owners (and owners' racks) do too, and a new distinct
+    ``(q, r)`` starts wherever the owner or the row changes; no sort, no per-matrix array.
+    """
+    a = as_pattern(a)
+    n = w.nodes
     n_racks = -(-n // rack_size)
-    return PushTraffic(np.bincount(q * n + p, minlength=n * n).reshape(n, n),
-                       np.bincount(rack * n + p_agg, minlength=n_racks * n).reshape(n_racks, n),
-                       int((q // rack_size != p // rack_size).sum()), int((rack != p_agg // rack_size).sum()))
+    sent = np.zeros((n, n), dtype=np.int64)
+    aggregated = np.zeros((n_racks, n), dtype=np.int64)
+    for p in range(n):  # per node (owner of the output rows), never per element
+        ptr = a.indptr[w.row_bounds[p]:w.row_bounds[p + 1] + 1]
+        src = owner_of(a.indices[ptr[0]:ptr[-1]], w.col_bounds)
+        row = np.repeat(np.arange(len(ptr) - 1, dtype=np.int32), np.diff(ptr))
+        remote = src != p
+        src, row = src[remote], row[remote]
+        for keys, out, width in ((src, sent, n), (src // rack_size, aggregated, n_racks)):
+            first = np.ones(keys.size, dtype=bool)
+            first[1:] = (keys[1:] != keys[:-1]) | (row[1:] != row[:-1])
+            out[:, p] += np.bincount(keys[first], minlength=width)
+    rack_of = np.arange(n) // rack_size
+    cross = rack_of[:, None] != rack_of[None, :]
+    agg_cross = np.arange(n_racks)[:, None] != rack_of[None, :]
+    return PushTraffic(sent, aggregated, int(sent[cross].sum()), int(aggregated[agg_cross].sum()))
 
 
 def switch_aggregate(a, w, k: int, params=None):

@@ -22,8 +22,10 @@ def row_bounds(n: int, world_size: int, mode: str = "rows", indptr: np.ndarray |
         raise ConfigError(f"world_size must be >= 1, got {world_size}")
     if world_size > n:
         raise ConfigError(f"world_size={world_size} is larger than the graph's {n} rows; use at most {n} ranks")
-    if mode == "rows":
-        sizes = np.array([len(a) for a in np.array_split(np.arange(n), world_size)], dtype=np.int64)
+    if mode == "rows":  # numpy.array_split sizes without materialising range(n)
+        base, extra = divmod(n, world_size)
+        sizes = np.full(world_size, base, dtype=np.int64)
+        sizes[:extra] += 1
         return np.concatenate([[0], np.cumsum(sizes)])
     if indptr is None or len(indptr) != n + 1:
         raise ConfigError("partition=nnz needs the CSR row pointer of the adjacency")

@@ -1,0 +1,86 @@
+"""The whole-matrix definitions that hw_models.definitions replaced (before issue 14): vectorised numpy
+over per-remote-nonzero arrays, plus a brute-force per-rank filter. Tests only: they check the
+streaming C++ pass on shared graphs and random matrices."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from netsparse_torch.partition import owner_of, row_bounds
+
+
+def canonical(a) -> sp.csr_matrix:
+    a = sp.csr_matrix(a, copy=True)
+    a.sum_duplicates()
+    a.sort_indices()
+    return a
+
+
+def remote_stream(a, nodes: int, partition: str = "rows"):
+    """(row_bounds, col_bounds, remote_node, remote_col, remote_dest) in CSR order."""
+    a = canonical(a)
+    n_rows, n_cols = a.shape
+    rb = row_bounds(n_rows, nodes, partition, a.indptr)
+    cb = rb if n_rows == n_cols else row_bounds(n_cols, nodes, "rows")
+    nz_node = np.repeat(np.repeat(np.arange(nodes), np.diff(rb)), np.diff(a.indptr))
+    nz_dest = owner_of(a.indices, cb)
+    remote = nz_node != nz_dest
+    return rb, cb, nz_node[remote], a.indices[remote].astype(np.int64), nz_dest[remote]
+
+
+def pair_counts(a, nodes: int, partition: str = "rows"):
+    """``(pair_prs, pair_useful)`` as the old ``workload`` computed them (np.unique of (node, col))."""
+    _, cb, node, col, dest = remote_stream(a, nodes, partition)
+    pair_prs = np.bincount(node * nodes + dest, minlength=nodes * nodes).reshape(nodes, nodes)
+    n_cols = a.shape[1]
+    keys = np.unique(node * n_cols + col)
+    useful_dest = owner_of(keys % n_cols, cb)
+    pair_useful = np.bincount((keys // n_cols) * nodes + useful_dest, minlength=nodes * nodes).reshape(nodes, nodes)
+    return pair_prs, pair_useful
+
+
+def dest_locality(a, nodes: int, partition: str = "rows", window: int = 64) -> float:
+    """The old vectorised Table 4 statistic over the remote PR arrays."""
+    _, _, node, _, dest = remote_stream(a, nodes, partition)
+    counts = np.bincount(node, minlength=nodes)
+    full = counts // window
+    if full.sum() == 0:
+        return math.nan
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    pos = np.arange(len(node)) - start[node]
+    keep = pos < full[node] * window
+    win_offset = np.concatenate([[0], np.cumsum(full)[:-1]])
+    win = win_offset[node[keep]] + pos[keep] // window
+    return len(np.unique(win * nodes + dest[keep])) / int(full.sum())
+
+
+def rank_counts(a, nodes: int, cores: int, partition: str = "rows"):
+    """Brute force SAOpt per-rank filtering with Python sets: ``(issued [nodes, cores],
+    served [nodes, cores], rank_pair_useful [nodes, nodes])``."""
+    a = canonical(a)
+    rb = row_bounds(a.shape[0], nodes, partition, a.indptr)
+    cb = rb if a.shape[0] == a.shape[1] else row_bounds(a.shape[1], nodes, "rows")
+    owner = {}
+    for q in range(nodes):
+        for j, blk in enumerate(np.array_split(np.arange(cb[q], cb[q + 1]), cores)):
+            for c in blk:
+                owner[int(c)] = (q, j)
+    issued = np.zeros((nodes, cores), np.int64)
+    served = np.zeros((nodes, cores), np.int64)
+    pair = np.zeros((nodes, nodes), np.int64)
+    for p in range(nodes):
+        for i, rows in enumerate(np.array_split(np.arange(rb[p], rb[p + 1]), cores)):
+            needed = set()
+            for r in rows:
+                for c in a.indices[a.indptr[r]:a.indptr[r + 1]]:
+                    if owner[int(c)][0] != p:
+                        needed.add(int(c))
+            issued[p, i] = len(needed)
+            for c in needed:
+                q, j = owner[c]
+                served[q, j] += 1
+                pair[p, q] += 1
+    return issued, served, pair
