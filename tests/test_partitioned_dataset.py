@@ -159,3 +159,18 @@ def test_a_bad_shard_on_one_rank_fails_every_rank(tmp_path):
     outcomes = launch(_load_and_report, 2, (str(tmp_path),), timeout_s=60)
     assert "part-00001/y.npy" in outcomes[1]
     assert outcomes[0].startswith("PartitionedDatasetError: rank 1 could not load its shard"), outcomes[0]
+
+
+def _per_node_back_in_original_order(rank, world_size, graph):
+    from netsparse_torch.nn import DistGraph
+
+    dg = DistGraph(graph, rank, world_size, "metis")
+    return {"x": dg.to_original(dg.x), "y": dg.to_original(dg.y), "test": dg.to_original(dg.mask("test")),
+            "node_ids": dg.node_ids}
+
+
+def test_metis_rows_map_back_to_original_ids():
+    g = random_graph()
+    out = launch(_per_node_back_in_original_order, 3, (g,), timeout_s=60)
+    assert not torch.equal(out["node_ids"], torch.arange(out["node_ids"].numel()))  # rank 0's rows were renumbered
+    assert torch.equal(out["x"], g.x) and torch.equal(out["y"], g.y) and torch.equal(out["test"], g.test_mask)
