@@ -66,4 +66,5 @@ def partition_graph(adj: sp.csr_matrix, parts: int, mode: str = "rows", seed: in
 
     membership = metis_parts(adj, parts, seed=seed, weights=weights)
     order, bounds = contiguous_order(membership, parts)
-    return Partitioning(mode, bounds, order, {"seed": int(seed), "weights": weights})
+    settings = {"seed": int(seed), "weights": weights}
+    return Partitioning(mode, bounds, None if parts == 1 else order, settings)  # one part: nothing to renumber
