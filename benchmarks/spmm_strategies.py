@@ -3,13 +3,16 @@
     python benchmarks/spmm_strategies.py [--graph ego-twitter] [--k 128] [--ranks 4] [--repeats 5] [--partition rows]
     python benchmarks/spmm_strategies.py --graph ego-twitter,luxembourg_osm --k 32,128 \
         --strategies su,sa,ds2,ds4,twoface
+    python benchmarks/spmm_strategies.py --partition rows,metis      # both partitions in the same launch
 
-``dsC`` is dense shifting with replication C; several graphs/Ks run one after the other.
+``dsC`` is dense shifting with replication C; several graphs/Ks run one after the other. Each
+partition (``rows``, ``nnz``, ``metis``: computed once, before the launch) gets its own DistGraphs.
 
-All strategies run in one launch, called in alternation round after round, so that load from other
-processes hits them alike. Prints the median time and the payload bytes per strategy and the ratio
-su/sa (of the medians, and the median of the per-round ratios), plus the local kernel comparison,
-and writes benchmarks/results/spmm_strategies-<graph>-k<K>.json. Times are measured.
+All strategies (and partitions) run in one launch, called in alternation round after round, so that
+load from other processes hits them alike. Prints the median time and the payload bytes per strategy
+and the ratio su/sa (of the medians, and the median of the per-round ratios) per partition, plus the
+local kernel comparison, and writes benchmarks/results/spmm_strategies-<graph>-k<K>[-<partitions>].json
+(no suffix for rows alone). Times are measured.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from netsparse_torch.graph import gcn_norm, read_mtx, with_generated_features  #
 from netsparse_torch.kernels import CSR, spmm  # noqa: E402
 from netsparse_torch.launch import launch  # noqa: E402
 from netsparse_torch.nn import DistGraph  # noqa: E402
+from netsparse_torch.partition import PARTITIONERS, partition_graph  # noqa: E402
 
 
 def strategy_options(name: str) -> tuple[str, dict]:
@@ -39,42 +43,66 @@ def strategy_options(name: str) -> tuple[str, dict]:
     return name, {}
 
 
-def time_strategies(rank, world_size, graph, strategies, k, repeats, partition):
-    """Every strategy's fwd+bwd, called in alternation round after round (paired timing), so load
-    from other processes on the machine hits all strategies alike."""
-    graphs = {s: DistGraph(graph, rank, world_size, partition, *strategy_options(s)) for s in strategies}
+def time_strategies(rank, world_size, graph, strategies, k, repeats, partitionings):
+    """Every (partition, strategy)'s fwd+bwd, called in alternation round after round (paired timing),
+    so load from other processes on the machine hits all of them alike. Keys are ``partition/strategy``."""
+    graphs = {f"{name}/{s}": DistGraph(graph, rank, world_size, p, *strategy_options(s))
+              for name, p in partitionings.items() for s in strategies}
     for dg in graphs.values():
         dg.adjacency("gcn")  # normalisation and plan are one-off costs, not part of the timing
     gen = torch.Generator().manual_seed(rank)
-    n_local = next(iter(graphs.values())).plan.n_local
-    x = torch.randn(n_local, k, generator=gen, requires_grad=True)
-    grad = torch.randn(n_local, k, generator=gen)
-    times: dict[str, list[float]] = {s: [] for s in strategies}
+    inputs = {}
+    for name in partitionings:
+        n_local = graphs[f"{name}/{strategies[0]}"].plan.n_local
+        inputs[name] = (torch.randn(n_local, k, generator=gen, requires_grad=True),
+                        torch.randn(n_local, k, generator=gen))
+    times: dict[str, list[float]] = {key: [] for key in graphs}
     for i in range(repeats + 1):
-        for s, dg in graphs.items():
+        for key, dg in graphs.items():
+            x, grad = inputs[key.split("/")[0]]
             dist.barrier()
             t0 = time.perf_counter()
             dg.propagate(x, "gcn").backward(grad)
             dist.barrier()
             if i:  # the first round is a warm-up
-                times[s].append(time.perf_counter() - t0)
+                times[key].append(time.perf_counter() - t0)
     out = {}
-    for s, dg in graphs.items():
+    for key, dg in graphs.items():
         moved = torch.tensor([dg.strategy.traffic.total_bytes // (repeats + 1)])
         dist.all_reduce(moved)
         stats = [None] * world_size
         dist.all_gather_object(stats, dg.strategy.stats())
-        out[s] = {"median_s": statistics.median(times[s]), "times_s": times[s], "bytes_per_call": int(moved),
-                  "strategy_stats": stats}
+        out[key] = {"median_s": statistics.median(times[key]), "times_s": times[key], "bytes_per_call": int(moved),
+                    "halo_rows": int(_sum(dg.plan.n_halo)), "strategy_stats": stats}
     return out
 
 
-def distributed(graph, strategies, ranks, k, repeats, partition) -> dict:
-    out = launch(time_strategies, ranks, (graph, strategies, k, repeats, partition), timeout_s=1200)
-    for s, r in out.items():
-        print(f"  {s:8s} fwd+bwd median {r['median_s'] * 1e3:9.1f} ms   "
-              f"payload {r['bytes_per_call'] / 1e6:9.1f} MB", flush=True)
+def _sum(value: int) -> int:
+    t = torch.tensor([value])
+    dist.all_reduce(t)
+    return int(t)
+
+
+def distributed(graph, strategies, ranks, k, repeats, partitionings) -> dict:
+    out = launch(time_strategies, ranks, (graph, strategies, k, repeats, partitionings), timeout_s=1200)
+    for key, r in out.items():
+        print(f"  {key:14s} fwd+bwd median {r['median_s'] * 1e3:9.1f} ms   "
+              f"payload {r['bytes_per_call'] / 1e6:9.1f} MB   halo rows (all ranks) {r['halo_rows']:,}", flush=True)
     return out
+
+
+def su_sa_ratios(res: dict, part: str) -> dict:
+    """su over sa: time (medians and median of per-round ratios), bytes, and time over bytes."""
+    su, sa = res[f"{part}/su"], res[f"{part}/sa"]
+    r = {"su_over_sa_time": su["median_s"] / sa["median_s"],
+         "su_over_sa_time_paired_median": statistics.median(
+             [u / a for u, a in zip(su["times_s"], sa["times_s"], strict=True)]),
+         "su_over_sa_bytes": su["bytes_per_call"] / sa["bytes_per_call"]}
+    r["time_advantage_over_bytes_advantage"] = r["su_over_sa_time"] / r["su_over_sa_bytes"]
+    print(f"  {part}: ratio su/sa: time {r['su_over_sa_time']:.2f}x (median of per-round ratios "
+          f"{r['su_over_sa_time_paired_median']:.2f}x), bytes {r['su_over_sa_bytes']:.2f}x, time/bytes "
+          f"{r['time_advantage_over_bytes_advantage']:.2f} (targets: time >= 3x, time/bytes >= 0.8)")
+    return r
 
 
 def local_kernel(adj, k, repeats) -> dict:
@@ -99,7 +127,7 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--strategies", default="su,sa")
-    ap.add_argument("--partition", default="rows", choices=("rows", "nnz"))
+    ap.add_argument("--partition", default="rows", help=f"comma-separated, of {', '.join(PARTITIONERS)}")
     args = ap.parse_args()
     for graph_name in args.graph.split(","):
         for k in (int(v) for v in args.k.split(",")):
@@ -111,25 +139,29 @@ def run(args: argparse.Namespace) -> None:
     graph = with_generated_features(args.graph, adj, num_features=1, num_classes=2, seed=0)
     print(f"{args.graph}: {adj.shape[0]:,} rows, {adj.nnz:,} nnz, K={args.k}, {args.ranks} ranks")
     strategies = args.strategies.split(",")
-    dist_res = distributed(graph, strategies, args.ranks, args.k, args.repeats, args.partition)
+    parts = args.partition.split(",")
+    partitionings = {}
+    for name in parts:
+        t0 = time.perf_counter()
+        partitionings[name] = partition_graph(adj, args.ranks, name)
+        print(f"  partition {name}: {time.perf_counter() - t0:.1f} s")
+    dist_res = distributed(graph, strategies, args.ranks, args.k, args.repeats, partitionings)
     ratios = {}
-    if "su" in dist_res and "sa" in dist_res:
-        ratios["su_over_sa_time"] = dist_res["su"]["median_s"] / dist_res["sa"]["median_s"]
-        paired = [u / a for u, a in zip(dist_res["su"]["times_s"], dist_res["sa"]["times_s"], strict=True)]
-        ratios["su_over_sa_time_paired_median"] = statistics.median(paired)
-        ratios["su_over_sa_bytes"] = dist_res["su"]["bytes_per_call"] / dist_res["sa"]["bytes_per_call"]
-        print(f"  ratio su/sa: time {ratios['su_over_sa_time']:.2f}x (median of per-round ratios "
-              f"{ratios['su_over_sa_time_paired_median']:.2f}x), bytes {ratios['su_over_sa_bytes']:.2f}x "
-              "(target: time >= 3x)")
-    if "twoface" in dist_res and "su" in dist_res and "sa" in dist_res:
-        best = min(dist_res["su"]["median_s"], dist_res["sa"]["median_s"])
-        ratios["twoface_over_best_su_sa_time"] = dist_res["twoface"]["median_s"] / best
-        print(f"  ratio twoface/best(su,sa): time {ratios['twoface_over_best_su_sa_time']:.2f}x"
-              " (target: <= 1.10x everywhere, < 1 somewhere)")
+    for part in parts:
+        if f"{part}/su" in dist_res and f"{part}/sa" in dist_res:
+            ratios[part] = su_sa_ratios(dist_res, part)
+        keys = [f"{part}/{s}" for s in ("twoface", "su", "sa")]
+        if all(key in dist_res for key in keys):
+            best = min(dist_res[keys[1]]["median_s"], dist_res[keys[2]]["median_s"])
+            ratios.setdefault(part, {})["twoface_over_best_su_sa_time"] = dist_res[keys[0]]["median_s"] / best
+            print(f"  {part}: ratio twoface/best(su,sa): time {dist_res[keys[0]]['median_s'] / best:.2f}x"
+                  " (target: <= 1.10x everywhere, < 1 somewhere)")
     local = local_kernel(adj, args.k, args.repeats)
-    path = write_result(f"spmm_strategies-{args.graph}-k{args.k}", {
+    suffix = "" if parts == ["rows"] else "-" + "-".join(parts)
+    path = write_result(f"spmm_strategies-{args.graph}-k{args.k}{suffix}", {
                                             "graph": args.graph, "k": args.k, "ranks": args.ranks,
-                                            "strategies": dist_res, "ratios": ratios, "local_spmm": local})
+                                            "partitions": parts, "strategies": dist_res, "ratios": ratios,
+                                            "local_spmm": local})
     print(f"wrote {path}")
 
 

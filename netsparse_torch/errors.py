@@ -27,3 +27,8 @@ class RigTimeoutError(NetsparseError, TimeoutError):
     def __init__(self, msg: str, peers: list[int] = (), switch: str | None = None):
         super().__init__(msg)
         self.peers, self.switch = list(peers), switch
+
+
+class PartitionedDatasetError(GraphInputError):
+    """A partitioned dataset directory is inconsistent: a truncated or altered shard file, a checksum
+    mismatch, or a manifest of another format version."""

@@ -22,7 +22,7 @@ from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.fabric.lifecycle import switch_service
 from netsparse_torch.graph import load_dataset
 from netsparse_torch.launch import launch, under_torchrun
-from netsparse_torch.partition import row_bounds
+from netsparse_torch.partition import PartitionedDataset, partition_graph
 from netsparse_torch.report import build_train_report, summary_lines, write_json
 from netsparse_torch.report.modeled import add_modeled, check_cluster, modeled_lines
 from netsparse_torch.training import train_rank
@@ -49,22 +49,37 @@ def check_config(cfg: DictConfig) -> None:
         raise ConfigError(f"epochs must be >= 0, got {cfg.epochs}")
 
 
+def partition_settings(cfg: DictConfig) -> dict:
+    """METIS's settings from ``cfg.metis`` (seed, weights); ignored by rows and nnz."""
+    metis = cfg.get("metis") or {}
+    return {"seed": int(metis.get("seed", 0)), "weights": str(metis.get("weights", "nnz"))}
+
+
 def run(cfg: DictConfig) -> dict | None:
-    """Train as configured; returns the report on rank 0 (``None`` on other torchrun ranks)."""
+    """Train as configured; returns the report on rank 0 (``None`` on other torchrun ranks).
+
+    An in-memory dataset is loaded and partitioned once here (under torchrun: by every process); each
+    rank builds its shard from it. A partitioned dataset (``dataset=partitioned``) is only opened here
+    (its manifest): each rank memory-maps its own shard, and no process loads the whole graph.
+    """
     check_config(cfg)
     t0 = time.perf_counter()
-    graph = load_dataset(cfg.dataset)
-    row_bounds(graph.num_nodes, int(cfg.world_size), str(cfg.partition), graph.adj.indptr)
-    check_cluster(cfg, graph)
+    data = load_dataset(cfg.dataset)
+    partitioning = None
+    if isinstance(data, PartitionedDataset):
+        data.check_world_size(int(cfg.world_size))
+    else:
+        partitioning = partition_graph(data.adj, int(cfg.world_size), str(cfg.partition), **partition_settings(cfg))
+    check_cluster(cfg, data)
     with switch_service(cfg) as switches:  # fabric=switch: start (or configure) the switches; always stopped
-        result = launch(train_rank, int(cfg.world_size), (graph, cfg), timeout_s=float(cfg.timeout_s))
+        result = launch(train_rank, int(cfg.world_size), (data, cfg, partitioning), timeout_s=float(cfg.timeout_s))
         switch_report = switches.report() if switches is not None and result is not None else None
     if result is None:
         return None
-    report = build_train_report(cfg, graph, result, time.perf_counter() - t0)
+    report = build_train_report(cfg, data, result, time.perf_counter() - t0)
     if switch_report is not None:
         report["switches"] = switch_report  # measured counters of every switch, [{name, role, counters}]
-    add_modeled(report, cfg, graph)  # cluster=<target>: modeled epoch on virtual nodes (not measured)
+    add_modeled(report, cfg, data)  # cluster=<target>: modeled epoch on virtual nodes (not measured)
     out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
     paths = write_json(report, cfg.get("report_path"), out_dir / "report.json" if out_dir else None)
     for line in summary_lines(report) + modeled_lines(report.get("modeled")):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import resource
+import sys
 import time
 from pathlib import Path
 
@@ -12,8 +14,9 @@ from tqdm import tqdm
 
 from netsparse_torch.backend import comm_stats
 from netsparse_torch.errors import ConfigError
-from netsparse_torch.graph import Graph
 from netsparse_torch.nn import DistGNN, DistGraph
+from netsparse_torch.partition import Partitioning, rank_shard
+from netsparse_torch.partition.rank_shard import Source
 
 
 def _allreduce(value: float | int, op=dist.ReduceOp.SUM, dtype=torch.float64) -> float:
@@ -21,6 +24,13 @@ def _allreduce(value: float | int, op=dist.ReduceOp.SUM, dtype=torch.float64) ->
     if dist.is_initialized():
         dist.all_reduce(t, op=op)
     return t.item()
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident set size (getrusage; Linux reports KiB, macOS bytes). A rank forked
+    from the launcher's forkserver starts with the pages it shares with it (torch and the package)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
 def _allreduce_grads(model: torch.nn.Module) -> None:
@@ -39,25 +49,26 @@ def _allreduce_grads(model: torch.nn.Module) -> None:
 class Trainer:
     """One rank's model, optimiser and data; ``fit`` returns the report fragment (rank 0's view)."""
 
-    def __init__(self, rank: int, world_size: int, graph: Graph, cfg):
+    def __init__(self, rank: int, world_size: int, data: Source, cfg, partitioning: Partitioning | None = None):
         self.rank, self.world_size, self.cfg = rank, world_size, cfg
-        self.graph = graph
         options = dict(cfg.strategy.get("options") or {})
         if cfg.strategy.name == "netsparse":
             options["fabric"] = str(cfg.fabric.name)
+        shard = rank_shard(data, rank, world_size, partitioning or str(cfg.partition),
+                           verify=bool(cfg.dataset.get("verify", True)))
         if str(cfg.fabric.name) == "switch":  # attach to this rank's ToR before the strategy asks for its fabric
             from netsparse_torch.fabric.lifecycle import attach_rank
 
-            attach_rank(rank, world_size, cfg, graph)
-        self.dg = DistGraph(graph, rank, world_size, str(cfg.partition), str(cfg.strategy.name), options)
+            attach_rank(rank, world_size, cfg, shard.bounds)
+        self.dg = DistGraph(shard, rank, world_size, strategy=str(cfg.strategy.name), strategy_options=options)
         # The same initial weights on every rank and at every world size; dropout masks are keyed on
         # (seed, epoch, layer, node id, feature), so no rank draws from its own RNG stream.
         torch.manual_seed(int(cfg.seed))
-        self.model = DistGNN(str(cfg.model.name), graph.num_features, int(cfg.hidden), graph.num_classes,
+        self.model = DistGNN(str(cfg.model.name), shard.num_features, int(cfg.hidden), shard.num_classes,
                              int(cfg.model.num_layers), float(cfg.dropout), seed=int(cfg.seed))
         self.opt = torch.optim.Adam(self.model.parameters(), lr=float(cfg.lr),
                                     weight_decay=float(cfg.weight_decay))
-        self.n_train = int(graph.train_mask.sum())
+        self.n_train = int(_allreduce(int(shard.train_mask.sum())))
         self.epochs: list[dict] = []
         self.start_epoch = 0
         self.ckpt_dir = Path(str(cfg.checkpoint_dir))
@@ -117,8 +128,10 @@ class Trainer:
     def _report(self, scores: dict, train_bytes: int) -> dict:
         traffic = self.dg.strategy.traffic
         plan = self.dg.plan
-        local = {"rank": self.rank, "rows": plan.n_local, "nnz": int(self.graph.adj[self.dg.rows].nnz),
-                 "halo": plan.n_halo, "halo_from": plan.recv_counts, "collectives": comm_stats(),
+        shard = self.dg.shard
+        local = {"rank": self.rank, "rows": plan.n_local, "nnz": shard.nnz, "halo": plan.n_halo,
+                 "halo_from": plan.recv_counts, "edge_cut": shard.edge_cut, "partition": shard.mode,
+                 "peak_rss_bytes": peak_rss_bytes(), "collectives": comm_stats(),
                  "strategy_stats": self.dg.strategy.stats()}
         per_rank = [local]
         if self.world_size > 1:
@@ -168,6 +181,8 @@ class Trainer:
         self.start_epoch = int(state["epoch"]) + 1
 
 
-def train_rank(rank: int, world_size: int, graph: Graph, cfg) -> dict:
-    """Entry point of each rank (see :func:`netsparse_torch.launch.launch`)."""
-    return Trainer(rank, world_size, graph, cfg).fit()
+def train_rank(rank: int, world_size: int, data: Source, cfg, partitioning: Partitioning | None = None) -> dict:
+    """Entry point of each rank (see :func:`netsparse_torch.launch.launch`): ``data`` is the whole graph
+    (cut by ``partitioning``, or by ``cfg.partition`` on the rank) or a partitioned dataset (this rank
+    reads only its shard)."""
+    return Trainer(rank, world_size, data, cfg, partitioning).fit()

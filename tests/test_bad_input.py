@@ -3,12 +3,14 @@
 import numpy as np
 import pytest
 import torch
-from cli import train
+from cli import run_cli, train
 from conftest import DATA
+from graphs import random_graph
 from torch_geometric.data import Data
 
 from netsparse_torch.errors import GraphInputError
 from netsparse_torch.graph import from_pyg
+from netsparse_torch.partition import partition_graph, write_partitioned
 
 
 def assert_clean_failure(proc, *words):
@@ -85,3 +87,42 @@ def test_unreadable_mtx(tmp_path):
     bad.write_text("%%MatrixMarket matrix coordinate real general\nthis is not a size line\n")
     proc, _ = train(tmp_path, "dataset=mtx", f"dataset.path={bad}")
     assert_clean_failure(proc, "not a readable Matrix Market file")
+
+
+KARATE = DATA / "mtx_small" / "karate.mtx"
+
+
+def test_metis_with_more_parts_than_nodes(tmp_path):
+    proc = run_cli("netsparse_torch.partition", "dataset=mtx", f"dataset.path={KARATE}", "partition=metis", "parts=40",
+                   f"out={tmp_path / 'out'}", f"hydra.run.dir={tmp_path / 'prun'}")
+    assert_clean_failure(proc, "40 parts", "only 34 nodes")
+    proc, _ = train(tmp_path, "dataset=mtx", f"dataset.path={KARATE}", "partition=metis", "world_size=40")
+    assert_clean_failure(proc, "40 parts", "only 34 nodes")
+
+
+def _two_parts(path):
+    g = random_graph()
+    write_partitioned(g, partition_graph(g.adj, 2, "rows"), path, progress=False)
+    return path
+
+
+def test_partitioned_dataset_with_another_world_size(tmp_path):
+    proc, _ = train(tmp_path, "dataset=partitioned", f"dataset.path={_two_parts(tmp_path / 'ds')}", "world_size=3")
+    assert_clean_failure(proc, "2 parts but world_size=3")
+
+
+def test_partitioned_dataset_without_path_or_manifest(tmp_path):
+    proc, _ = train(tmp_path, "dataset=partitioned")
+    assert_clean_failure(proc, "dataset.path")
+    proc, _ = train(tmp_path, "dataset=partitioned", f"dataset.path={tmp_path}")
+    assert_clean_failure(proc, "manifest.json missing", "netsparse-partition")
+
+
+def test_a_corrupt_shard_ends_every_rank_with_its_error(tmp_path):
+    path = _two_parts(tmp_path / "ds") / "part-00001" / "x.npy"
+    raw = bytearray(path.read_bytes())
+    raw[-1] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    proc, _ = train(tmp_path, "dataset=partitioned", f"dataset.path={path.parents[1]}", "world_size=2", "epochs=1",
+                    timeout=120)
+    assert_clean_failure(proc, "checksum mismatch", "part-00001/x.npy")

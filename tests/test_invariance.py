@@ -12,7 +12,7 @@ from netsparse_torch.training import Trainer
 
 WORLD_SIZES = [1, 2, 3]
 STRATEGIES = ["su", "sa", "netsparse"]
-PARTITIONS = ["rows", "nnz"]  # add "metis" once partition=metis is merged (issue 15, point 3)
+PARTITIONS = ["rows", "nnz", "metis"]
 EPOCHS = 8
 
 

@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from cli import train
+from cli import run_cli, train
 
 from netsparse_torch.launch import free_port
 
@@ -31,14 +31,13 @@ TAG_VAR = "NETSPARSE_TEST_AGENT"
 
 @pytest.fixture(scope="module")
 def datasets(tmp_path_factory) -> tuple[list[str], list[str]]:
-    """The dataset overrides of the single-process reference and of the two-node run.
-
-    Both use the in-memory dataset for now. With partitioned datasets (issue 15, points 1-2) the
-    two-node run reads ``dataset=partitioned dataset.path=DIR`` with ``sum(PROCS)`` parts written
-    here by netsparse-partition, and the reference keeps the in-memory graph.
-    """
-    graph = ["dataset=cora"]
-    return graph, graph
+    """The dataset overrides of the single-process reference (the in-memory graph) and of the
+    two-node run (``sum(PROCS)`` METIS shards written by netsparse-partition, each rank reading its own)."""
+    out = tmp_path_factory.mktemp("shards") / "cora-metis"
+    proc = run_cli("netsparse_torch.partition", "dataset=cora", "partition=metis", f"parts={sum(PROCS)}",
+                   f"out={out}", f"hydra.run.dir={out.parent / 'run'}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return ["dataset=cora"], ["dataset=partitioned", f"dataset.path={out}"]
 
 
 def _tagged_pids(tag: str) -> list[int]:

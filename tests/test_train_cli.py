@@ -1,7 +1,11 @@
-"""netsparse-train end to end: Cora accuracy, the report schema, checkpoint and resume."""
+"""netsparse-train end to end: Cora accuracy, the report schema, checkpoint and resume, and training
+from a partitioned dataset written by netsparse-partition."""
+
+import json
 
 import pytest
-from cli import train
+from cli import run_cli, train
+from graphs import random_graph
 
 
 @pytest.mark.slow
@@ -57,3 +61,57 @@ def test_netsparse_strategy_reports_its_block(tmp_path):
     assert 0 < ns["goodput"] < 1 and ns["prs_per_packet"] > 1
     assert {"layer0/forward", "layer1/forward", "layer1/backward"} <= set(ns["layers"])
     assert "netsparse" in proc.stdout
+
+
+def test_partition_cli_then_train_from_the_shards(tmp_path):
+    out = tmp_path / "cora-metis2"
+    proc = run_cli("netsparse_torch.partition", "dataset=cora", "partition=metis", "parts=2", f"out={out}",
+                   f"hydra.run.dir={tmp_path / 'prun'}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "edge cut" in proc.stdout and (out / "manifest.json").is_file()
+    manifest = json.loads((out / "manifest.json").read_text())
+    proc, disk = train(tmp_path / "disk", "dataset=partitioned", f"dataset.path={out}", "world_size=2", "epochs=3")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    mem = _run_in_process("dataset=cora", "partition=metis", "world_size=2", "epochs=3")
+    # The same shards in the same order: the same run, bit for bit.
+    assert [e["loss"] for e in disk["epochs"]] == [e["loss"] for e in mem["epochs"]]
+    p = disk["partition"]
+    assert p["mode"] == "metis" and p["rows"] == [q["rows"] for q in manifest["per_part"]]
+    assert p["halo"] == [q["halo"] for q in manifest["per_part"]]
+    assert p["edge_cut"] == [q["edge_cut"] for q in manifest["per_part"]]
+    assert p["edge_cut_total"] == manifest["edge_cut"]
+    assert [r["rank"] for r in disk["per_rank"]] == [0, 1]
+    assert all(r["peak_rss_bytes"] > 2**20 for r in disk["per_rank"])
+    assert disk["dataset"]["nodes"] == 2708 and disk["dataset"]["partitioned_path"] == str(out)
+    assert "edge cut" in proc.stdout and "peak RSS per rank" in proc.stdout
+
+
+def _run_in_process(*overrides):
+    """netsparse-train's run() in this process (its ranks fork from this process's forkserver)."""
+    from hydra import compose, initialize_config_dir
+
+    from netsparse_torch.train import config_dir, run
+
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        return run(compose(config_name="train", overrides=list(overrides)))
+
+
+def test_every_strategy_trains_from_a_partitioned_dataset(tmp_path):
+    """su, sa, twoface, ds, netsparse and fabric=switch on one METIS-partitioned dataset (2 ranks, no
+    dropout): the same losses as sa within float rounding; a modeled block assembles the adjacency."""
+    from netsparse_torch.partition import partition_graph, write_partitioned
+
+    g = random_graph(n=150, m=900, features=6, classes=3)
+    write_partitioned(g, partition_graph(g.adj, 2, "metis"), tmp_path / "ds", progress=False)
+    base = ["dataset=partitioned", f"dataset.path={tmp_path / 'ds'}", "world_size=2", "epochs=2", "dropout=0",
+            "hidden=8"]
+    variants = {"sa": ["strategy=sa"], "su": ["strategy=su"], "twoface": ["strategy=twoface"], "ds": ["strategy=ds"],
+                "netsparse": ["strategy=netsparse"], "switch": ["fabric=switch", "cluster.rack_size=1"],
+                "modeled": ["strategy=sa", "cluster=leafspine128", "cluster.nodes=16", "cluster.rack_size=4"]}
+    reports = {name: _run_in_process(*base, *extra) for name, extra in variants.items()}
+    want = [e["loss"] for e in reports["sa"]["epochs"]]
+    for name, r in reports.items():
+        assert r["partition"]["mode"] == "metis", name
+        assert [e["loss"] for e in r["epochs"]] == pytest.approx(want, rel=1e-5), name
+    assert reports["switch"]["fabric"] == "switch" and reports["switch"]["switches"]
+    assert "assembled from the partitioned dataset's shards" in reports["modeled"]["modeled"]["adjacency"]

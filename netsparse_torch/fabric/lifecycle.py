@@ -116,10 +116,10 @@ def switch_service(cfg) -> Iterator[SwitchService | None]:
         service.stop()
 
 
-def attach_rank(rank: int, world_size: int, cfg, graph=None) -> None:
+def attach_rank(rank: int, world_size: int, cfg, bounds=None) -> None:
     """Rank side: attaches this rank to its ToR (after a barrier, so the launcher's Configure of every
-    switch happened first, also under torchrun where rank 0's process configures them). With the
-    ``graph`` the watchdog knows every rank's rows and names exactly the peers that did not answer."""
+    switch happened first, also under torchrun where rank 0's process configures them). With the row
+    ``bounds`` of every rank the watchdog names exactly the peers that did not answer."""
     import torch.distributed as dist
 
     from netsparse_torch.fabric.switch import SwitchFabric, attachment
@@ -134,11 +134,6 @@ def attach_rank(rank: int, world_size: int, cfg, graph=None) -> None:
     address, controls = attachment(spec, rank, rack_size(cfg))
     if (previous := _attached.pop("fabric", None)) is not None:
         previous.close()  # a second run in this process: one attachment per rank at a time
-    bounds = None
-    if graph is not None:
-        from netsparse_torch.partition import row_bounds
-
-        bounds = row_bounds(graph.num_nodes, world_size, str(cfg.get("partition", "rows")), graph.adj.indptr)
     _attached["fabric"] = SwitchFabric(world_size, rank, address, token=_token(cfg), controls=controls,
                                        timeout_s=float(cfg.rig.timeout_s), row_bounds=bounds)
 

@@ -20,7 +20,7 @@ from netsparse_torch.graph.loaders import (
 from netsparse_torch.graph.normalize import gcn_norm, mean_norm
 from netsparse_torch.graph.synthetic import generate
 
-DATASETS = ("cora", "citeseer", "tolokers", "minesweeper", "squirrel", "mtx", "synthetic")
+DATASETS = ("cora", "citeseer", "tolokers", "minesweeper", "squirrel", "mtx", "synthetic", "partitioned")
 
 __all__ = [
     "DATASETS", "Graph", "csr_from_edges", "from_pyg", "gcn_norm", "generate", "load_dataset", "load_mtx",
@@ -28,9 +28,17 @@ __all__ = [
 ]
 
 
-def load_dataset(cfg) -> Graph:
-    """Load the dataset a ``dataset`` config group describes (see ``configs/dataset/*.yaml``)."""
+def load_dataset(cfg):
+    """Load the dataset a ``dataset`` config group describes (see ``configs/dataset/*.yaml``): a
+    :class:`Graph`, or for ``partitioned`` a :class:`~netsparse_torch.partition.PartitionedDataset`
+    (only its manifest is read; each rank loads its own shard)."""
     name = str(cfg.name).lower()
+    if name == "partitioned":
+        if not cfg.get("path"):
+            raise ConfigError("dataset=partitioned needs dataset.path=<directory written by netsparse-partition>")
+        from netsparse_torch.partition import PartitionedDataset
+
+        return PartitionedDataset(Path(cfg.path))
     root = Path(cfg.get("root") or default_data_root())
     cache = Path(cfg.get("cache_dir") or default_cache_dir())
     seed = int(cfg.get("seed", 0))

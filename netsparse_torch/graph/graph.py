@@ -37,6 +37,14 @@ class Graph:
     def num_features(self) -> int:
         return self.x.size(1)
 
+    @property
+    def nnz(self) -> int:
+        return int(self.adj.nnz)
+
+    def mask(self, split: str) -> torch.Tensor:
+        """``train_mask``, ``val_mask`` or ``test_mask`` by split name."""
+        return getattr(self, f"{split}_mask")
+
     def validate(self) -> Graph:
         """Check shapes, index ranges and finiteness; raise one clear :class:`GraphInputError`."""
         rows, cols = self.adj.shape

@@ -13,11 +13,6 @@ from netsparse_torch.nn.dropout import check_p, keyed_dropout
 LAYERS = {"gcn": DistGCNConv, "sage": DistSAGEConv}
 
 
-def node_ids(graph: DistGraph) -> torch.Tensor:
-    """The original ids of this rank's rows, the dropout key that makes masks rank-independent."""
-    return torch.arange(graph.rows.start, graph.rows.stop)  # issue 15: graph.node_ids once it lands
-
-
 class DistGNN(torch.nn.Module):
     """``conv -> ReLU -> dropout -> ... -> conv``, the standard full-graph GCN / GraphSAGE.
 
@@ -49,5 +44,5 @@ class DistGNN(torch.nn.Module):
             if i < len(self.convs) - 1:
                 x = F.relu(x)
                 if self.training and self.dropout > 0:
-                    x = keyed_dropout(x, node_ids(graph), self.dropout, seed=self.seed, epoch=epoch, layer=i)
+                    x = keyed_dropout(x, graph.node_ids, self.dropout, seed=self.seed, epoch=epoch, layer=i)
         return x

@@ -94,13 +94,35 @@ def modeled_block(cfg, graph) -> dict | None:
     params = cluster_params(cluster)
     gathers = epoch_gathers(str(cfg.model.name), graph.num_features, int(cfg.hidden), graph.num_classes,
                             int(cfg.model.num_layers))
-    partition = str(cluster.get("partition") or cfg.partition)
+    partition = _virtual_partition(cfg)
     model = _compute_model(cluster)
-    block = modeled_training(graph.adj, params, [g["k"] for g in gathers], model, partition, default_simulator())
+    adj, source = _whole_adjacency(graph)
+    block = modeled_training(adj, params, [g["k"] for g in gathers], model, partition, default_simulator())
+    block["adjacency"] = source
     block["compute"]["source"] = getattr(model, "source", "NetSparse §8 SPADE-like roofline (hw_models.compute)")
     for g, row in zip(gathers, block["per_gather"], strict=True):
         row.update(layer=g["layer"], direction=g["direction"])
     return {"what": WHAT, "cluster_name": str(cluster.name), **{k: v for k, v in block.items() if k != "what"}}
+
+
+def _virtual_partition(cfg) -> str:
+    """Row blocks of the virtual nodes: ``cluster.partition``, else the run's when it is a row-block mode.
+    METIS parts for the training's ranks say nothing about ``cluster.nodes`` virtual nodes, so
+    ``partition=metis`` models ``rows`` blocks of the numbering the adjacency has."""
+    from netsparse_torch.partition import ROW_MODES
+
+    partition = str(cfg.cluster.get("partition") or cfg.partition)
+    return partition if partition in ROW_MODES else "rows"
+
+
+def _whole_adjacency(graph) -> tuple:
+    """The whole adjacency and where it came from. A partitioned dataset holds none: the modeled block,
+    a whole-graph model that ``cluster=`` asks for, assembles it from the shards on the launcher (rank 0
+    under torchrun), never on the training path."""
+    if hasattr(graph, "adj"):
+        return graph.adj, "the dataset's adjacency, original numbering"
+    return graph.adjacency(), ("assembled from the partitioned dataset's shards on the launcher (rank 0 under "
+                               f"torchrun) for this whole-graph model; the dataset's {graph.mode} numbering")
 
 
 def cluster_params(cluster):

@@ -9,6 +9,9 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+#: The per-rank summary of the report: partition sizes and the rank's peak RSS (getrusage, bytes).
+PER_RANK = ("rank", "rows", "nnz", "halo", "edge_cut", "peak_rss_bytes")
+
 
 def _sum_collectives(per_rank: list[dict]) -> dict:
     total: dict[str, dict[str, int]] = defaultdict(lambda: {"calls": 0, "bytes": 0})
@@ -27,23 +30,29 @@ def build_train_report(cfg, graph, result: dict, wall_s: float) -> dict:
 
         extra["netsparse"] = summarize([r["strategy_stats"] for r in per_rank])
     times = [e["time_s"] for e in result["epochs"]]
+    dataset = {"name": graph.name, "nodes": graph.num_nodes, "nnz": int(graph.nnz), "features": graph.num_features,
+               "classes": graph.num_classes}
+    if getattr(graph, "path", None) is not None:  # a partitioned dataset: each rank read only its shard
+        dataset["partitioned_path"] = str(graph.path)
     return {
         "kind": "train",
         "measured": "every number here is measured on this machine unless it sits under 'modeled'",
-        "dataset": {"name": graph.name, "nodes": graph.num_nodes, "nnz": int(graph.adj.nnz),
-                    "features": graph.num_features, "classes": graph.num_classes},
+        "dataset": dataset,
         "model": str(cfg.model.name),
         "strategy": str(cfg.strategy.name),
         "fabric": str(cfg.fabric.name),
         "world_size": int(cfg.world_size),
         "seed": int(cfg.seed),
         "partition": {
-            "mode": str(cfg.partition),
+            "mode": per_rank[0]["partition"],
             "rows": [r["rows"] for r in per_rank],
             "nnz": [r["nnz"] for r in per_rank],
             "halo": [r["halo"] for r in per_rank],
             "halo_from": [r["halo_from"] for r in per_rank],
+            "edge_cut": [r["edge_cut"] for r in per_rank],
+            "edge_cut_total": sum(r["edge_cut"] for r in per_rank),
         },
+        "per_rank": [{k: r[k] for k in PER_RANK} for r in per_rank],
         "final": result["final"],
         "epochs": [{k: e[k] for k in ("epoch", "loss", "time_s")} for e in result["epochs"]],
         "epoch_time_s": {"median": _median(times), "mean": sum(times) / len(times) if times else math.nan},
@@ -85,7 +94,22 @@ def summary_lines(report: dict) -> list[str]:
         f"  epoch time   median {report['epoch_time_s']['median'] * 1e3:.2f} ms (measured)",
         f"  feature comm {c['feature_bytes_per_epoch']:,} B/epoch, {c['feature_bytes']:,} B in the run "
         f"(measured payload, all ranks)",
-    ] + _netsparse_lines(report.get("netsparse")) + _switch_lines(report.get("switches"))
+    ] + _partition_lines(report) + _netsparse_lines(report.get("netsparse")) + _switch_lines(report.get("switches"))
+
+
+def _partition_lines(report: dict) -> list[str]:
+    p, nnz = report["partition"], report["dataset"]["nnz"]
+    share = f" ({p['edge_cut_total'] / nnz:.1%} of nnz)" if nnz else ""
+    rss = [r["peak_rss_bytes"] / 2**20 for r in report["per_rank"]]
+    return [f"  partition    {p['mode']}: edge cut {p['edge_cut_total']:,} nonzeros{share}; per rank: rows "
+            f"{_short(p['rows'])}, halo {_short(p['halo'])}, edge cut {_short(p['edge_cut'])}",
+            f"  memory       peak RSS per rank {_short([round(m) for m in rss])} MiB (measured, getrusage)"]
+
+
+def _short(values: list, limit: int = 8) -> str:
+    """``[1,234, 5,678]``, or the first ``limit`` values and how many more."""
+    shown = ", ".join(f"{v:,}" for v in values[:limit])
+    return f"[{shown}{f', ... {len(values) - limit} more' if len(values) > limit else ''}]"
 
 
 def _netsparse_lines(ns: dict | None) -> list[str]:

@@ -1,0 +1,147 @@
+"""A shard: one part of a partitioned graph, everything one rank trains on and nothing more.
+
+It holds the part's rows ``[r0, r1)`` of the new numbering: the raw adjacency rows (CSR, global column
+ids of the new numbering), the rows' features, labels, masks and original node ids, and the *degree
+information* the normalisations need (:mod:`netsparse_torch.graph.normalize`) for its rows and its halo
+columns (the remote columns its rows touch). Its size is O(rows + nonzeros + halo) of the part.
+
+:class:`ShardBuilder` cuts shards out of a whole in-memory graph: ``netsparse-partition`` writes every
+part to disk, and an in-memory training run builds its rank's part on the rank, so both paths train
+on a :class:`Shard`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from netsparse_torch.graph import Graph
+from netsparse_torch.graph.normalize import degrees, gcn_norm_rows, mean_norm_rows
+from netsparse_torch.partition.partitioning import Partitioning
+
+SPLITS = ("train", "val", "test")
+
+
+@dataclass(eq=False)
+class Shard:
+    """Part ``part`` of ``len(bounds) - 1`` parts of graph ``name`` (partitioned by ``mode``).
+
+    ``adj`` is ``rows x num_nodes`` with global column ids in the new numbering; ``node_ids[i]`` is the
+    original id of row ``r0 + i``; ``row_sum``/``row_loop`` and ``halo_sum``/``halo_loop`` are the raw
+    row sums and nonzero-diagonal flags of the own rows and of the halo columns ``halo_ids`` (sorted
+    global ids outside ``[r0, r1)``).
+    """
+
+    name: str
+    mode: str
+    part: int
+    bounds: np.ndarray
+    adj: sp.csr_matrix
+    x: torch.Tensor
+    y: torch.Tensor
+    train_mask: torch.Tensor
+    val_mask: torch.Tensor
+    test_mask: torch.Tensor
+    num_classes: int
+    node_ids: np.ndarray
+    row_sum: np.ndarray
+    row_loop: np.ndarray
+    halo_ids: np.ndarray
+    halo_sum: np.ndarray
+    halo_loop: np.ndarray
+
+    @property
+    def parts(self) -> int:
+        return len(self.bounds) - 1
+
+    @property
+    def row_start(self) -> int:
+        return int(self.bounds[self.part])
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.bounds[self.part + 1] - self.bounds[self.part])
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.bounds[-1])
+
+    @property
+    def num_features(self) -> int:
+        return int(self.x.size(1))
+
+    @property
+    def nnz(self) -> int:
+        return int(self.adj.nnz)
+
+    @property
+    def edge_cut(self) -> int:
+        """Nonzeros of this part's rows whose column another part owns (remote reads before dedup)."""
+        own = (self.adj.indices >= self.row_start) & (self.adj.indices < self.row_start + self.num_rows)
+        return int(self.adj.nnz - np.count_nonzero(own))
+
+    def mask(self, split: str) -> torch.Tensor:
+        return getattr(self, f"{split}_mask")
+
+    def lookup(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Degree information of global ids among the own rows and the halo columns."""
+        ids = np.asarray(ids, dtype=np.int64)
+        local = ids - self.row_start
+        own = (local >= 0) & (local < self.num_rows)
+        slot = np.searchsorted(self.halo_ids, ids[~own])
+        row_sum = np.empty(ids.size, dtype=np.float64)
+        has_loop = np.empty(ids.size, dtype=bool)
+        row_sum[own], has_loop[own] = self.row_sum[local[own]], self.row_loop[local[own]]
+        row_sum[~own], has_loop[~own] = self.halo_sum[slot], self.halo_loop[slot]
+        return row_sum, has_loop
+
+    def normalized(self, norm: str) -> sp.csr_matrix:
+        """This part's rows of the ``norm``-normalised adjacency (global column ids)."""
+        if norm == "gcn":
+            return gcn_norm_rows(self.adj, self.row_start, self.lookup, 1.0)
+        if norm == "gcn_improved":
+            return gcn_norm_rows(self.adj, self.row_start, self.lookup, 2.0)
+        if norm == "mean":
+            return mean_norm_rows(self.adj, self.row_start, self.lookup)
+        if norm == "sum":
+            return self.adj.astype(np.float32)
+        raise ValueError(f"unknown normalisation {norm!r}")
+
+    def stats(self) -> dict:
+        return {"rows": self.num_rows, "nnz": self.nnz, "halo": int(self.halo_ids.size), "edge_cut": self.edge_cut}
+
+
+class ShardBuilder:
+    """Cuts the shards of ``partitioning`` out of the whole ``graph`` (global degree information and the
+    inverse permutation are computed once, so building every part is O(whole graph) in total)."""
+
+    def __init__(self, graph: Graph, partitioning: Partitioning):
+        self.graph, self.partitioning = graph, partitioning
+        self.row_sum, self.row_loop = degrees(graph.adj)
+        self.new_ids = partitioning.new_ids()
+
+    def rows(self, part: int) -> sp.csr_matrix:
+        """The part's raw adjacency rows with column ids in the new numbering, sorted in each row."""
+        r0, r1 = self.partitioning.block(part)
+        if self.new_ids is None:
+            return self.graph.adj[r0:r1]
+        rows = self.graph.adj[self.partitioning.node_ids(part)]
+        rows = sp.csr_matrix((rows.data, self.new_ids[rows.indices], rows.indptr), shape=rows.shape)
+        rows.sort_indices()
+        return rows
+
+    def shard(self, part: int) -> Shard:
+        p, g = self.partitioning, self.graph
+        r0, r1 = p.block(part)
+        ids = p.node_ids(part)
+        adj = self.rows(part)
+        cols = np.unique(adj.indices)
+        halo = cols[(cols < r0) | (cols >= r1)].astype(np.int64)
+        halo_orig = halo if p.order is None else p.order[halo]
+        take = (lambda t: t[r0:r1]) if p.order is None else (lambda t: t[torch.from_numpy(ids)])
+        return Shard(g.name, p.mode, part, p.bounds, adj, take(g.x), take(g.y),
+                     *(take(g.mask(s)) for s in SPLITS), g.num_classes, np.asarray(ids, dtype=np.int64),
+                     self.row_sum[ids], self.row_loop[ids], halo, self.row_sum[halo_orig], self.row_loop[halo_orig])
