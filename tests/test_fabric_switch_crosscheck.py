@@ -54,7 +54,7 @@ def run_service(a: sp.csr_matrix, bounds: list[int]) -> tuple[list[dict], dict]:
             slots = np.full(idxs.size, -1, np.int64)
             slots[remote] = inv
             nodes[r] = units.RigNode(r, bounds, n_units=snic.rig_units, pending_capacity=snic.pending_pr_table,
-                                     batch_size=int(snic.rig_batch_size), delay_cycles=snic.concat_delay_cycles)
+                                     batch_size=snic.rig_batch_size, delay_cycles=snic.concat_delay_cycles)
             halos[r] = np.zeros((max(uniq.size, 1), prop), np.uint8)
             nodes[r].begin_kernel(prop, halos[r], np.ascontiguousarray(x[bounds[r]:bounds[r + 1]]))
             nodes[r].submit(idxs, slots)

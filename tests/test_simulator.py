@@ -66,8 +66,15 @@ def nic(t: int) -> int:
     return snic_ps(snic_cycle(t) + 500)
 
 
+HOST_READY = 3 * PCIE + 32  # MMIO + DMA request + 4 B of idx at 128 GB/s (31.25 ps, rounded up) + DMA data
+FIRST_CYCLE = 1321  # the first SNIC cycle at or after HOST_READY: cycle 1320 starts at 600,000 ps
+DRAM = 220  # a cold Idx Filter load: 100 ns at 2.2 GHz
+
+
 def lone_pr_ps(switch_on: bool) -> int:
-    t = nic(snic_ps(1))  # issue one cycle, NIC concatenation
+    assert snic_ps(FIRST_CYCLE - 1) < HOST_READY <= snic_ps(FIRST_CYCLE)
+    # the idx is read in cycle 1321 and decided after its filter load; then NIC concatenation
+    t = nic(snic_ps(FIRST_CYCLE + 1 + DRAM))
     t = hop(t, READ_SER)  # host 0 -> ToR 0
     t = hop(tor(t, switch_on), READ_SER)  # ToR 0 -> spine
     t = hop(t + SW, READ_SER)  # spine -> ToR 1
@@ -77,7 +84,7 @@ def lone_pr_ps(switch_on: bool) -> int:
     t = hop(tor(t, switch_on), RESP_SER)
     t = hop(t + SW, RESP_SER)
     t = hop(tor(t, switch_on), RESP_SER)
-    return t + PCIE  # PCIe write at the client
+    return t + PCIE + PCIE  # PCIe write at the client, then the command's completion notification
 
 
 @pytest.mark.parametrize("switch_on", [True, False])
@@ -210,10 +217,10 @@ def test_infinite_cache_hits_at_least_as_often():
     a = random_matrix(n=3000, nnz=12000, seed=1)
     w = definitions.workload(a, 8)
     rates = {}
-    for size in (8192, 32 * 2**20, "inf"):
+    for size in (8 * 8192, 32 * 2**20, "inf"):  # 8192 B per middle pipe: one set of 16 x 512 B lines
         p = P8.replace(property_cache={"size_bytes": size})
         rates[size] = simulate(a, w, p, 16, "spmm", None).tail["pcache_hit_rate"]
-    assert rates["inf"] >= rates[32 * 2**20] >= rates[8192]
+    assert rates["inf"] >= rates[32 * 2**20] >= rates[8 * 8192]
     assert rates["inf"] > 0
 
 
@@ -287,43 +294,51 @@ def answered_exactly_once(r) -> None:
     assert n["payload_rx"].sum() == n["responses"].sum() * 64
 
 
-def test_bounded_buffers_backpressure_is_lossless():
-    """Issue 4: bounded buffers with backpressure. A one-byte pipe output buffer makes every host
-    packet wait at its ToR until the pipe's previous output has left (pipe_stalls counts them); the
-    hosts' uplinks stop on credit, nothing is dropped, and the kernel takes longer."""
+def test_credits_return_one_link_latency_after_the_bytes_leave():
+    """Table 5 SNIC Rx buffer with delayed credits (issue 14 point 5), by hand. Node 0 reads columns 6
+    and 7 (node 3) with K=256: each response is 50 + 12 + 18 + 1024 = 1104 B, one per packet, and they
+    leave node 3 back to back. With a 1500 B Rx buffer at node 0 the second response waits at the ToR
+    until the first is written to host memory (PCIe, 200 ns) and the credit is back at the ToR (one
+    link latency, 450 ns); it then crosses the ToR -> host link (450 ns) that it would otherwise have
+    overlapped with the first. So node 0 finishes PCIE + 2 LINK later; instant credits would give
+    PCIE + LINK. (Switch mechanisms off: a ToR pipe would put packets on its 2 GHz cycle grid.)"""
+    a = mat([(0, 6), (0, 7)], 8)
+    roomy = run(a, k=256, mech={"switch": False})
+    tiny = run(a, params=P4.replace(snic={"rx_buffer_bytes": 1500}), k=256, mech={"switch": False})
+    late = round((tiny.node_time_s[0] - roomy.node_time_s[0]) * 1e12)
+    assert late == PCIE + 2 * LINK
+    assert tiny.counters["nodes"]["credit_waits"][0] == 1 and roomy.counters["nodes"]["credit_waits"][0] == 0
+    assert tiny.counters["nodes"]["rx_peak"][0] == 1104  # one response at a time
+
+
+@pytest.mark.parametrize(("limit", "counter"), [({"snic": {"tx_buffer_bytes": 1500}}, "tx_waits"),
+                                              ({"snic": {"rx_buffer_bytes": 1500}}, "credit_waits"),
+                                              ({"switch": {"buffer_bytes": 1500}}, "switch_credit_waits")])
+def test_small_buffers_are_lossless(limit, counter):
+    """Every buffer bound (SNIC Tx, SNIC Rx, the switch's shared buffer) makes someone wait for room
+    (the counter that says who); nothing is dropped and every read PR is answered once. (Waiting can
+    reorder work, so the kernel is not always slower: the Rx case above is worked out by hand.)"""
     a = random_matrix(n=3000, nnz=12000, seed=5)
     w = definitions.workload(a, 8)
     roomy = simulate(a, w, P8, 16, "spmm", None)
-    tiny = simulate(a, w, P8, 16, "spmm", None, buffer_bytes=1500, pipe_buffer_bytes=1)
+    tiny = simulate(a, w, P8.replace(**limit), 16, "spmm", None)
     for r in (roomy, tiny):
         answered_exactly_once(r)
         assert (np.asarray(r.counters["nodes"]["idxs"]) == w.sa_prs_per_node + r.counters["nodes"]["local"]).all()
-    assert sum(roomy.counters["switches"]["pipe_stalls"]) == 0  # the default 2 MiB never fills here
-    assert sum(tiny.counters["switches"]["pipe_stalls"]) > 0
-    assert tiny.node_time_s.max() > roomy.node_time_s.max()
+    n, s = tiny.counters["nodes"], tiny.counters["switches"]
+    waits = sum(s["credit_waits"]) if counter == "switch_credit_waits" else sum(n[counter])
+    assert waits > 0
+    for key in ("tx_waits", "rx_waits", "credit_waits"):
+        assert sum(roomy.counters["nodes"][key]) == 0  # Table 5's 2 MB never fill here
+    assert sum(roomy.counters["switches"]["credit_waits"]) == 0  # nor 96 MB
 
 
-def test_link_buffer_of_one_mtu_is_lossless_and_slower():
-    """Link credit alone (switch pipe off): one MTU of input buffer per link still delivers every PR
-    once; the senders wait for credit, so the tail node finishes later than with 64 KiB."""
-    a = random_matrix(n=3000, nnz=12000, seed=6)
-    w = definitions.workload(a, 8)
-    mech = analysis.mechanisms_up_to("concat_nic")
-    roomy = simulate(a, w, P8, 16, "spmm", mech)
-    tiny = simulate(a, w, P8, 16, "spmm", mech, buffer_bytes=1500)
-    for r in (roomy, tiny):
-        answered_exactly_once(r)
-    assert sum(tiny.counters["nodes"]["wire_rx"]) == sum(tiny.counters["nodes"]["wire_tx"])  # nothing dropped
-    assert tiny.node_time_s.max() > roomy.node_time_s.max()
-
-
-def test_buffer_knobs_bad_input():
+def test_buffer_bad_input():
     a = mat([(0, 3)], 4)
-    w = definitions.workload(a, 4)
-    with pytest.raises(ConfigError, match="pipe_buffer_bytes"):
-        simulate(a, w, P4, 16, pipe_buffer_bytes=0)
-    with pytest.raises(ValueError, match="one MTU"):
-        simulate(a, w, P4, 16, buffer_bytes=1000)
+    with pytest.raises(ConfigError, match="rx_buffer_bytes"):
+        run(a, params=P4.replace(snic={"rx_buffer_bytes": 1000}))
+    with pytest.raises(ConfigError, match="buffer_bytes"):
+        P4.replace(switch={"buffer_bytes": 0})
 
 
 def test_infinite_cache_on_a_tiny_matrix():

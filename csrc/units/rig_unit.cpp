@@ -22,6 +22,15 @@ void IdxFilter::reset(int64_t n_cols, bool track_slots) {
   }
 }
 
+int64_t auto_batch_size(int64_t node_idxs, int64_t client_units) {
+  if (node_idxs < 0 || client_units < 1) throw std::invalid_argument("auto_batch_size: need idxs >= 0, units >= 1");
+  // Provisional: about 4 commands per client unit, a power of two in [1024, 32768].
+  const int64_t want = node_idxs / (4 * client_units);
+  int64_t b = 1024;
+  while (b < 32768 && 2 * b <= want) b *= 2;
+  return b;
+}
+
 void RigCounters::add(const RigCounters& o) {
   idxs += o.idxs;
   local += o.local;

@@ -83,6 +83,10 @@ struct RigContext {
   const uint8_t* local = nullptr;  // local property array, (row_end - row_start) rows
 };
 
+// batch_size=auto (issue 14 point 3): the RIG batch size for a node with `node_idxs` nonzeros and
+// `client_units` client units. Rule and its reason in the .cpp and docs/simulator.md.
+int64_t auto_batch_size(int64_t node_idxs, int64_t client_units);
+
 // The Timing policy of RigClientUnit::issue for users without a clock (the training path).
 struct NoTiming {
   bool admit(uint64_t, bool) { return true; }
@@ -106,6 +110,7 @@ class RigClientUnit {
   size_t commands_enqueued() const { return cmds_.size(); }
   size_t commands_done() const { return cmd_; }
   bool finished() const { return cmd_ == cmds_.size() && pending_ == 0; }
+  bool scanning() const { return cmd_ < cmds_.size() && pos_ < cmds_[cmd_].n; }  // idxs of its command left
   bool stalled() const { return stalled_; }
   int64_t pending() const { return pending_; }
 
