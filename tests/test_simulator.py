@@ -73,8 +73,15 @@ DRAM = 220  # a cold Idx Filter load: 100 ns at 2.2 GHz
 
 def lone_pr_ps(switch_on: bool) -> int:
     assert snic_ps(FIRST_CYCLE - 1) < HOST_READY <= snic_ps(FIRST_CYCLE)
-    # the idx is read in cycle 1321 and decided after its filter load; then NIC concatenation
-    t = nic(snic_ps(FIRST_CYCLE + 1 + DRAM))
+    # the idx is read in cycle 1321 and decided after its filter load; then the round trip and the
+    # command's completion notification
+    return written_ps(FIRST_CYCLE + 1 + DRAM, switch_on) + PCIE
+
+
+def written_ps(decided: int, switch_on: bool = True) -> int:
+    """When the property of a lone read PR decided at SNIC cycle ``decided`` (node 0 or 1 -> an owner
+    in the other rack, 2 racks x 2 nodes) is in host memory."""
+    t = nic(snic_ps(decided))  # NIC concatenation
     t = hop(t, READ_SER)  # host 0 -> ToR 0
     t = hop(tor(t, switch_on), READ_SER)  # ToR 0 -> spine
     t = hop(t + SW, READ_SER)  # spine -> ToR 1
@@ -84,7 +91,7 @@ def lone_pr_ps(switch_on: bool) -> int:
     t = hop(tor(t, switch_on), RESP_SER)
     t = hop(t + SW, RESP_SER)
     t = hop(tor(t, switch_on), RESP_SER)
-    return t + PCIE + PCIE  # PCIe write at the client, then the command's completion notification
+    return t + PCIE  # PCIe write at the client
 
 
 @pytest.mark.parametrize("switch_on", [True, False])
@@ -104,6 +111,94 @@ def test_lone_pr_time_and_counters_by_hand(switch_on):
     assert r.tail["goodput"] == pytest.approx(64 / 144)
     assert r.tail["line_util"] == pytest.approx(144 / (50e9 * done[0] * 1e-12))
     assert r.tail["fc_rate"] == 0.0 and r.tail["prs_per_packet"] == 1.0
+
+
+def column_reads(n_rows: int, rows: np.ndarray, cols: np.ndarray) -> sp.csr_matrix:
+    return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_rows, n_rows))
+
+
+@pytest.mark.parametrize("lsq", [64, 16])
+def test_every_idx_costs_a_cycle_and_the_lsq_bounds_filter_loads(lsq):
+    """Issue 14 point 5, by hand: the Logic Engine reads one idx per SNIC cycle, skipped ones too, and
+    the LSQ holds `lsq` Idx Filter loads, each freed when its idx is decided. Node 0 (rows 0-19999 of
+    80000, one RIG command) reads column 79999 (node 3) from each of its 20000 rows: one read PR, then
+    19999 repeats (coalesced, then filtered once the response is in)."""
+    a = column_reads(80_000, np.arange(20_000), np.full(20_000, 79_999))
+    params = P4.replace(snic={"rig_batch_size": "inf", "lsq_entries": lsq})
+    r = run(a, params=params)
+    # Host side: 3 x 200 ns + 20000 idxs x 4 B at 128 GB/s (625 ns) = 1,225,000 ps = SNIC cycle 2695.
+    first = 2695
+    assert snic_ps(first) == 3 * PCIE + 625_000
+    # idx 0 is read at `first`, its filter load misses to DRAM: decided at first + 1 + 220 = 2916.
+    # idxs 1..lsq-1 are read one per cycle, hit L1 (4 cycles) and retire with it (in order).
+    # idx lsq waits for idx 0's LSQ entry (freed at 2916); from there one idx per cycle, decided 5
+    # cycles after it is read: the last, idx 19999, at 2916 + (19999 - lsq) + 5.
+    last = first + 1 + DRAM + (19_999 - lsq) + 5
+    assert written_ps(first + 1 + DRAM) < snic_ps(last)  # the response is in long before the scan ends
+    assert round(r.node_time_s[0] * 1e12) == snic_ps(last) + PCIE  # then the completion notification
+    n = r.counters["nodes"]
+    assert (n["idxs"][0], n["read_prs"][0], n["filtered"][0] + n["coalesced"][0]) == (20_000, 1, 19_999)
+    assert (n["mem_dram"][0], n["mem_l1"][0], n["commands"][0]) == (1, 19_999, 1)
+
+
+def test_skipped_local_idxs_cost_a_cycle_each():
+    """1000 local idxs before the remote one delay its PR by 1000 cycles (they were free before
+    issue 14) and add 4000 B to the command's DMA."""
+    a = column_reads(80_000, np.zeros(1001, np.int64), np.r_[np.arange(1000), 79_999])
+    r = run(a)
+    # 3 x 200 ns + 1001 x 4 B / 128 GB/s (31,281.25 ps, rounded up) = 631,282 ps -> SNIC cycle 1389.
+    assert snic_ps(1388) < 3 * PCIE + 31_282 <= snic_ps(1389)
+    assert round(r.node_time_s[0] * 1e12) == written_ps(1389 + 1000 + 1 + DRAM) + PCIE
+    assert r.counters["nodes"]["local"][0] == 1000
+
+
+def test_commands_go_to_the_free_unit_and_pay_the_host_round_trip():
+    """Issue 14 point 5, by hand: batch 1, two client units, node 0's idxs [6 (node 3), 0 (local),
+    4 (node 2)] are three commands. Unit 0 takes [6], unit 1 takes [0], finishes it at once, and the host
+    hands it [4] (dynamic; round-robin would have queued it behind [6]'s round trip). Every command pays
+    MMIO + DMA before its first idx and a completion notification after its last."""
+    a = mat([(0, 6), (1, 0), (1, 4)], 8)
+    r = run(a, params=P4.replace(snic={"rig_batch_size": 1, "rig_units": 4}))
+    # Unit 1: its DMA queues behind unit 0's (32 ps each): ready at 600,064 ps, idx 0 read in cycle
+    # 1321 and decided (local) at 1322 = 600,910 ps; the notification reaches the host at 800,910 ps.
+    assert snic_ps(1322) == 600_910
+    # Next command: MMIO + DMA request (400 ns) + 32 ps + DMA data (200 ns) = 1,400,942 ps -> cycle 3083.
+    assert snic_ps(3082) < 600_910 + PCIE + 3 * PCIE + 32 <= snic_ps(3083)
+    # Column 4 shares column 6's 64 B line of the filter bitmap, which unit 0's load brought into the
+    # SNIC's LLC: 40 cycles. The last property is in at written_ps(3083 + 1 + 40), then the notification.
+    assert round(r.node_time_s[0] * 1e12) == written_ps(3083 + 1 + 40) + PCIE
+    n = r.counters["nodes"]
+    assert (n["commands"][0], n["mem_dram"][0], n["mem_llc"][0], n["batch"][0]) == (3, 1, 1, 1)
+
+
+@pytest.mark.parametrize(("owner_col", "waits"), [(4, [1, 0]), (6, [0, 1])])
+def test_middle_pipes_take_one_pr_per_cycle(owner_col, waits):
+    """Issue 14 point 5, by hand: nodes 0 and 1 (rack 0) read one property of node 2 (column 4) or of
+    node 3 (column 6) at the same moment. Ports of a ToR are its links in id order: hosts 0-1 (ToR 0)
+    or 2-3 (ToR 1), then spines 0, 1, 2, ...; 4 ports per middle pipe. Routes use spine (src + dst) mod
+    2 + ...: 0 -> 2 via spine 0 and 1 -> 2 via spine 1 (ToR 0 ports 2 and 3: both pipe 0, so the second
+    read waits one cycle there); 0 -> 3 via spine 1 and 1 -> 3 via spine 2 (ports 3 and 4: pipes 0 and 1,
+    no wait), and then both reads reach ToR 1 at once and egress to node 3's port: one waits there."""
+    a = mat([(0, owner_col), (2, owner_col)], 8)
+    r = run(a)
+    assert r.counters["switches"]["pipe_wait_cycles"][:2] == waits
+    assert sum(r.counters["switches"]["pipe_wait_cycles"]) == 1
+    assert r.counters["switches"]["pipe_prs"][:2] == [4, 4]  # 2 reads + 2 responses through each ToR
+
+
+@pytest.mark.parametrize(("a_entries", "hits"), [([(0, 6), (2, 4), (3, 6)], [0, 1]),
+                                                  ([(0, 4), (2, 6), (3, 4)], [1, 0])])
+def test_each_middle_pipe_has_its_own_cache(a_entries, hits):
+    """Node 0 reads a property; node 1 (same rack, 1-entry Pending PR Table) reads the same one after
+    node 0's response came back through both ToRs. At ToR 0 the response entered the pipe of its
+    ingress port (spine (owner + 0) mod 2...) and node 1's read goes to the pipe of its egress port
+    (spine (owner + 1) ...): for owner 3 (column 6) spines 1 and 2, pipes 0 and 1, so it misses there
+    and hits at ToR 1, where all of node 3's reads and responses use node 3's port; for owner 2
+    (column 4) spines 0 and 1, both pipe 0: it hits at ToR 0. (One cache per ToR would hit at ToR 0 in
+    both cases.)"""
+    r = run(mat(a_entries, 8), params=P4.replace(snic={"pending_pr_table": 1, "rig_units": 2}))
+    assert r.counters["switches"]["read_hits"][:2] == hits
+    assert sum(r.counters["switches"]["read_hits"]) == 1
 
 
 def test_coalesce_filter_and_cache_hit_by_hand():
