@@ -169,7 +169,9 @@ def _to_run(out: dict, params: HardwareParams) -> analysis.NetSparseRun:
         "wire_bytes_total": float(nodes["wire_rx"].sum()),
         "read_prs_total": int(nodes["read_prs"].sum()),
         "events": int(out["events"]), "max_packet_wire_bytes": int(out["max_packet_wire"]),
-        "infinite_delay_drains": int(out["drains"]), "wall_clock_s": float(out["wall_s"]),
+        "infinite_delay_drains": int(out["drains"]), "max_queued_events": int(out["max_queue"]),
+        "events_by_kind": {k: int(v) for k, v in out["events_by_kind"].items() if v},
+        "wall_clock_s": float(out["wall_s"]),
     }
     series = ([float(x) * 1e-12 for x in out["active_t_ps"]], [int(c) for c in out["active_count"]])
     return analysis.NetSparseRun(node_time_s=t, tail=stats, active_nodes=series, counters=counters)

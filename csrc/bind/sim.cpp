@@ -131,6 +131,12 @@ py::dict to_dict(const SimResult& r) {
   out["events"] = r.events;
   out["max_packet_wire"] = r.max_packet_wire;
   out["drains"] = r.drains;
+  out["max_queue"] = r.max_queue;
+  static const char* kinds[] = {"issue", "nic_push", "nic_timer", "switch_timer", "tx_done", "arrive", "pipe_done",
+                                "write", "serve", "credit", "flit_tick", "link_arrive"};
+  py::dict ek;
+  for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); ++i) ek[kinds[i]] = r.events_by_kind[i];
+  out["events_by_kind"] = ek;
   if (!r.flit_links.empty()) out["flit_links"] = flit_dict(r.flit_links);
   out["wall_s"] = r.wall_s;
   return out;

@@ -62,8 +62,8 @@ namespace {
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 enum Kind : uint8_t {
-  kIssue, kNicPush, kNicTimer, kSwitchTimer, kTxDone, kArrive, kSwitchDone, kForward, kWrite, kServe, kCredit,
-  kFlitTick
+  kIssue, kNicPush, kNicTimer, kSwitchTimer, kTxDone, kArrive, kSwitchDone, kWrite, kServe, kCredit, kFlitTick,
+  kLinkArrive
 };
 
 // A heap entry is 24 bytes: the payload of a PR never rides in the heap (the heap stays in cache).
@@ -81,6 +81,7 @@ struct Event {
 class EventQueue {
  public:
   bool empty() const { return v_.empty(); }
+  size_t size() const { return v_.size(); }
   void push(const Event& e) {
     size_t i = v_.size();
     v_.push_back(e);
@@ -175,6 +176,15 @@ struct Response {
   PR pr;
 };
 
+// An event of a stream whose times never decrease (a link's arrivals, a middle pipe's output): only
+// the stream's head waits in the heap, with the seq it got when it was scheduled, so the order is
+// exactly that of one heap event each (k-way merge) while the heap stays small.
+struct Timed {
+  int64_t t;
+  uint64_t seq;
+  uint32_t p;
+};
+
 struct Packet {
   std::vector<uint8_t> bytes;  // Fig. 6 encoding, as the units produce and consume it
   uint16_t type = 0;
@@ -264,6 +274,19 @@ class Sim {
     heap_.push(Event{t, seq << 4 | kind, a, b});
   }
   void handle(const Event& e);
+  void stream_push(std::deque<Timed>& q, int64_t t, uint32_t kind, uint32_t a, uint32_t p) {
+    const uint64_t seq = seq_++;
+    if (!q.empty() && t < q.back().t) throw std::logic_error("simulator: a stream's times must not decrease");
+    if (q.empty()) push_seq(t, seq, kind, a, 0);
+    q.push_back(Timed{t, seq, p});
+  }
+  uint32_t stream_pop(std::deque<Timed>& q, const Event& e) {
+    const Timed x = q.front();
+    if (x.seq != e.seq() || x.t != e.t) throw std::logic_error("simulator: event stream out of order");
+    q.pop_front();
+    if (!q.empty()) push_seq(q.front().t, q.front().seq, e.kind(), e.a, 0);
+    return x.p;
+  }
   // RIG commands and client units
   void assign(uint32_t node, uint32_t unit, int64_t t_host);
   void complete(uint32_t node, uint32_t unit, int64_t t);
@@ -324,12 +347,16 @@ class Sim {
   int64_t pipes_ = 1, ports_per_pipe_ = 1;
   std::vector<std::unique_ptr<SwitchPipe>> pipe_;
   std::vector<int64_t> pipe_timer_, pipe_free_;
+  std::vector<std::deque<Timed>> pipe_out_;  // packets in a middle pipe, by the time it is done with them
   std::vector<int64_t> out_port_;  // per link: its port at its source switch (-1 at hosts)
   std::vector<std::vector<int64_t>> sw_hosts_;
   std::vector<int64_t> down_link_;
   // links and buffers
   std::vector<std::deque<uint32_t>> out_q_;
-  std::vector<uint8_t> link_busy_, link_blocked_;
+  std::vector<std::deque<Timed>> in_flight_;  // per link: packets on it, by arrival time
+  std::vector<int64_t> link_free_;    // when the packet on the link has been serialised
+  std::vector<int64_t> deliver_ps_;   // link latency, plus switch latency when it ends at a switch
+  std::vector<uint8_t> tx_armed_, link_blocked_;
   std::vector<Pool> pool_;  // per vertex
   std::vector<Packet> pkts_;
   std::vector<uint32_t> free_;
@@ -442,7 +469,12 @@ Sim::Sim(const Csr& a, const std::vector<int64_t>& rb, const std::vector<int64_t
     sw_hosts_[host_sw[x]].push_back(x);
   }
   out_q_.resize(n_links);
-  link_busy_.assign(n_links, 0);
+  in_flight_.resize(n_links);
+  link_free_.assign(n_links, 0);
+  tx_armed_.assign(n_links, 0);
+  deliver_ps_.resize(n_links);
+  for (int64_t l = 0; l < n_links; ++l)
+    deliver_ps_[l] = topo.link_latency_ps[l] + (topo.link_dst[l] >= h ? cfg.switch_ps : 0);
   link_blocked_.assign(n_links, 0);
   pool_.resize(h + topo.n_switches);
   for (int64_t v = 0; v < h + topo.n_switches; ++v) {
@@ -467,6 +499,7 @@ Sim::Sim(const Csr& a, const std::vector<int64_t>& rb, const std::vector<int64_t
   pipe_.resize(topo.n_switches * pipes_);
   pipe_timer_.assign(pipe_.size(), kNever);
   pipe_free_.assign(pipe_.size(), 0);
+  pipe_out_.resize(pipe_.size());
   if (cfg.switch_on)
     for (int64_t s = 0; s < topo.n_switches; ++s) {
       if (!topo.switch_is_tor[s]) continue;
@@ -892,16 +925,26 @@ void Sim::retry_blocked(int64_t v, int64_t t) {
 
 void Sim::try_start(int64_t link, int64_t t) {
   if (!flit_slot_.empty() && flit_slot_[link] >= 0) return flit_start(link, t);
-  if (link_busy_[link] || out_q_[link].empty()) return;
+  if (out_q_[link].empty()) return;
+  if (link_free_[link] > t) {  // a packet is on the wire: look again when it is out (one event, not per packet)
+    if (!tx_armed_[link]) {
+      tx_armed_[link] = 1;
+      push(link_free_[link], kTxDone, static_cast<uint32_t>(link));
+    }
+    return;
+  }
   const uint32_t p = out_q_[link].front();
   const int64_t wire = pkts_[p].wire;
   if (!credit(link, wire, t)) return;
-  link_busy_[link] = 1;
   leave_queue(link, t);
   const double ser = static_cast<double>(wire) * 1e12 / topo_.link_bytes_per_s[link];
-  const int64_t ser_ps = static_cast<int64_t>(std::ceil(ser - 1e-6));
-  push(t + ser_ps, kTxDone, static_cast<uint32_t>(link));
-  push(t + ser_ps + topo_.link_latency_ps[link], kArrive, p, static_cast<uint32_t>(link));
+  link_free_[link] = t + static_cast<int64_t>(std::ceil(ser - 1e-6));
+  // A switch has the packet switch latency after its last bit arrived (store-and-forward).
+  stream_push(in_flight_[link], link_free_[link] + deliver_ps_[link], kLinkArrive, static_cast<uint32_t>(link), p);
+  if (!out_q_[link].empty() && !tx_armed_[link]) {  // the next packet starts when this one is out
+    tx_armed_[link] = 1;
+    push(link_free_[link], kTxDone, static_cast<uint32_t>(link));
+  }
 }
 
 // The head packet of link's queue starts on the link: it leaves the buffer it was in (a switch's, or
@@ -934,21 +977,21 @@ void Sim::arrive(uint32_t p, int64_t link, int64_t t) {
   if (v < nodes_) return host_receive(static_cast<uint32_t>(v), p, t);
   const int64_t s = v - nodes_;
   ++res_.switches[s].packets_in;
-  if (!pipe_[s * pipes_]) {
-    push(t + cfg_.switch_ps, kForward, p);
-    return;
+  Packet& k = pkts_[p];
+  if (!pipe_[s * pipes_]) {  // a plain switch forwards the packet on its route
+    ++k.hop;
+    return enqueue(k.route_src < 0 ? down_link_[k.dst] : route(k.route_src, k.dst, k.hop), p, t);
   }
   // Extended switch: the packet's PRs go through one middle pipe, one per switch cycle, each entering
   // the pipe's concatenator after the cache lookup.
-  Packet& k = pkts_[p];
   const int64_t pipe = s * pipes_ + pipe_of(s, k, link);
-  const int64_t in = sw_.cycle(t + cfg_.switch_ps);
+  const int64_t in = sw_.cycle(t);
   const int64_t start = std::max(in, pipe_free_[pipe]);
   pipe_free_[pipe] = start + k.n_prs;
   SwitchCounters& sc = res_.switches[s];
   sc.pipe_prs += k.n_prs;
   sc.pipe_wait_cycles += start - in;
-  push(sw_.ps(start + k.n_prs - 1 + lookup_cycles_), kSwitchDone, p, static_cast<uint32_t>(pipe));
+  stream_push(pipe_out_[pipe], sw_.ps(start + k.n_prs - 1 + lookup_cycles_), kSwitchDone, static_cast<uint32_t>(pipe), p);
 }
 
 // The middle pipe of a packet at extended switch s: a read's egress port, a response's ingress port.
@@ -1076,17 +1119,12 @@ void Sim::handle(const Event& e) {
       break;
     }
     case kTxDone:
-      link_busy_[e.a] = 0;
+      tx_armed_[e.a] = 0;
       try_start(e.a, e.t);
       break;
     case kArrive: arrive(e.a, e.b, e.t); break;
-    case kForward: {
-      Packet& k = pkts_[e.a];
-      ++k.hop;
-      enqueue(k.route_src < 0 ? down_link_[k.dst] : route(k.route_src, k.dst, k.hop), e.a, e.t);
-      break;
-    }
-    case kSwitchDone: run_pipe(e.b, e.a, e.t); break;
+    case kSwitchDone: run_pipe(e.a, stream_pop(pipe_out_[e.a], e), e.t); break;
+    case kLinkArrive: arrive(stream_pop(in_flight_[e.a], e), e.a, e.t); break;
     case kServe: {
       Node& n = *node_[e.a];
       if (n.serve_at != e.t) break;
@@ -1127,9 +1165,11 @@ SimResult Sim::run() {
   };
   for (;;) {
     while (!heap_.empty()) {
+      res_.max_queue = std::max(res_.max_queue, static_cast<int64_t>(heap_.size()));
       const Event e = heap_.pop();
       now = e.t;
       ++res_.events;
+      ++res_.events_by_kind[e.kind()];
       handle(e);
     }
     if (!running()) break;
@@ -1221,7 +1261,7 @@ void Sim::flit_tick(int64_t link, int64_t t) {
   for (const auto& [id, done] : st.completed()) {
     const int64_t end = ck.ps(done);
     r.flit_finish_ps = std::max(r.flit_finish_ps, end);
-    push(std::max(t, end + topo_.link_latency_ps[link]), kArrive, flit_ids_[i][id], static_cast<uint32_t>(link));
+    push(std::max(t, end + deliver_ps_[link]), kArrive, flit_ids_[i][id], static_cast<uint32_t>(link));
   }
   st.completed().clear();
   const int64_t e = st.next_event();

@@ -103,6 +103,8 @@ struct SimResult {
   std::vector<SwitchCounters> switches;
   std::vector<int64_t> active_t_ps, active_count;
   int64_t events = 0, max_packet_wire = 0, drains = 0;
+  int64_t max_queue = 0;  // most events pending at once
+  int64_t events_by_kind[16] = {};
   std::vector<FlitLinkResult> flit_links;  // only with SimConfig::flit_layer
   double wall_s = 0;
 };
