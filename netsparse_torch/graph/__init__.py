@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 from netsparse_torch.errors import ConfigError
-from netsparse_torch.graph.graph import Graph, csr_from_edges
-from netsparse_torch.graph.loaders import (
-    default_cache_dir,
-    default_data_root,
-    from_pyg,
-    load_mtx,
-    load_npz,
-    load_planetoid,
-    random_split,
-    read_mtx,
-    with_generated_features,
-)
+from netsparse_torch.graph.mtx import read_mtx
 from netsparse_torch.graph.normalize import gcn_norm, mean_norm
 from netsparse_torch.graph.synthetic import generate
+
+# Names that need torch load on first use, so torch-free tools (netsparse-simulate, hw_models) that
+# read a Matrix Market file or generate a pattern start without importing torch.
+_LAZY = {
+    "Graph": "graph", "csr_from_edges": "graph", "default_cache_dir": "loaders", "default_data_root": "loaders",
+    "from_pyg": "loaders", "load_mtx": "loaders", "load_npz": "loaders", "load_planetoid": "loaders",
+    "random_split": "loaders", "with_generated_features": "loaders",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"netsparse_torch.graph.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 DATASETS = ("cora", "citeseer", "tolokers", "minesweeper", "squirrel", "mtx", "synthetic")
 
@@ -28,8 +33,17 @@ __all__ = [
 ]
 
 
-def load_dataset(cfg) -> Graph:
+def load_dataset(cfg) -> Graph:  # noqa: F821 (Graph is a lazy attribute)
     """Load the dataset a ``dataset`` config group describes (see ``configs/dataset/*.yaml``)."""
+    from netsparse_torch.graph.loaders import (
+        default_cache_dir,
+        default_data_root,
+        load_mtx,
+        load_npz,
+        load_planetoid,
+        with_generated_features,
+    )
+
     name = str(cfg.name).lower()
     root = Path(cfg.get("root") or default_data_root())
     cache = Path(cfg.get("cache_dir") or default_cache_dir())
