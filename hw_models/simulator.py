@@ -42,9 +42,8 @@ def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, par
     ``counters["link_layer"]``. Returns per-node completion times, tail statistics, the active-nodes
     step series and every counter.
     """
-    from netsparse_torch.native import units
+    from netsparse_torch._C import units as _units
 
-    _units = units()  # before hw_models.seeds.netcrafter, which imports the extension too
     from hw_models.seeds import netcrafter
 
     mech = analysis.check_mechanisms(mechanisms)
@@ -80,9 +79,9 @@ def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, par
 def auto_batch_size(node_nnz: int, params: HardwareParams | None = None) -> int:
     """The RIG batch size ``batch_size=auto`` gives a node with ``node_nnz`` nonzeros (the C++ rule
     the simulator and ``strategy=netsparse`` share; docs/simulator.md)."""
-    from netsparse_torch.native import units
+    from netsparse_torch._C import units as _units
 
-    return int(units().auto_batch_size(int(node_nnz), _client_units(params or HardwareParams())))
+    return int(_units.auto_batch_size(int(node_nnz), _client_units(params or HardwareParams())))
 
 
 def _client_units(params: HardwareParams) -> int:

@@ -1,5 +1,8 @@
 """netsparse_torch: full-graph distributed GNN training with NetSparse in-network acceleration."""
 
+import importlib.abc
+import sys
+
 from netsparse_torch.errors import NetsparseError
 
 __all__ = ["NetsparseError", "comm_stats", "reset_comm_stats", "rig"]
@@ -13,3 +16,18 @@ def __getattr__(name: str):
 
         return getattr(backend, name)
     raise AttributeError(f"module 'netsparse_torch' has no attribute {name!r}")
+
+
+class _ExtensionNeedsTorchLibraries(importlib.abc.MetaPathFinder):
+    """Loads torch's shared libraries right before ``netsparse_torch._C`` is imported (see
+    :mod:`netsparse_torch.native`); the normal finders then import the extension."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname == "netsparse_torch._C":
+            from netsparse_torch.native import load_torch_libraries
+
+            load_torch_libraries()
+        return None
+
+
+sys.meta_path.insert(0, _ExtensionNeedsTorchLibraries())
