@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hw_models import analysis, definitions
 from hw_models.analytic import single_pr
 from hw_models.params import HardwareParams
-from hw_models.simulator import simulate
+from hw_models.simulator import auto_batch_size, simulate
 from hw_models.topology import build_topology
 from netsparse_torch.errors import ConfigError
 
@@ -145,7 +145,7 @@ def test_skipped_local_idxs_cost_a_cycle_each():
     """1000 local idxs before the remote one delay its PR by 1000 cycles (they were free before
     issue 14) and add 4000 B to the command's DMA."""
     a = column_reads(80_000, np.zeros(1001, np.int64), np.r_[np.arange(1000), 79_999])
-    r = run(a)
+    r = run(a, params=P4.replace(snic={"rig_batch_size": "inf"}))  # one command
     # 3 x 200 ns + 1001 x 4 B / 128 GB/s (31,281.25 ps, rounded up) = 631,282 ps -> SNIC cycle 1389.
     assert snic_ps(1388) < 3 * PCIE + 31_282 <= snic_ps(1389)
     assert round(r.node_time_s[0] * 1e12) == written_ps(1389 + 1000 + 1 + DRAM) + PCIE
@@ -204,9 +204,12 @@ def test_each_middle_pipe_has_its_own_cache(a_entries, hits):
 def test_coalesce_filter_and_cache_hit_by_hand():
     # 8 x 8, two rows per node. Node 0 reads column 6 (node 3) from both its rows.
     a = mat([(0, 6), (1, 6)], 8)
-    on = run(a)
+    one = P4.replace(snic={"rig_batch_size": "inf"})  # one command: one unit's Pending PR Table coalesces
+    on = run(a, params=one)
     assert on.counters["nodes"]["coalesced"][0] == 1 and on.counters["nodes"]["read_prs"][0] == 1
-    off = run(a, mech={"coalesce": False})  # the filter bit is not set yet: a second PR goes out
+    split = run(a)  # auto: one idx per command, two units, no coalescing across units (§5.3)
+    assert split.counters["nodes"]["coalesced"][0] == 0 and split.counters["nodes"]["read_prs"][0] == 2
+    off = run(a, params=one, mech={"coalesce": False})  # the filter bit is not set yet: a second PR goes out
     assert off.counters["nodes"]["read_prs"][0] == 2 and off.counters["nodes"]["filtered"][0] == 0
     assert off.counters["nodes"]["packets_tx"][0] == 1  # both PRs concatenated in one NIC packet
     # Node 1 (same rack) first reads column 4 (node 2) with a 1-entry Pending PR Table, so its read
@@ -296,9 +299,8 @@ def prs_filtered_coalesced_within_bound(r, w) -> None:
 
 def test_fewer_rig_units_or_a_smaller_batch_take_longer():
     """RIG units and the batch size bound the PRs in flight (Figs. 15, 16): with batches of a few
-    idxs, or one unit working through many small commands, a node waits for round trips it
-    otherwise overlaps. (With the default 32768-idx batch a node's ~700 idxs are one command, so
-    the unit count cannot matter there.)"""
+    idxs (each paying the host's round trip), or one unit working through many small commands, a node
+    waits for round trips it otherwise overlaps (auto gives each of 16 units one command of ~47 idxs)."""
     a = random_matrix(n=2000, nnz=6000, seed=5)
 
     def time(**snic) -> float:
@@ -446,3 +448,26 @@ def test_infinite_cache_on_a_tiny_matrix():
     w = definitions.workload(a, 4)
     p = P4.replace(property_cache={"size_bytes": "inf"})
     assert simulate(a, w, p, 16, "spmm", None).tail["pcache_hit_rate"] >= 0
+
+
+def test_auto_batch_size_by_hand():
+    """batch_size=auto = min(32768, max(ceil(n / U), ceil(n_max / 2U))), U = 16 client units."""
+    assert auto_batch_size(3104, 3104) == 194  # delaunay-like: every node alike, one command per unit
+    assert auto_batch_size(4879, 58434) == 1827  # a light node next to a heavy one: ceil(58434 / 32)
+    assert auto_batch_size(58434, 58434) == 3653  # the heavy node itself: ceil(58434 / 16)
+    assert auto_batch_size(5_000_000, 5_000_000) == 32768  # paper scale: the §8 default caps it
+    assert auto_batch_size(0, 0) == 1
+    assert auto_batch_size(100, 100, P4.replace(snic={"rig_units": 4})) == 50  # 2 client units
+    with pytest.raises(ValueError, match="max node idxs"):
+        auto_batch_size(10, 5)
+
+
+def test_auto_batch_size_in_the_simulator():
+    """Node 0 (rows 0-199) has 100 nonzeros, node 1 (rows 200-399) has 20: node 0 gets batches of
+    max(ceil(100/16), ceil(100/32)) = 7, so 15 commands; node 1 gets max(2, 4) = 4, so 5 commands;
+    nodes without nonzeros run none."""
+    rows = np.r_[np.zeros(100, np.int64), np.full(20, 200)]
+    cols = np.r_[np.arange(100) * 7 + 100, np.arange(20) + 500]
+    r = run(column_reads(800, rows, cols))
+    n = r.counters["nodes"]
+    assert n["batch"] == [7, 4, 4, 4] and n["commands"] == [15, 5, 0, 0]

@@ -157,8 +157,9 @@ static const void* int_array(const py::array& a, const char* name, bool* narrow)
 
 void bind_sim(py::module_& units) {
   units.def("auto_batch_size", &netsparse::units::auto_batch_size,
-            "RIG batch size of batch_size=auto for a node with node_idxs nonzeros (issue 14; docs/simulator.md)",
-            py::arg("node_idxs"), py::arg("client_units"));
+            "RIG batch size of batch_size=auto for a node with node_idxs nonzeros when the largest node has "
+            "max_node_idxs (issue 14; docs/simulator.md)",
+            py::arg("node_idxs"), py::arg("max_node_idxs"), py::arg("client_units"));
   units.def(
       "simulate",
       [](const py::array& indptr, const py::array& indices, const I64& row_bounds, const I64& col_bounds,

@@ -512,8 +512,11 @@ Sim::Sim(const Csr& a, const std::vector<int64_t>& rb, const std::vector<int64_t
       }
     }
   // Nodes.
-  int64_t max_owned = 1;
-  for (int64_t p = 0; p < nodes_; ++p) max_owned = std::max(max_owned, cb[p + 1] - cb[p]);
+  int64_t max_owned = 1, max_idxs = 0;
+  for (int64_t p = 0; p < nodes_; ++p) {
+    max_owned = std::max(max_owned, cb[p + 1] - cb[p]);
+    max_idxs = std::max(max_idxs, a.indptr[rb[p + 1]] - a.indptr[rb[p]]);
+  }
   local_.assign(static_cast<size_t>(max_owned * cfg.prop_bytes), 0);
   halo_.assign(static_cast<size_t>(cfg.prop_bytes), 0);
   ConcatConfig nc = sc;
@@ -562,7 +565,7 @@ Sim::Sim(const Csr& a, const std::vector<int64_t>& rb, const std::vector<int64_t
     const int64_t n = nd->end - nd->next_pos;
     nd->batch = cfg.batch > 0 ? cfg.batch
                 : cfg.batch == 0 ? std::max<int64_t>(n, 1)
-                                 : auto_batch_size(n, cfg.client_units);
+                                 : auto_batch_size(n, max_idxs, cfg.client_units);
     res_.nodes[p].batch = nd->batch;
     node_[p] = std::move(nd);
   }

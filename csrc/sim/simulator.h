@@ -25,7 +25,7 @@ struct SimConfig {
   int64_t pending_entries = 256;  // Pending PR Table per client unit (Table 5)
   int64_t lsq_entries = 64;       // LSQ per RIG unit (Table 5): filter loads (client), PCIe reads (server)
   // Nonzeros per RIG command (§8): > 0 fixed; 0 = the node's whole stream in one command (inf);
-  // -1 = auto, units::auto_batch_size(node nonzeros, client units) (issue 14).
+  // -1 = auto, units::auto_batch_size(node nonzeros, largest node nonzeros, client units) (issue 14).
   int64_t batch = -1;
   double snic_ghz = 2.2, switch_ghz = 2.0;          // Table 5
   int64_t nic_delay_cycles = 500;                   // Table 5; < 0 = infinite

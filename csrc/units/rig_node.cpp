@@ -83,7 +83,8 @@ void RigNode::submit(const int64_t* idxs, const int64_t* slots, int64_t n) {
                                   " out of range [0, " + std::to_string(ctx_.n_slots) + ") of the halo buffer");
   }
   const int64_t clients = static_cast<int64_t>(clients_.size());
-  const int64_t batch = cfg_.batch_size > 0 ? cfg_.batch_size : auto_batch_size(n, clients);
+  // auto: a training rank runs its rounds without a clock, so it sizes commands from its own idxs
+  const int64_t batch = cfg_.batch_size > 0 ? cfg_.batch_size : auto_batch_size(n, n, clients);
   for (int64_t b = 0; b < n; b += batch) {
     const int64_t m = std::min(batch, n - b);
     clients_[next_client_].enqueue(idxs + b, slots + b, m);

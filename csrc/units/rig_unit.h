@@ -83,9 +83,9 @@ struct RigContext {
   const uint8_t* local = nullptr;  // local property array, (row_end - row_start) rows
 };
 
-// batch_size=auto (issue 14 point 3): the RIG batch size for a node with `node_idxs` nonzeros and
-// `client_units` client units. Rule and its reason in the .cpp and docs/simulator.md.
-int64_t auto_batch_size(int64_t node_idxs, int64_t client_units);
+// batch_size=auto (issue 14 point 3): the RIG batch size for a node with `node_idxs` nonzeros when the
+// largest node has `max_node_idxs`, with `client_units` client units. Rule and reason in the .cpp.
+int64_t auto_batch_size(int64_t node_idxs, int64_t max_node_idxs, int64_t client_units);
 
 // The Timing policy of RigClientUnit::issue for users without a clock (the training path).
 struct NoTiming {
