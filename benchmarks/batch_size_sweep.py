@@ -24,9 +24,9 @@ import numpy as np
 from hw_models import definitions
 from hw_models.params import HardwareParams
 from hw_models.simulator import auto_batch_size, simulate
-from netsparse_torch.graph.loaders import default_data_root
-from netsparse_torch.graph.mtx import read_mtx
+from netsparse_torch.graph.mtx import default_data_root, read_mtx
 from netsparse_torch.graph.pattern import as_pattern
+from netsparse_torch.malloc import keep_freed_memory
 
 GRAPHS = ("ego-twitter", "soc-slashdot0902", "cage11", "delaunay_n16", "ct2010", "luxembourg_osm")
 BATCHES = tuple(2**i for i in range(8, 17))  # 256 .. 65536
@@ -69,6 +69,7 @@ def main() -> None:
     ap.add_argument("--paper", default="", help="paper analogs NAME@scale, comma separated")
     ap.add_argument("--k", type=int, default=16)
     args = ap.parse_args()
+    keep_freed_memory()  # as netsparse-simulate does
     params = HardwareParams()
     rows = []
     for g in filter(None, args.graphs.split(",")):

@@ -40,8 +40,7 @@ def peak_rss_gib() -> float:
 def make_matrix(case: str):
     """The matrix of ``case``: ``ego-twitter``, ``synthetic:SHAPE:NNZ`` or ``paper:NAME[@scale]``."""
     if case == "ego-twitter":
-        from netsparse_torch.graph.loaders import default_data_root
-        from netsparse_torch.graph.mtx import read_mtx
+        from netsparse_torch.graph.mtx import default_data_root, read_mtx
 
         return read_mtx(default_data_root() / "graphs" / "ego-twitter.mtx.gz")
     if case.startswith("synthetic:"):
@@ -128,6 +127,9 @@ def main() -> None:
     ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: one case, JSON on stdout
     args = ap.parse_args()
     if args.one:
+        from netsparse_torch.malloc import keep_freed_memory
+
+        keep_freed_memory()  # as netsparse-simulate does (page faults of re-allocated memory otherwise)
         print(json.dumps(bench(args.one)))
         return
     cases = [] if args.no_ego else ["ego-twitter"]

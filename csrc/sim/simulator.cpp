@@ -149,8 +149,8 @@ class LineCache {
     tags_.assign(static_cast<size_t>(sets_ * ways_), kEmpty);
   }
   // True on a hit; either way the line becomes the set's most recent (a miss evicts the LRU way).
-  bool access(uint64_t line) {
-    uint64_t* set = &tags_[static_cast<size_t>((line % static_cast<uint64_t>(sets_)) * ways_)];
+  bool access(uint32_t line) {
+    uint32_t* set = &tags_[static_cast<size_t>((line % static_cast<uint32_t>(sets_)) * ways_)];
     int64_t w = 0;
     while (w < ways_ && set[w] != line) ++w;
     const bool hit = w < ways_;
@@ -161,9 +161,9 @@ class LineCache {
   }
 
  private:
-  static constexpr uint64_t kEmpty = ~uint64_t{0};
+  static constexpr uint32_t kEmpty = ~uint32_t{0};
   int64_t ways_ = 1, sets_ = 1;
-  std::vector<uint64_t> tags_;
+  std::vector<uint32_t> tags_;  // line ids < 2^32: columns < 2^32 * 512
 };
 
 // A server unit's response waiting for its PCIe read to complete. Its push time and seq are fixed
@@ -522,6 +522,8 @@ Sim::Sim(const Csr& a, const std::vector<int64_t>& rb, const std::vector<int64_t
   ConcatConfig nc = sc;
   nc.delay_cycles = !cfg.concat_nic ? 0 : (cfg.nic_delay_cycles < 0 ? -1 : cfg.nic_delay_cycles);
   const int64_t lines_per_filter = (n_cols + 8 * cfg.line_bytes - 1) / (8 * cfg.line_bytes);
+  if (lines_per_filter > int64_t{UINT32_MAX})
+    throw std::invalid_argument("simulator: the Idx Filter has more than 2^32 lines (too many columns)");
   // The LLC holds at most the node's filter lines: sized to them (never more than its capacity) it
   // hits and misses exactly like the full cache, with a fraction of the memory (set = line mod sets).
   const int64_t llc_lines = std::min(cfg.llc_bytes / cfg.line_bytes,
@@ -575,7 +577,7 @@ Sim::Sim(const Csr& a, const std::vector<int64_t>& rb, const std::vector<int64_t
 // The latency in SNIC cycles of a client unit's Idx Filter load of `idx`'s bit: L1 and L2 of the unit,
 // the SNIC's LLC, else DRAM; every level on the way keeps the line (LRU).
 int64_t Sim::filter_load(Node& n, Client& u, uint64_t idx) {
-  const uint64_t line = idx / static_cast<uint64_t>(8 * cfg_.line_bytes);
+  const uint32_t line = static_cast<uint32_t>(idx / static_cast<uint64_t>(8 * cfg_.line_bytes));
   NodeCounters& c = res_.nodes[n.ctx.node];
   if (u.l1.access(line)) {
     ++c.mem_l1;

@@ -6,14 +6,14 @@ import importlib
 from pathlib import Path
 
 from netsparse_torch.errors import ConfigError
-from netsparse_torch.graph.mtx import read_mtx
+from netsparse_torch.graph.mtx import default_data_root, read_mtx
 from netsparse_torch.graph.normalize import gcn_norm, mean_norm
 from netsparse_torch.graph.synthetic import generate
 
 # Names that need torch load on first use, so torch-free tools (netsparse-simulate, hw_models) that
 # read a Matrix Market file or generate a pattern start without importing torch.
 _LAZY = {
-    "Graph": "graph", "csr_from_edges": "graph", "default_cache_dir": "loaders", "default_data_root": "loaders",
+    "Graph": "graph", "csr_from_edges": "graph", "default_cache_dir": "loaders",
     "from_pyg": "loaders", "load_mtx": "loaders", "load_npz": "loaders", "load_planetoid": "loaders",
     "random_split": "loaders", "with_generated_features": "loaders",
 }
@@ -37,7 +37,6 @@ def load_dataset(cfg) -> Graph:  # noqa: F821 (Graph is a lazy attribute)
     """Load the dataset a ``dataset`` config group describes (see ``configs/dataset/*.yaml``)."""
     from netsparse_torch.graph.loaders import (
         default_cache_dir,
-        default_data_root,
         load_mtx,
         load_npz,
         load_planetoid,

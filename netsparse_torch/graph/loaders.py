@@ -24,13 +24,6 @@ PLANETOID = {"cora": "Cora", "citeseer": "CiteSeer"}
 PLANETOID_RAW = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
 
 
-def default_data_root() -> Path:
-    env = os.environ.get("NETSPARSE_DATA")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data"
-
-
 def default_cache_dir() -> Path:
     return Path(os.environ.get("NETSPARSE_CACHE", Path.home() / ".cache" / "netsparse_torch"))
 

@@ -3,12 +3,21 @@ pattern; the training loaders in :mod:`netsparse_torch.graph.loaders` build on i
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import scipy.io
 import scipy.sparse as sp
 
 from netsparse_torch.errors import DatasetNotFoundError, GraphInputError
+
+
+def default_data_root() -> Path:
+    """The shared data directory: ``$NETSPARSE_DATA``, else ``../shared/data`` beside the project."""
+    env = os.environ.get("NETSPARSE_DATA")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
 def read_mtx(path: Path) -> sp.csr_matrix:
