@@ -207,7 +207,7 @@ struct Client {
   LineCache l1, l2;
   PR pr{};  // the read PR issued at the unit's pending kIssue event
   uint32_t pr_dest = 0;
-  bool has_pr = false, busy = false, tx_wait = false, active = false;
+  bool has_pr = false, busy = false, active = false;
 };
 
 struct Server {
@@ -629,7 +629,6 @@ void Sim::issue(uint32_t node, uint32_t unit, int64_t t) {
   Client& u = n.cl[unit];
   RigClientUnit& ru = n.units[unit];
   if (n.tx_bytes >= cfg_.tx_buffer_bytes && ru.scanning()) {  // Tx full: no new PRs (busy stays set)
-    u.tx_wait = true;
     n.tx_waiters.push_back(unit);
     ++res_.nodes[node].tx_waits;
     return;
@@ -749,10 +748,7 @@ void Sim::respond(uint32_t node, uint32_t unit, const Event& e) {
 // The host's Tx buffer went below its size: waiting client units and read packets go on.
 void Sim::tx_drained(uint32_t host, int64_t t) {
   Node& n = *node_[host];
-  for (uint32_t u : n.tx_waiters) {
-    n.cl[u].tx_wait = false;
-    push(t, kIssue, host, u);
-  }
+  for (uint32_t u : n.tx_waiters) push(t, kIssue, host, u);
   n.tx_waiters.clear();
   if (n.serve_on_drain) {
     n.serve_on_drain = false;
