@@ -174,8 +174,3 @@ def header_fraction_sa(k: int, headers: HeaderParams | None = None) -> float:
     h = headers or HeaderParams()
     per_packet = h.upper_bytes + h.concat_bytes + h.pr_bytes
     return 2 * per_packet / (2 * per_packet + k * h.element_bytes)
-
-
-def _canonical_csr(a: Pattern | sp.spmatrix | sp.sparray) -> Pattern:
-    """The canonical :class:`Pattern` of ``a`` (kept for callers that predate it; use ``as_pattern``)."""
-    return as_pattern(a)

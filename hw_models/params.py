@@ -145,6 +145,14 @@ class SwitchParams(_Validated):
     """NetSparse extensions (property cache, concatenation) in ToR switches. NetSparse Table 5 / §6.2."""
     netsparse_in_spine: bool = False
     """Extensions in non-ToR switches: off, as in NetSparse Table 5 (only ToRs are extended)."""
+    buffer_bytes: int = _p(96 * 2**20)
+    """Packet buffer per switch, shared by its ports. NetSparse Table 5 (96 MB). Links from and to hosts
+    wait for room (credit flow control, lossless); with Table 5's numbers it cannot fill (the bytes in
+    flight are bounded by the Pending PR Tables, docs/simulator.md)."""
+
+    def _check(self) -> None:
+        if self.ports < self.pipes:
+            raise ConfigError(f"switch.ports={self.ports} must be >= switch.pipes={self.pipes} (ports per pipe)")
 
 
 @dataclass(frozen=True)
@@ -152,7 +160,12 @@ class PropertyCacheParams(_Validated):
     """The in-switch property cache (NetSparse §6.2.2, Table 5)."""
 
     size_bytes: float = _p(32 * 2**20, inf_ok=True)
-    """Capacity per switch. NetSparse Table 5 (32 MB); ``inf`` = infinite cache (NetSparse Fig. 18)."""
+    """Capacity per switch. NetSparse Table 5 (32 MB); ``inf`` = infinite cache (NetSparse Fig. 18).
+    Split evenly over the switch's middle pipes (``switch.pipes``, §6.2.1: one property cache per
+    pipe), 4 MB each: our reading. Table 5 lists 32 MB among the switch's per-switch resources (32
+    ports, 8 pipes, 96 MB packet buffer), and 8 x 32 MB = 256 MB of SRAM would be far beyond a
+    Tofino-class switch; a pipe only caches the properties whose packets pass it, so no capacity is
+    spent twice on one property."""
     ways: int = _p(16)
     """Associativity. NetSparse Table 5 (16-way)."""
     latency_cycles: int = _p(16, zero_ok=True)
@@ -183,10 +196,67 @@ class SNICParams(_Validated):
     """Pending PR Table entries per RIG unit. NetSparse Table 5 (256)."""
     lsq_entries: int = _p(64)
     """Load-store queue entries per RIG unit. NetSparse Table 5 (64)."""
-    rig_batch_size: float = _p(32768, inf_ok=True)
-    """Nonzeros per RIG command. NetSparse §8 default (32768; swept in Fig. 15); ``inf`` = one command."""
+    rig_batch_size: float | str = "auto"
+    """Nonzeros per RIG command: ``"auto"`` (default), a positive whole number, or ``inf`` (the node's
+    whole stream in one command). ``auto`` picks a power of two from the node's nonzeros and its client
+    unit count (:func:`hw_models.simulator.auto_batch_size`, rule in docs/simulator.md, issue 14); the
+    paper's batches are input-sensitive (32k for arabic/queen/stokes, 8k for europe/uk, NetSparse §9.3 /
+    Fig. 15)."""
     concat_delay_cycles: float = _p(500, zero_ok=True, inf_ok=True)
     """NIC concatenation delay in SNIC cycles. NetSparse Table 5 (500 cycles); swept in Fig. 17."""
+    idx_bytes: int = _p(4)
+    """Bytes per idx a RIG command's DMA brings from host memory. Our assumption: 32-bit column ids
+    (enough for the paper's matrices, at most 51M columns, NetSparse Table 6)."""
+    rx_buffer_bytes: int = _p(2 * 2**20)
+    """SNIC receive buffer. NetSparse Table 5 (2 MB): packets wait in it for a server unit (reads) or
+    their host write (responses); the ToR's link to the host waits for room (credit flow control)."""
+    tx_buffer_bytes: int = _p(2 * 2**20)
+    """SNIC transmit buffer. NetSparse Table 5 (2 MB): packets the NIC made wait in it for the uplink;
+    while it is full, client units issue no PR and server units take no read packet."""
+
+    def _check(self) -> None:
+        b = self.rig_batch_size
+        if isinstance(b, str):
+            if b != "auto":
+                raise ConfigError(f"snic.rig_batch_size must be 'auto', a positive whole number or inf, got {b!r}")
+        else:
+            _check_number(type(self).__name__, "rig_batch_size", b, {"zero_ok": False, "inf_ok": True})
+            if math.isfinite(b) and b != int(b):
+                raise ConfigError(f"SNICParams.rig_batch_size must be a whole number, got {b}")
+
+
+@dataclass(frozen=True)
+class SNICMemoryParams(_Validated):
+    """Memory behind a client RIG unit's Idx Filter loads (issue 14): per unit an L1 and an L2 (shared
+    by a client/server pair, NetSparse §8.2; the server's property reads go to host memory over PCIe,
+    so the filter lines get them whole), then the SNIC's LLC, then DRAM; LRU over 64 B lines.
+    Sizes named in NetSparse are used; the rest, and every latency, are our assumptions, taken from an
+    Arm Neoverse/Cortex-A78-class SmartNIC (BlueField-3: 16 A78 cores, 16 MB LLC) because NetSparse's
+    SNIC runs at a similar clock (2.2 GHz) and gives none of them."""
+
+    line_bytes: int = _p(64)
+    """Cache line. Our assumption (64 B, the Arm line size)."""
+    l1_bytes: int = _p(32 * 2**10)
+    """L1 per client/server unit pair. NetSparse §8.2 (32 KB)."""
+    l1_ways: int = _p(4)
+    """Our assumption (Cortex-A78 L1D: 4-way)."""
+    l1_cycles: int = _p(4, zero_ok=True)
+    """L1 load-to-use latency in SNIC cycles. Our assumption (Cortex-A78: 4 cycles)."""
+    l2_bytes: int = _p(128 * 2**10)
+    """L2 per client/server unit pair. NetSparse §8.2 (128 KB)."""
+    l2_ways: int = _p(8)
+    """Our assumption (Cortex-A78 L2: 8-way)."""
+    l2_cycles: int = _p(12, zero_ok=True)
+    """Our assumption (Cortex-A78 L2: 9-13 cycles)."""
+    llc_bytes: int = _p(16 * 2**20)
+    """SNIC last-level cache, shared by the node's RIG units. Our assumption (BlueField-3: 16 MB LLC);
+    every paper matrix's filter bitmap (at most 51M columns / 8 = 6.4 MB) fits in it."""
+    llc_ways: int = _p(16)
+    """Our assumption."""
+    llc_cycles: int = _p(40, zero_ok=True)
+    """Our assumption (an Arm DSU/CMN L3 hit: 30-50 cycles)."""
+    dram_latency_ns: float = _p(100.0, zero_ok=True)
+    """SNIC DRAM load latency. Our assumption (DDR5 idle latency, ~100 ns)."""
 
 
 @dataclass(frozen=True)
@@ -197,6 +267,9 @@ class PCIeParams(_Validated):
     """PCIe generation. NetSparse Table 5 (Gen6)."""
     latency_ns: float = _p(200.0, zero_ok=True)
     """One-way latency. NetSparse Table 5 (200 ns)."""
+    bandwidth_gbytes_per_s: float = _p(128.0)
+    """Host -> SNIC DMA bandwidth of the RIG commands' idxs, per node. Our assumption: Table 5 names
+    Gen6 but no width; x16 at 64 GT/s per lane is 128 GB/s per direction (PCIe 6.0, raw)."""
 
 
 @dataclass(frozen=True)
@@ -287,6 +360,7 @@ _SECTIONS: dict[str, type] = {
     "switch": SwitchParams,
     "property_cache": PropertyCacheParams,
     "snic": SNICParams,
+    "snic_memory": SNICMemoryParams,
     "pcie": PCIeParams,
     "headers": HeaderParams,
     "software": SoftwareParams,
@@ -303,6 +377,7 @@ class HardwareParams:
     switch: SwitchParams = field(default_factory=SwitchParams)
     property_cache: PropertyCacheParams = field(default_factory=PropertyCacheParams)
     snic: SNICParams = field(default_factory=SNICParams)
+    snic_memory: SNICMemoryParams = field(default_factory=SNICMemoryParams)
     pcie: PCIeParams = field(default_factory=PCIeParams)
     headers: HeaderParams = field(default_factory=HeaderParams)
     software: SoftwareParams = field(default_factory=SoftwareParams)

@@ -1,16 +1,18 @@
 """NetSparse on the modeled cluster: wrapper of the C++ packet-level discrete-event simulator.
 
 The event loop, links, switches and every NetSparse unit run in C++ (``csrc/sim/simulator.cpp``,
-which drives the issue-3 units: RIG client/server units, NIC concatenator, switch pipe with the
-property cache, header model). This module only flattens :class:`HardwareParams` and the topology of
+which drives the issue-3 units: RIG client/server units, NIC concatenator, switch pipes with their
+property caches, header model). This module only flattens :class:`HardwareParams` and the topology of
 :mod:`hw_models.topology` into arrays and turns the counters into an :class:`analysis.NetSparseRun`.
 Timing rules and counter definitions: ``docs/simulator.md`` and :mod:`hw_models.analytic`.
 
-Assumptions of ours (not NetSparse numbers): ``BUFFER_BYTES`` of input buffer per directed link
-(credit flow control, lossless); ``PIPE_BUFFER_BYTES`` of output buffer per extended switch's
-NetSparse pipe (host packets wait in their input buffer while it is full: backpressure, lossless);
-half the RIG units are clients and half servers (as in issue 3);
-per-node byte statistics of the tail node count the bytes the node *receives*, like SUOpt's.
+The matrix reaches C++ as it is: a :class:`~netsparse_torch.graph.pattern.Pattern`'s ``indptr``
+(int64) and ``indices`` (int32 at the papers' scale) are read in place, never copied or widened; a
+scipy matrix is converted once by :func:`~netsparse_torch.graph.pattern.as_pattern`.
+
+Our assumptions (not NetSparse numbers) are in :mod:`hw_models.params`, each beside its field; the
+one made here: half the RIG units are clients and half servers (as in issue 3). Per-node byte
+statistics of the tail node count the bytes the node *receives*, like SUOpt's.
 """
 
 from __future__ import annotations
@@ -24,33 +26,21 @@ from hw_models import analysis, definitions
 from hw_models.params import HardwareParams
 from hw_models.topology import Topology, build_topology
 from netsparse_torch.errors import ConfigError
-
-BUFFER_BYTES = 64 * 1024
-"""Input buffer per directed link in bytes. Our assumption (64 KiB per port); NetSparse gives none."""
-
-PIPE_BUFFER_BYTES = 32 * BUFFER_BYTES
-"""Output buffer of an extended (ToR) switch's NetSparse pipe in bytes: packets the pipe made that
-have not started on their link. Our assumption: ``BUFFER_BYTES`` for each of the switch's 32 ports
-(NetSparse Table 5 port count), 2 MiB; NetSparse gives no buffer size. While it is full, packets
-from the switch's hosts wait in their input buffer, so the hosts' uplinks stop (backpressure);
-packets from other switches always enter (no cyclic wait between switches), bounded end to end by
-the Pending PR Tables."""
+from netsparse_torch.graph.pattern import Pattern, as_pattern
 
 
-def simulate(a: sp.spmatrix | sp.sparray, w: definitions.Workload, params: HardwareParams, k: int,
+def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, params: HardwareParams, k: int,
              kernel: str = "spmm", mechanisms: dict[str, bool] | None = None,
-             topo: Topology | None = None, *, buffer_bytes: int = BUFFER_BYTES,
-             pipe_buffer_bytes: int = PIPE_BUFFER_BYTES,
-             link_layer: dict | None = None) -> analysis.NetSparseRun:
+             topo: Topology | None = None, *, link_layer: dict | None = None) -> analysis.NetSparseRun:
     """Simulate one NetSparse gather of ``k``-element properties (``k`` is the *gathered* width).
 
-    ``w`` is the partition of ``a`` (:func:`hw_models.definitions.workload`); ``mechanisms`` switches
-    the Table 8 stages (all on by default). ``buffer_bytes`` (per directed link, at least one MTU)
-    and ``pipe_buffer_bytes`` (per extended switch) bound the buffers (our assumptions, see the
-    module constants). ``link_layer`` = ``{"mode": "packet"|"flit", "flit": {...}}`` puts the
-    NetCrafter flit layer on the inter-switch links, in the event loop (see :func:`hw_models.seeds.netcrafter.
-    sim_flit_config`); its accounting lands in ``counters["link_layer"]``. Returns per-node completion
-    times, tail statistics, the active-nodes step series and every counter.
+    ``a`` is a :class:`Pattern` (read in place) or a scipy matrix; ``w`` its partition (only
+    ``w.nodes``, ``w.n_cols``, ``w.row_bounds`` and ``w.col_bounds`` are used). ``mechanisms`` switches
+    the Table 8 stages (all on by default). ``link_layer`` = ``{"mode": "packet"|"flit", "flit": {...}}``
+    puts the NetCrafter flit layer on the inter-switch links, in the event loop (see
+    :func:`hw_models.seeds.netcrafter.sim_flit_config`); its accounting lands in
+    ``counters["link_layer"]``. Returns per-node completion times, tail statistics, the active-nodes
+    step series and every counter.
     """
     from netsparse_torch._C import units as _units
 
@@ -64,17 +54,19 @@ def simulate(a: sp.spmatrix | sp.sparray, w: definitions.Workload, params: Hardw
         raise ConfigError(f"unknown kernel {kernel!r}; choose one of {', '.join(analysis.KERNELS)}")
     if k < 1:
         raise ConfigError(f"k must be >= 1, got {k}")
-    csr = definitions._canonical_csr(a)
+    pat = as_pattern(a)
     if params.cluster.nodes != w.nodes:
         raise ConfigError(f"workload has {w.nodes} nodes but cluster.nodes={params.cluster.nodes}")
+    if pat.shape != (int(w.row_bounds[-1]), int(w.n_cols)):
+        raise ConfigError(f"workload is of a {w.row_bounds[-1]} x {w.n_cols} matrix, the matrix is {pat.shape}")
     topo = topo or build_topology(params)
     routes, _ = topo.path_table()
     if routes.shape[2] == 0:  # one node: no path has a link
         routes = np.full((topo.n_hosts, topo.n_hosts, 1), -1, dtype=np.int64)
-    cfg = sim_config(params, k, mech, w.n_cols, buffer_bytes, pipe_buffer_bytes)
+    cfg = sim_config(params, k, mech, w.n_cols)
     cfg.update(netcrafter.sim_flit_config(link_layer))
     out = _units.simulate(
-        csr.indptr.astype(np.int64), csr.indices.astype(np.int64), np.asarray(w.row_bounds, np.int64),
+        pat.indptr, pat.indices, np.asarray(w.row_bounds, np.int64),
         np.asarray(w.col_bounds, np.int64), cfg, topo.link_src, topo.link_dst,
         np.asarray(topo.link_bytes_per_s, np.float64), np.rint(topo.link_latency_s * 1e12).astype(np.int64),
         topo.switch_is_tor.astype(np.int64), routes.astype(np.int64))
@@ -84,35 +76,55 @@ def simulate(a: sp.spmatrix | sp.sparray, w: definitions.Workload, params: Hardw
     return run
 
 
-def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], n_cols: int,
-               buffer_bytes: int = BUFFER_BYTES, pipe_buffer_bytes: int = PIPE_BUFFER_BYTES) -> dict:
+def auto_batch_size(node_nnz: int, max_node_nnz: int, params: HardwareParams | None = None) -> int:
+    """The RIG batch size ``batch_size=auto`` gives a node with ``node_nnz`` nonzeros when the largest
+    node has ``max_node_nnz``: ``min(32768, max(ceil(n / U), ceil(n_max / 2U)))`` with ``U`` client
+    units (the C++ rule the simulator and ``strategy=netsparse`` share; reasons in docs/simulator.md)."""
+    from netsparse_torch._C import units as _units
+
+    return int(_units.auto_batch_size(int(node_nnz), int(max_node_nnz), _client_units(params or HardwareParams())))
+
+
+def _client_units(params: HardwareParams) -> int:
+    return max(1, params.snic.rig_units // 2)
+
+
+def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], n_cols: int) -> dict:
     """The flat C++ ``SimConfig`` of ``params`` (Table 5 defaults) for properties of ``k`` elements."""
-    for name, v in (("buffer_bytes", buffer_bytes), ("pipe_buffer_bytes", pipe_buffer_bytes)):
-        if v < 1:
-            raise ConfigError(f"{name} must be >= 1, got {v}")
     prop_bytes = k * params.headers.element_bytes
-    clients = max(1, params.snic.rig_units // 2)
-    pc = params.property_cache
+    clients = _client_units(params)
+    pc, snic, mem = params.property_cache, params.snic, params.snic_memory
+    mtu = params.headers.mtu_bytes
+    for name in ("rx_buffer_bytes", "tx_buffer_bytes"):
+        if getattr(snic, name) < mtu:
+            raise ConfigError(f"snic.{name}={getattr(snic, name)} must hold one MTU packet ({mtu} B)")
+    batch = snic.rig_batch_size
     return {
         "filter": mech["filter"], "coalesce": mech["coalesce"], "concat_nic": mech["concat_nic"],
         "switch": mech["switch"] and params.switch.netsparse_in_tor,
         "prop_bytes": prop_bytes, "client_units": clients,
-        "server_units": max(1, params.snic.rig_units - clients),
-        "pending_entries": params.snic.pending_pr_table, "lsq_entries": params.snic.lsq_entries,
-        "batch": 0 if math.isinf(params.snic.rig_batch_size) else int(params.snic.rig_batch_size),
-        "snic_ghz": params.snic.clock_ghz, "switch_ghz": params.switch.clock_ghz,
-        "nic_delay_cycles": _cycles(params.snic.concat_delay_cycles),
+        "server_units": max(1, snic.rig_units - clients),
+        "pending_entries": snic.pending_pr_table, "lsq_entries": snic.lsq_entries,
+        "batch": -1 if batch == "auto" else 0 if math.isinf(batch) else int(batch),
+        "snic_ghz": snic.clock_ghz, "switch_ghz": params.switch.clock_ghz,
+        "nic_delay_cycles": _cycles(snic.concat_delay_cycles),
         "switch_delay_cycles": _cycles(params.switch.concat_delay_cycles),
         "cache_latency_cycles": int(pc.latency_cycles),
-        "cache_bytes": _cache_bytes(pc.size_bytes, prop_bytes, n_cols, pc.ways, pc.segment_bytes, pc.max_line_bytes),
+        "cache_bytes": _cache_bytes(pc.size_bytes, params.switch.pipes, prop_bytes, n_cols, pc.ways,
+                                    pc.segment_bytes, pc.max_line_bytes),
         "cache_ways": pc.ways, "cache_segment": pc.segment_bytes, "cache_max_line": pc.max_line_bytes,
-        "pcie_ps": round(params.pcie.latency_ns * 1000), "switch_ps": round(params.switch.latency_ns * 1000),
-        "mtu": params.headers.mtu_bytes, "upper_bytes": params.headers.upper_bytes,
+        "switch_pipes": params.switch.pipes, "switch_ports": params.switch.ports,
+        "pcie_ps": round(params.pcie.latency_ns * 1000), "pcie_bytes_per_s": params.pcie.bandwidth_gbytes_per_s * 1e9,
+        "idx_bytes": snic.idx_bytes, "line_bytes": mem.line_bytes,
+        "l1_bytes": mem.l1_bytes, "l1_ways": mem.l1_ways, "l1_cycles": mem.l1_cycles,
+        "l2_bytes": mem.l2_bytes, "l2_ways": mem.l2_ways, "l2_cycles": mem.l2_cycles,
+        "llc_bytes": mem.llc_bytes, "llc_ways": mem.llc_ways, "llc_cycles": mem.llc_cycles,
+        "dram_ps": round(mem.dram_latency_ns * 1000),
+        "switch_ps": round(params.switch.latency_ns * 1000),
+        "mtu": mtu, "upper_bytes": params.headers.upper_bytes,
         "concat_bytes": params.headers.concat_bytes, "pr_bytes": params.headers.pr_bytes,
-        # the default grows to one MTU for jumbo-frame configs; a smaller explicit value is an error (C++)
-        "buffer_bytes": max(BUFFER_BYTES, params.headers.mtu_bytes) if buffer_bytes == BUFFER_BYTES
-        else int(buffer_bytes),
-        "pipe_buffer_bytes": int(pipe_buffer_bytes),
+        "switch_buffer_bytes": params.switch.buffer_bytes,
+        "rx_buffer_bytes": snic.rx_buffer_bytes, "tx_buffer_bytes": snic.tx_buffer_bytes,
     }
 
 
@@ -121,11 +133,12 @@ def _cycles(x: float) -> int:
     return -1 if math.isinf(x) else int(x)
 
 
-def _cache_bytes(size: float, prop_bytes: int, n_cols: int, ways: int, seg: int, max_line: int) -> int:
-    """Capacity in bytes; ``inf`` = enough sets that every property of the matrix has its own way
-    (keys are spread evenly over the sets, so no conflict miss can happen)."""
+def _cache_bytes(size: float, pipes: int, prop_bytes: int, n_cols: int, ways: int, seg: int, max_line: int) -> int:
+    """Capacity of one middle pipe's cache in bytes: the switch's ``size`` split over its ``pipes``
+    (params.PropertyCacheParams.size_bytes). ``inf`` = enough sets that every property of the matrix
+    has its own way (keys are spread evenly over the sets, so no conflict miss can happen)."""
     if not math.isinf(size):
-        return int(size)
+        return int(size) // pipes
     chunks = -(-prop_bytes // max_line)
     line = -(-min(prop_bytes, max_line) // seg) * seg
     sets = max(1, -(-(n_cols * chunks) // ways))
@@ -157,7 +170,9 @@ def _to_run(out: dict, params: HardwareParams) -> analysis.NetSparseRun:
         "wire_bytes_total": float(nodes["wire_rx"].sum()),
         "read_prs_total": int(nodes["read_prs"].sum()),
         "events": int(out["events"]), "max_packet_wire_bytes": int(out["max_packet_wire"]),
-        "infinite_delay_drains": int(out["drains"]), "wall_clock_s": float(out["wall_s"]),
+        "infinite_delay_drains": int(out["drains"]), "max_queued_events": int(out["max_queue"]),
+        "events_by_kind": {k: int(v) for k, v in out["events_by_kind"].items() if v},
+        "wall_clock_s": float(out["wall_s"]),
     }
     series = ([float(x) * 1e-12 for x in out["active_t_ps"]], [int(c) for c in out["active_count"]])
     return analysis.NetSparseRun(node_time_s=t, tail=stats, active_nodes=series, counters=counters)

@@ -1,7 +1,33 @@
 """netsparse_torch: full-graph distributed GNN training with NetSparse in-network acceleration."""
 
-from netsparse_torch.backend import comm_stats, reset_comm_stats, rig
+import importlib.abc
+import sys
+
 from netsparse_torch.errors import NetsparseError
 
 __all__ = ["NetsparseError", "comm_stats", "reset_comm_stats", "rig"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """The backend's helpers load torch on first use, so torch-free tools (netsparse-simulate) start fast."""
+    if name in ("comm_stats", "reset_comm_stats", "rig"):
+        from netsparse_torch import backend
+
+        return getattr(backend, name)
+    raise AttributeError(f"module 'netsparse_torch' has no attribute {name!r}")
+
+
+class _ExtensionNeedsTorchLibraries(importlib.abc.MetaPathFinder):
+    """Loads torch's shared libraries right before ``netsparse_torch._C`` is imported (see
+    :mod:`netsparse_torch.native`); the normal finders then import the extension."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname == "netsparse_torch._C":
+            from netsparse_torch.native import load_torch_libraries
+
+            load_torch_libraries()
+        return None
+
+
+sys.meta_path.insert(0, _ExtensionNeedsTorchLibraries())

@@ -309,6 +309,9 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 def main() -> None:
     """Console entry point (``netsparse-simulate``)."""
+    from netsparse_torch.malloc import keep_freed_memory
+
+    keep_freed_memory()  # the simulator allocates and frees hundreds of MB: ~1 s of page faults otherwise
     _hydra_main()
 
 

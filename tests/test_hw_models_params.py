@@ -24,13 +24,23 @@ def test_defaults_are_netsparse_table5():
     assert (c.size_bytes, c.ways, c.latency_cycles, c.policy) == (32 * 1024 * 1024, 16, 16, "lru")
     n = p.snic
     assert (n.clock_ghz, n.rig_units, n.pending_pr_table, n.lsq_entries) == (2.2, 32, 256, 64)
-    assert (n.rig_batch_size, n.concat_delay_cycles) == (32768, 500)
+    assert (n.rig_batch_size, n.concat_delay_cycles) == ("auto", 500)  # issue 14: auto, not a fixed 32768
+    assert (n.rx_buffer_bytes, n.tx_buffer_bytes, s.buffer_bytes) == (2 * 2**20, 2 * 2**20, 96 * 2**20)
+    assert (p.snic_memory.l1_bytes, p.snic_memory.l2_bytes) == (32 * 2**10, 128 * 2**10)  # §8.2
     assert (p.pcie.generation, p.pcie.latency_ns) == (6, 200.0)
     h = p.headers
     assert (h.upper_bytes, h.concat_bytes, h.pr_bytes, h.mtu_bytes) == (50, 12, 18, 1500)
     t = p.topology
     assert t.hyperx_shape == (4, 4, 2) and t.hyperx_hosts_per_switch == 4 and t.hyperx_width == 4
     assert t.dragonfly_groups * t.dragonfly_switches_per_group == 32 and t.dragonfly_hosts_per_switch == 4
+
+
+def test_rig_batch_size_accepts_auto_numbers_and_inf():
+    assert P.HardwareParams().replace(snic={"rig_batch_size": 4096}).snic.rig_batch_size == 4096
+    assert P.HardwareParams().replace(snic={"rig_batch_size": ".inf"}).snic.rig_batch_size == math.inf
+    for bad in ("big", 0, -8, 10.5):
+        with pytest.raises(ConfigError, match="rig_batch_size"):
+            P.HardwareParams().replace(snic={"rig_batch_size": bad})
 
 
 def test_prs_per_packet_by_hand():

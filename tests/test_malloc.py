@@ -38,6 +38,7 @@ def probe(**env) -> dict:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")
 def test_large_blocks_come_from_the_arena_unless_opted_out():
     kept = probe()
-    assert kept["applied"] and kept["mmapped"] < 2**20 and kept["arena"] >= 48 * 2**20
+    # the arena grows by about the block (free arena bytes left by earlier imports may serve part of it)
+    assert kept["applied"] and kept["mmapped"] < 2**20 and kept["arena"] >= 47 * 2**20
     system = probe(NETSPARSE_MALLOC="system")
     assert not system["applied"] and system["mmapped"] >= 48 * 2**20

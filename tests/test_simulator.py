@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hw_models import analysis, definitions
 from hw_models.analytic import single_pr
 from hw_models.params import HardwareParams
-from hw_models.simulator import simulate
+from hw_models.simulator import auto_batch_size, simulate
 from hw_models.topology import build_topology
 from netsparse_torch.errors import ConfigError
 
@@ -66,8 +66,22 @@ def nic(t: int) -> int:
     return snic_ps(snic_cycle(t) + 500)
 
 
+HOST_READY = 3 * PCIE + 32  # MMIO + DMA request + 4 B of idx at 128 GB/s (31.25 ps, rounded up) + DMA data
+FIRST_CYCLE = 1321  # the first SNIC cycle at or after HOST_READY: cycle 1320 starts at 600,000 ps
+DRAM = 220  # a cold Idx Filter load: 100 ns at 2.2 GHz
+
+
 def lone_pr_ps(switch_on: bool) -> int:
-    t = nic(snic_ps(1))  # issue one cycle, NIC concatenation
+    assert snic_ps(FIRST_CYCLE - 1) < HOST_READY <= snic_ps(FIRST_CYCLE)
+    # the idx is read in cycle 1321 and decided after its filter load; then the round trip and the
+    # command's completion notification
+    return written_ps(FIRST_CYCLE + 1 + DRAM, switch_on) + PCIE
+
+
+def written_ps(decided: int, switch_on: bool = True) -> int:
+    """When the property of a lone read PR decided at SNIC cycle ``decided`` (node 0 or 1 -> an owner
+    in the other rack, 2 racks x 2 nodes) is in host memory."""
+    t = nic(snic_ps(decided))  # NIC concatenation
     t = hop(t, READ_SER)  # host 0 -> ToR 0
     t = hop(tor(t, switch_on), READ_SER)  # ToR 0 -> spine
     t = hop(t + SW, READ_SER)  # spine -> ToR 1
@@ -99,12 +113,103 @@ def test_lone_pr_time_and_counters_by_hand(switch_on):
     assert r.tail["fc_rate"] == 0.0 and r.tail["prs_per_packet"] == 1.0
 
 
+def column_reads(n_rows: int, rows: np.ndarray, cols: np.ndarray) -> sp.csr_matrix:
+    return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_rows, n_rows))
+
+
+@pytest.mark.parametrize("lsq", [64, 16])
+def test_every_idx_costs_a_cycle_and_the_lsq_bounds_filter_loads(lsq):
+    """Issue 14 point 5, by hand: the Logic Engine reads one idx per SNIC cycle, skipped ones too, and
+    the LSQ holds `lsq` Idx Filter loads, each freed when its idx is decided. Node 0 (rows 0-19999 of
+    80000, one RIG command) reads column 79999 (node 3) from each of its 20000 rows: one read PR, then
+    19999 repeats (coalesced, then filtered once the response is in)."""
+    a = column_reads(80_000, np.arange(20_000), np.full(20_000, 79_999))
+    params = P4.replace(snic={"rig_batch_size": "inf", "lsq_entries": lsq})
+    r = run(a, params=params)
+    # Host side: 3 x 200 ns + 20000 idxs x 4 B at 128 GB/s (625 ns) = 1,225,000 ps = SNIC cycle 2695.
+    first = 2695
+    assert snic_ps(first) == 3 * PCIE + 625_000
+    # idx 0 is read at `first`, its filter load misses to DRAM: decided at first + 1 + 220 = 2916.
+    # idxs 1..lsq-1 are read one per cycle, hit L1 (4 cycles) and retire with it (in order).
+    # idx lsq waits for idx 0's LSQ entry (freed at 2916); from there one idx per cycle, decided 5
+    # cycles after it is read: the last, idx 19999, at 2916 + (19999 - lsq) + 5.
+    last = first + 1 + DRAM + (19_999 - lsq) + 5
+    assert written_ps(first + 1 + DRAM) < snic_ps(last)  # the response is in long before the scan ends
+    assert round(r.node_time_s[0] * 1e12) == snic_ps(last) + PCIE  # then the completion notification
+    n = r.counters["nodes"]
+    assert (n["idxs"][0], n["read_prs"][0], n["filtered"][0] + n["coalesced"][0]) == (20_000, 1, 19_999)
+    assert (n["mem_dram"][0], n["mem_l1"][0], n["commands"][0]) == (1, 19_999, 1)
+
+
+def test_skipped_local_idxs_cost_a_cycle_each():
+    """1000 local idxs before the remote one delay its PR by 1000 cycles (they were free before
+    issue 14) and add 4000 B to the command's DMA."""
+    a = column_reads(80_000, np.zeros(1001, np.int64), np.r_[np.arange(1000), 79_999])
+    r = run(a, params=P4.replace(snic={"rig_batch_size": "inf"}))  # one command
+    # 3 x 200 ns + 1001 x 4 B / 128 GB/s (31,281.25 ps, rounded up) = 631,282 ps -> SNIC cycle 1389.
+    assert snic_ps(1388) < 3 * PCIE + 31_282 <= snic_ps(1389)
+    assert round(r.node_time_s[0] * 1e12) == written_ps(1389 + 1000 + 1 + DRAM) + PCIE
+    assert r.counters["nodes"]["local"][0] == 1000
+
+
+def test_commands_go_to_the_free_unit_and_pay_the_host_round_trip():
+    """Issue 14 point 5, by hand: batch 1, two client units, node 0's idxs [6 (node 3), 0 (local),
+    4 (node 2)] are three commands. Unit 0 takes [6], unit 1 takes [0], finishes it at once, and the host
+    hands it [4] (dynamic; round-robin would have queued it behind [6]'s round trip). Every command pays
+    MMIO + DMA before its first idx and a completion notification after its last."""
+    a = mat([(0, 6), (1, 0), (1, 4)], 8)
+    r = run(a, params=P4.replace(snic={"rig_batch_size": 1, "rig_units": 4}))
+    # Unit 1: its DMA queues behind unit 0's (32 ps each): ready at 600,064 ps, idx 0 read in cycle
+    # 1321 and decided (local) at 1322 = 600,910 ps; the notification reaches the host at 800,910 ps.
+    assert snic_ps(1322) == 600_910
+    # Next command: MMIO + DMA request (400 ns) + 32 ps + DMA data (200 ns) = 1,400,942 ps -> cycle 3083.
+    assert snic_ps(3082) < 600_910 + PCIE + 3 * PCIE + 32 <= snic_ps(3083)
+    # Column 4 shares column 6's 64 B line of the filter bitmap, which unit 0's load brought into the
+    # SNIC's LLC: 40 cycles. The last property is in at written_ps(3083 + 1 + 40), then the notification.
+    assert round(r.node_time_s[0] * 1e12) == written_ps(3083 + 1 + 40) + PCIE
+    n = r.counters["nodes"]
+    assert (n["commands"][0], n["mem_dram"][0], n["mem_llc"][0], n["batch"][0]) == (3, 1, 1, 1)
+
+
+@pytest.mark.parametrize(("owner_col", "waits"), [(4, [1, 0]), (6, [0, 1])])
+def test_middle_pipes_take_one_pr_per_cycle(owner_col, waits):
+    """Issue 14 point 5, by hand: nodes 0 and 1 (rack 0) read one property of node 2 (column 4) or of
+    node 3 (column 6) at the same moment. Ports of a ToR are its links in id order: hosts 0-1 (ToR 0)
+    or 2-3 (ToR 1), then spines 0, 1, 2, ...; 4 ports per middle pipe. Routes use spine (src + dst) mod
+    2 + ...: 0 -> 2 via spine 0 and 1 -> 2 via spine 1 (ToR 0 ports 2 and 3: both pipe 0, so the second
+    read waits one cycle there); 0 -> 3 via spine 1 and 1 -> 3 via spine 2 (ports 3 and 4: pipes 0 and 1,
+    no wait), and then both reads reach ToR 1 at once and egress to node 3's port: one waits there."""
+    a = mat([(0, owner_col), (2, owner_col)], 8)
+    r = run(a)
+    assert r.counters["switches"]["pipe_wait_cycles"][:2] == waits
+    assert sum(r.counters["switches"]["pipe_wait_cycles"]) == 1
+    assert r.counters["switches"]["pipe_prs"][:2] == [4, 4]  # 2 reads + 2 responses through each ToR
+
+
+@pytest.mark.parametrize(("a_entries", "hits"), [([(0, 6), (2, 4), (3, 6)], [0, 1]),
+                                                  ([(0, 4), (2, 6), (3, 4)], [1, 0])])
+def test_each_middle_pipe_has_its_own_cache(a_entries, hits):
+    """Node 0 reads a property; node 1 (same rack, 1-entry Pending PR Table) reads the same one after
+    node 0's response came back through both ToRs. At ToR 0 the response entered the pipe of its
+    ingress port (spine (owner + 0) mod 2...) and node 1's read goes to the pipe of its egress port
+    (spine (owner + 1) ...): for owner 3 (column 6) spines 1 and 2, pipes 0 and 1, so it misses there
+    and hits at ToR 1, where all of node 3's reads and responses use node 3's port; for owner 2
+    (column 4) spines 0 and 1, both pipe 0: it hits at ToR 0. (One cache per ToR would hit at ToR 0 in
+    both cases.)"""
+    r = run(mat(a_entries, 8), params=P4.replace(snic={"pending_pr_table": 1, "rig_units": 2}))
+    assert r.counters["switches"]["read_hits"][:2] == hits
+    assert sum(r.counters["switches"]["read_hits"]) == 1
+
+
 def test_coalesce_filter_and_cache_hit_by_hand():
     # 8 x 8, two rows per node. Node 0 reads column 6 (node 3) from both its rows.
     a = mat([(0, 6), (1, 6)], 8)
-    on = run(a)
+    one = P4.replace(snic={"rig_batch_size": "inf"})  # one command: one unit's Pending PR Table coalesces
+    on = run(a, params=one)
     assert on.counters["nodes"]["coalesced"][0] == 1 and on.counters["nodes"]["read_prs"][0] == 1
-    off = run(a, mech={"coalesce": False})  # the filter bit is not set yet: a second PR goes out
+    split = run(a)  # auto: one idx per command, two units, no coalescing across units (§5.3)
+    assert split.counters["nodes"]["coalesced"][0] == 0 and split.counters["nodes"]["read_prs"][0] == 2
+    off = run(a, params=one, mech={"coalesce": False})  # the filter bit is not set yet: a second PR goes out
     assert off.counters["nodes"]["read_prs"][0] == 2 and off.counters["nodes"]["filtered"][0] == 0
     assert off.counters["nodes"]["packets_tx"][0] == 1  # both PRs concatenated in one NIC packet
     # Node 1 (same rack) first reads column 4 (node 2) with a 1-entry Pending PR Table, so its read
@@ -194,9 +299,8 @@ def prs_filtered_coalesced_within_bound(r, w) -> None:
 
 def test_fewer_rig_units_or_a_smaller_batch_take_longer():
     """RIG units and the batch size bound the PRs in flight (Figs. 15, 16): with batches of a few
-    idxs, or one unit working through many small commands, a node waits for round trips it
-    otherwise overlaps. (With the default 32768-idx batch a node's ~700 idxs are one command, so
-    the unit count cannot matter there.)"""
+    idxs (each paying the host's round trip), or one unit working through many small commands, a node
+    waits for round trips it otherwise overlaps (auto gives each of 16 units one command of ~47 idxs)."""
     a = random_matrix(n=2000, nnz=6000, seed=5)
 
     def time(**snic) -> float:
@@ -210,10 +314,10 @@ def test_infinite_cache_hits_at_least_as_often():
     a = random_matrix(n=3000, nnz=12000, seed=1)
     w = definitions.workload(a, 8)
     rates = {}
-    for size in (8192, 32 * 2**20, "inf"):
+    for size in (8 * 8192, 32 * 2**20, "inf"):  # 8192 B per middle pipe: one set of 16 x 512 B lines
         p = P8.replace(property_cache={"size_bytes": size})
         rates[size] = simulate(a, w, p, 16, "spmm", None).tail["pcache_hit_rate"]
-    assert rates["inf"] >= rates[32 * 2**20] >= rates[8192]
+    assert rates["inf"] >= rates[32 * 2**20] >= rates[8 * 8192]
     assert rates["inf"] > 0
 
 
@@ -287,43 +391,51 @@ def answered_exactly_once(r) -> None:
     assert n["payload_rx"].sum() == n["responses"].sum() * 64
 
 
-def test_bounded_buffers_backpressure_is_lossless():
-    """Issue 4: bounded buffers with backpressure. A one-byte pipe output buffer makes every host
-    packet wait at its ToR until the pipe's previous output has left (pipe_stalls counts them); the
-    hosts' uplinks stop on credit, nothing is dropped, and the kernel takes longer."""
+def test_credits_return_one_link_latency_after_the_bytes_leave():
+    """Table 5 SNIC Rx buffer with delayed credits (issue 14 point 5), by hand. Node 0 reads columns 6
+    and 7 (node 3) with K=256: each response is 50 + 12 + 18 + 1024 = 1104 B, one per packet, and they
+    leave node 3 back to back. With a 1500 B Rx buffer at node 0 the second response waits at the ToR
+    until the first is written to host memory (PCIe, 200 ns) and the credit is back at the ToR (one
+    link latency, 450 ns); it then crosses the ToR -> host link (450 ns) that it would otherwise have
+    overlapped with the first. So node 0 finishes PCIE + 2 LINK later; instant credits would give
+    PCIE + LINK. (Switch mechanisms off: a ToR pipe would put packets on its 2 GHz cycle grid.)"""
+    a = mat([(0, 6), (0, 7)], 8)
+    roomy = run(a, k=256, mech={"switch": False})
+    tiny = run(a, params=P4.replace(snic={"rx_buffer_bytes": 1500}), k=256, mech={"switch": False})
+    late = round((tiny.node_time_s[0] - roomy.node_time_s[0]) * 1e12)
+    assert late == PCIE + 2 * LINK
+    assert tiny.counters["nodes"]["credit_waits"][0] == 1 and roomy.counters["nodes"]["credit_waits"][0] == 0
+    assert tiny.counters["nodes"]["rx_peak"][0] == 1104  # one response at a time
+
+
+@pytest.mark.parametrize(("limit", "counter"), [({"snic": {"tx_buffer_bytes": 1500}}, "tx_waits"),
+                                              ({"snic": {"rx_buffer_bytes": 1500}}, "credit_waits"),
+                                              ({"switch": {"buffer_bytes": 1500}}, "switch_credit_waits")])
+def test_small_buffers_are_lossless(limit, counter):
+    """Every buffer bound (SNIC Tx, SNIC Rx, the switch's shared buffer) makes someone wait for room
+    (the counter that says who); nothing is dropped and every read PR is answered once. (Waiting can
+    reorder work, so the kernel is not always slower: the Rx case above is worked out by hand.)"""
     a = random_matrix(n=3000, nnz=12000, seed=5)
     w = definitions.workload(a, 8)
     roomy = simulate(a, w, P8, 16, "spmm", None)
-    tiny = simulate(a, w, P8, 16, "spmm", None, buffer_bytes=1500, pipe_buffer_bytes=1)
+    tiny = simulate(a, w, P8.replace(**limit), 16, "spmm", None)
     for r in (roomy, tiny):
         answered_exactly_once(r)
         assert (np.asarray(r.counters["nodes"]["idxs"]) == w.sa_prs_per_node + r.counters["nodes"]["local"]).all()
-    assert sum(roomy.counters["switches"]["pipe_stalls"]) == 0  # the default 2 MiB never fills here
-    assert sum(tiny.counters["switches"]["pipe_stalls"]) > 0
-    assert tiny.node_time_s.max() > roomy.node_time_s.max()
+    n, s = tiny.counters["nodes"], tiny.counters["switches"]
+    waits = sum(s["credit_waits"]) if counter == "switch_credit_waits" else sum(n[counter])
+    assert waits > 0
+    for key in ("tx_waits", "rx_waits", "credit_waits"):
+        assert sum(roomy.counters["nodes"][key]) == 0  # Table 5's 2 MB never fill here
+    assert sum(roomy.counters["switches"]["credit_waits"]) == 0  # nor 96 MB
 
 
-def test_link_buffer_of_one_mtu_is_lossless_and_slower():
-    """Link credit alone (switch pipe off): one MTU of input buffer per link still delivers every PR
-    once; the senders wait for credit, so the tail node finishes later than with 64 KiB."""
-    a = random_matrix(n=3000, nnz=12000, seed=6)
-    w = definitions.workload(a, 8)
-    mech = analysis.mechanisms_up_to("concat_nic")
-    roomy = simulate(a, w, P8, 16, "spmm", mech)
-    tiny = simulate(a, w, P8, 16, "spmm", mech, buffer_bytes=1500)
-    for r in (roomy, tiny):
-        answered_exactly_once(r)
-    assert sum(tiny.counters["nodes"]["wire_rx"]) == sum(tiny.counters["nodes"]["wire_tx"])  # nothing dropped
-    assert tiny.node_time_s.max() > roomy.node_time_s.max()
-
-
-def test_buffer_knobs_bad_input():
+def test_buffer_bad_input():
     a = mat([(0, 3)], 4)
-    w = definitions.workload(a, 4)
-    with pytest.raises(ConfigError, match="pipe_buffer_bytes"):
-        simulate(a, w, P4, 16, pipe_buffer_bytes=0)
-    with pytest.raises(ValueError, match="one MTU"):
-        simulate(a, w, P4, 16, buffer_bytes=1000)
+    with pytest.raises(ConfigError, match="rx_buffer_bytes"):
+        run(a, params=P4.replace(snic={"rx_buffer_bytes": 1000}))
+    with pytest.raises(ConfigError, match="buffer_bytes"):
+        P4.replace(switch={"buffer_bytes": 0})
 
 
 def test_infinite_cache_on_a_tiny_matrix():
@@ -336,3 +448,26 @@ def test_infinite_cache_on_a_tiny_matrix():
     w = definitions.workload(a, 4)
     p = P4.replace(property_cache={"size_bytes": "inf"})
     assert simulate(a, w, p, 16, "spmm", None).tail["pcache_hit_rate"] >= 0
+
+
+def test_auto_batch_size_by_hand():
+    """batch_size=auto = min(32768, max(ceil(n / U), ceil(n_max / 2U))), U = 16 client units."""
+    assert auto_batch_size(3104, 3104) == 194  # delaunay-like: every node alike, one command per unit
+    assert auto_batch_size(4879, 58434) == 1827  # a light node next to a heavy one: ceil(58434 / 32)
+    assert auto_batch_size(58434, 58434) == 3653  # the heavy node itself: ceil(58434 / 16)
+    assert auto_batch_size(5_000_000, 5_000_000) == 32768  # paper scale: the §8 default caps it
+    assert auto_batch_size(0, 0) == 1
+    assert auto_batch_size(100, 100, P4.replace(snic={"rig_units": 4})) == 50  # 2 client units
+    with pytest.raises(ValueError, match="max node idxs"):
+        auto_batch_size(10, 5)
+
+
+def test_auto_batch_size_in_the_simulator():
+    """Node 0 (rows 0-199) has 100 nonzeros, node 1 (rows 200-399) has 20: node 0 gets batches of
+    max(ceil(100/16), ceil(100/32)) = 7, so 15 commands; node 1 gets max(2, 4) = 4, so 5 commands;
+    nodes without nonzeros run none."""
+    rows = np.r_[np.zeros(100, np.int64), np.full(20, 200)]
+    cols = np.r_[np.arange(100) * 7 + 100, np.arange(20) + 500]
+    r = run(column_reads(800, rows, cols))
+    n = r.counters["nodes"]
+    assert n["batch"] == [7, 4, 4, 4] and n["commands"] == [15, 5, 0, 0]

@@ -96,12 +96,20 @@ void bind_rig_node(py::module_& units) {
   py::class_<NodeHandle>(units, "RigNode",
                          "One node's NetSparse pipeline: client RIG units + Idx Filter + concatenators + server units")
       .def(py::init([](uint32_t node, std::vector<int64_t> row_bounds, int64_t n_units, int64_t n_client_units,
-                       int64_t batch_size, int64_t pending_capacity, bool filter, bool coalesce, int64_t mtu,
+                       py::object batch_size, int64_t pending_capacity, bool filter, bool coalesce, int64_t mtu,
                        int64_t upper_bytes, py::object delay, int64_t cycles_per_pr) {
              RigNodeConfig c;
              c.n_units = n_units;
              c.n_client_units = n_client_units;
-             c.batch_size = batch_size;
+             // "auto" = units::auto_batch_size per submit (issue 14); otherwise a whole number of nonzeros
+             if (py::isinstance<py::str>(batch_size)) {
+               if (batch_size.cast<std::string>() != "auto")
+                 throw std::invalid_argument("batch_size must be a positive integer or 'auto'");
+               c.batch_size = -1;
+             } else {
+               c.batch_size = py::int_(batch_size).cast<int64_t>();
+               if (c.batch_size <= 0) throw std::invalid_argument("RIG batch size must be > 0 or 'auto'");
+             }
              c.pending_capacity = pending_capacity;
              c.filter = filter;
              c.coalesce = coalesce;

@@ -4,11 +4,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 
 #include "bind/bindings.h"
 #include "sim/simulator.h"
+#include "units/rig_unit.h"
 
 namespace py = pybind11;
 using namespace netsparse::sim;
@@ -24,56 +26,47 @@ T get(const py::dict& d, const char* k, T dflt) {
   return d.contains(k) ? d[k].cast<T>() : dflt;
 }
 
+// Every SimConfig field by its Python key (the flat dict hw_models/simulator.py builds).
 SimConfig config_from(const py::dict& d) {
-  static const char* known[] = {"filter", "coalesce", "concat_nic", "switch", "prop_bytes", "client_units",
-                                "server_units", "pending_entries", "lsq_entries", "batch", "snic_ghz", "switch_ghz",
-                                "nic_delay_cycles", "switch_delay_cycles", "cache_latency_cycles", "cache_bytes",
-                                "cache_ways", "cache_segment", "cache_max_line", "pcie_ps", "switch_ps", "mtu",
-                                "upper_bytes", "concat_bytes", "pr_bytes", "buffer_bytes", "pipe_buffer_bytes",
-                                "flit_layer", "flit_bytes", "flit_piece_overhead", "flit_pool_cycles",
-                                "flit_stitching", "flit_trimming", "flit_sequencing", "flit_no_pool_class"};
+  SimConfig c;
+  struct Key {
+    const char* name;
+    std::function<void(const py::handle&)> set;
+  };
+  auto i64 = [](int64_t& f) { return [&f](const py::handle& v) { f = v.cast<int64_t>(); }; };
+  auto f64 = [](double& f) { return [&f](const py::handle& v) { f = v.cast<double>(); }; };
+  auto flag = [](bool& f) { return [&f](const py::handle& v) { f = v.cast<bool>(); }; };
+  const Key keys[] = {
+      {"filter", flag(c.filter)}, {"coalesce", flag(c.coalesce)}, {"concat_nic", flag(c.concat_nic)},
+      {"switch", flag(c.switch_on)}, {"prop_bytes", i64(c.prop_bytes)}, {"client_units", i64(c.client_units)},
+      {"server_units", i64(c.server_units)}, {"pending_entries", i64(c.pending_entries)},
+      {"lsq_entries", i64(c.lsq_entries)}, {"batch", i64(c.batch)}, {"snic_ghz", f64(c.snic_ghz)},
+      {"switch_ghz", f64(c.switch_ghz)}, {"nic_delay_cycles", i64(c.nic_delay_cycles)},
+      {"switch_delay_cycles", i64(c.switch_delay_cycles)}, {"cache_latency_cycles", i64(c.cache_latency_cycles)},
+      {"cache_bytes", i64(c.cache_bytes)}, {"cache_ways", i64(c.cache_ways)}, {"cache_segment", i64(c.cache_segment)},
+      {"cache_max_line", i64(c.cache_max_line)}, {"switch_pipes", i64(c.switch_pipes)},
+      {"switch_ports", i64(c.switch_ports)}, {"pcie_ps", i64(c.pcie_ps)}, {"pcie_bytes_per_s", f64(c.pcie_bytes_per_s)},
+      {"idx_bytes", i64(c.idx_bytes)}, {"line_bytes", i64(c.line_bytes)}, {"l1_bytes", i64(c.l1_bytes)},
+      {"l1_ways", i64(c.l1_ways)}, {"l1_cycles", i64(c.l1_cycles)}, {"l2_bytes", i64(c.l2_bytes)},
+      {"l2_ways", i64(c.l2_ways)}, {"l2_cycles", i64(c.l2_cycles)}, {"llc_bytes", i64(c.llc_bytes)},
+      {"llc_ways", i64(c.llc_ways)}, {"llc_cycles", i64(c.llc_cycles)}, {"dram_ps", i64(c.dram_ps)},
+      {"switch_ps", i64(c.switch_ps)}, {"mtu", i64(c.mtu)}, {"upper_bytes", i64(c.upper_bytes)},
+      {"concat_bytes", i64(c.concat_bytes)}, {"pr_bytes", i64(c.pr_bytes)},
+      {"switch_buffer_bytes", i64(c.switch_buffer_bytes)}, {"rx_buffer_bytes", i64(c.rx_buffer_bytes)},
+      {"tx_buffer_bytes", i64(c.tx_buffer_bytes)}, {"flit_layer", flag(c.flit_layer)},
+      {"flit_bytes", i64(c.flit.flit_bytes)}, {"flit_piece_overhead", i64(c.flit.piece_overhead)},
+      {"flit_pool_cycles", i64(c.flit.pool_cycles)}, {"flit_stitching", flag(c.flit.stitching)},
+      {"flit_trimming", flag(c.flit.trimming)}, {"flit_sequencing", flag(c.flit.sequencing)},
+      {"flit_no_pool_class", i64(c.flit.no_pool_class)},
+  };
   for (auto item : d) {
     const std::string k = item.first.cast<std::string>();
-    bool ok = false;
-    for (const char* n : known) ok = ok || k == n;
-    if (!ok) throw std::invalid_argument("simulator: unknown config key '" + k + "'");
+    const Key* key = nullptr;
+    for (const Key& x : keys)
+      if (k == x.name) key = &x;
+    if (!key) throw std::invalid_argument("simulator: unknown config key '" + k + "'");
+    key->set(item.second);
   }
-  SimConfig c;
-  c.filter = get(d, "filter", c.filter);
-  c.coalesce = get(d, "coalesce", c.coalesce);
-  c.concat_nic = get(d, "concat_nic", c.concat_nic);
-  c.switch_on = get(d, "switch", c.switch_on);
-  c.prop_bytes = get(d, "prop_bytes", c.prop_bytes);
-  c.client_units = get(d, "client_units", c.client_units);
-  c.server_units = get(d, "server_units", c.server_units);
-  c.pending_entries = get(d, "pending_entries", c.pending_entries);
-  c.lsq_entries = get(d, "lsq_entries", c.lsq_entries);
-  c.batch = get(d, "batch", c.batch);
-  c.snic_ghz = get(d, "snic_ghz", c.snic_ghz);
-  c.switch_ghz = get(d, "switch_ghz", c.switch_ghz);
-  c.nic_delay_cycles = get(d, "nic_delay_cycles", c.nic_delay_cycles);
-  c.switch_delay_cycles = get(d, "switch_delay_cycles", c.switch_delay_cycles);
-  c.cache_latency_cycles = get(d, "cache_latency_cycles", c.cache_latency_cycles);
-  c.cache_bytes = get(d, "cache_bytes", c.cache_bytes);
-  c.cache_ways = get(d, "cache_ways", c.cache_ways);
-  c.cache_segment = get(d, "cache_segment", c.cache_segment);
-  c.cache_max_line = get(d, "cache_max_line", c.cache_max_line);
-  c.pcie_ps = get(d, "pcie_ps", c.pcie_ps);
-  c.switch_ps = get(d, "switch_ps", c.switch_ps);
-  c.mtu = get(d, "mtu", c.mtu);
-  c.upper_bytes = get(d, "upper_bytes", c.upper_bytes);
-  c.concat_bytes = get(d, "concat_bytes", c.concat_bytes);
-  c.pr_bytes = get(d, "pr_bytes", c.pr_bytes);
-  c.buffer_bytes = get(d, "buffer_bytes", c.buffer_bytes);
-  c.pipe_buffer_bytes = get(d, "pipe_buffer_bytes", c.pipe_buffer_bytes);
-  c.flit_layer = get(d, "flit_layer", c.flit_layer);
-  c.flit.flit_bytes = get(d, "flit_bytes", c.flit.flit_bytes);
-  c.flit.piece_overhead = get(d, "flit_piece_overhead", c.flit.piece_overhead);
-  c.flit.pool_cycles = get(d, "flit_pool_cycles", c.flit.pool_cycles);
-  c.flit.stitching = get(d, "flit_stitching", c.flit.stitching);
-  c.flit.trimming = get(d, "flit_trimming", c.flit.trimming);
-  c.flit.sequencing = get(d, "flit_sequencing", c.flit.sequencing);
-  c.flit.no_pool_class = get(d, "flit_no_pool_class", c.flit.no_pool_class);
   return c;
 }
 
@@ -112,40 +105,73 @@ py::dict to_dict(const SimResult& r) {
 #define COL(name) n[#name] = column(r.nodes, [](const NodeCounters& c) { return c.name; })
   COL(idxs); COL(local); COL(filtered); COL(coalesced); COL(read_prs); COL(responses); COL(stalls); COL(served);
   COL(packets_tx); COL(packets_rx); COL(prs_tx); COL(header_tx); COL(payload_tx); COL(wire_tx);
-  COL(header_rx); COL(payload_rx); COL(wire_rx);
+  COL(header_rx); COL(payload_rx); COL(wire_rx); COL(commands); COL(batch); COL(mem_l1); COL(mem_l2);
+  COL(mem_llc); COL(mem_dram); COL(tx_waits); COL(rx_waits); COL(rx_peak); COL(tx_peak); COL(credit_waits);
 #undef COL
   out["nodes"] = n;
   py::dict s;
-  std::vector<int64_t> lk, hi, ins, pin, pout, stall;
-  for (const auto& c : r.switches) {
-    lk.push_back(c.lookups); hi.push_back(c.hits); ins.push_back(c.inserted);
-    pin.push_back(c.packets_in); pout.push_back(c.packets_out); stall.push_back(c.pipe_stalls);
-  }
-  s["read_lookups"] = py::array_t<int64_t>(lk.size(), lk.data());
-  s["read_hits"] = py::array_t<int64_t>(hi.size(), hi.data());
-  s["inserts"] = py::array_t<int64_t>(ins.size(), ins.data());
-  s["packets_in"] = py::array_t<int64_t>(pin.size(), pin.data());
-  s["packets_out"] = py::array_t<int64_t>(pout.size(), pout.data());
-  s["pipe_stalls"] = py::array_t<int64_t>(stall.size(), stall.data());
+  auto scol = [&](const char* name, int64_t SwitchCounters::*f) {
+    py::array_t<int64_t> a(static_cast<py::ssize_t>(r.switches.size()));
+    auto m = a.mutable_unchecked<1>();
+    for (size_t i = 0; i < r.switches.size(); ++i) m(i) = r.switches[i].*f;
+    s[name] = a;
+  };
+  scol("read_lookups", &SwitchCounters::lookups);
+  scol("read_hits", &SwitchCounters::hits);
+  scol("inserts", &SwitchCounters::inserted);
+  scol("packets_in", &SwitchCounters::packets_in);
+  scol("packets_out", &SwitchCounters::packets_out);
+  scol("pipe_prs", &SwitchCounters::pipe_prs);
+  scol("pipe_wait_cycles", &SwitchCounters::pipe_wait_cycles);
+  scol("buffer_peak", &SwitchCounters::buffer_peak);
+  scol("credit_waits", &SwitchCounters::credit_waits);
   out["switches"] = s;
   out["active_t_ps"] = py::array_t<int64_t>(r.active_t_ps.size(), r.active_t_ps.data());
   out["active_count"] = py::array_t<int64_t>(r.active_count.size(), r.active_count.data());
   out["events"] = r.events;
   out["max_packet_wire"] = r.max_packet_wire;
   out["drains"] = r.drains;
+  out["max_queue"] = r.max_queue;
+  static const char* kinds[] = {"issue", "nic_push", "nic_timer", "switch_timer", "tx_done", "arrive", "pipe_done",
+                                "write", "serve", "credit", "flit_tick", "link_arrive"};
+  py::dict ek;
+  for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); ++i) ek[kinds[i]] = r.events_by_kind[i];
+  out["events_by_kind"] = ek;
   if (!r.flit_links.empty()) out["flit_links"] = flit_dict(r.flit_links);
   out["wall_s"] = r.wall_s;
   return out;
 }
 }  // namespace
 
+// A 1-D C-contiguous integer array, used in place (never converted: a conversion would copy).
+static const void* int_array(const py::array& a, const char* name, bool* narrow) {
+  const bool is_int = a.dtype().kind() == 'i';
+  const bool i32 = is_int && a.itemsize() == 4, i64 = is_int && a.itemsize() == 8;
+  const bool ok = a.ndim() == 1 && (a.flags() & py::array::c_style) && (i64 || (narrow && i32));
+  if (!ok)
+    throw std::invalid_argument(std::string("simulator: ") + name + " must be a 1-D C-contiguous " +
+                                (narrow ? "int32 or int64" : "int64") + " array");
+  if (narrow) *narrow = i32;
+  return a.data();
+}
+
 void bind_sim(py::module_& units) {
+  units.def("auto_batch_size", &netsparse::units::auto_batch_size,
+            "RIG batch size of batch_size=auto for a node with node_idxs nonzeros when the largest node has "
+            "max_node_idxs (issue 14; docs/simulator.md)",
+            py::arg("node_idxs"), py::arg("max_node_idxs"), py::arg("client_units"));
   units.def(
       "simulate",
-      [](const I64& indptr, const I64& indices, const I64& row_bounds, const I64& col_bounds, const py::dict& cfg,
-         const I64& link_src, const I64& link_dst, const F64& link_bytes_per_s, const I64& link_latency_ps,
-         const I64& switch_is_tor, const I64& routes) {
+      [](const py::array& indptr, const py::array& indices, const I64& row_bounds, const I64& col_bounds,
+         const py::dict& cfg, const I64& link_src, const I64& link_dst, const F64& link_bytes_per_s,
+         const I64& link_latency_ps, const I64& switch_is_tor, const I64& routes) {
         if (routes.ndim() != 3) throw std::invalid_argument("simulator: routes must be [hosts, hosts, max_hops]");
+        Csr a;
+        a.indptr = static_cast<const int64_t*>(int_array(indptr, "indptr", nullptr));
+        a.n_rows = indptr.size() - 1;
+        a.indices = int_array(indices, "indices", &a.narrow);
+        a.nnz = indices.size();
+        if (a.n_rows < 0) throw std::invalid_argument("simulator: indptr must have n_rows + 1 entries");
         Topo t;
         t.n_hosts = routes.shape(0);
         t.n_switches = switch_is_tor.size();
@@ -163,15 +189,16 @@ void bind_sim(py::module_& units) {
         for (double b : t.link_bytes_per_s)
           if (!(b > 0)) throw std::invalid_argument("simulator: link rate must be > 0 bytes/s");
         const SimConfig c = config_from(cfg);
-        const std::vector<int64_t> ip = vec(indptr), rb = vec(row_bounds), cb = vec(col_bounds);
+        const std::vector<int64_t> rb = vec(row_bounds), cb = vec(col_bounds);
         SimResult r;
         {
           py::gil_scoped_release nogil;
-          r = run(ip, indices.data(), indices.size(), rb, cb, c, t);
+          r = run(a, rb, cb, c, t);
         }
         return to_dict(r);
       },
-      "Packet-level discrete-event simulation of NetSparse (issue 4); see hw_models.simulator",
+      "Packet-level discrete-event simulation of NetSparse (issues 4, 14); see hw_models.simulator. indptr "
+      "(int64) and indices (int32 or int64) are read in place.",
       py::arg("indptr"), py::arg("indices"), py::arg("row_bounds"), py::arg("col_bounds"), py::arg("cfg"),
       py::arg("link_src"), py::arg("link_dst"), py::arg("link_bytes_per_s"), py::arg("link_latency_ps"),
       py::arg("switch_is_tor"), py::arg("routes"));

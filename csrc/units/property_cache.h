@@ -9,6 +9,7 @@
 // bits). A property lookup hits only when all its chunks are present; counters count property
 // lookups (hits, misses) and lines (inserts, evictions).
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace netsparse::units {
@@ -50,7 +51,7 @@ class PropertyCache {
   std::vector<uint64_t> tag_;
   std::vector<uint32_t> line_epoch_;
   std::vector<uint64_t> stamp_;
-  std::vector<uint8_t> data_;
+  std::unique_ptr<uint8_t[]> data_;
 };
 
 }  // namespace netsparse::units

@@ -26,7 +26,7 @@ namespace netsparse::units {
 struct RigNodeConfig {
   int64_t n_units = 32;             // RIG units per node, half client and half server (issue 3 / paper §5)
   int64_t n_client_units = -1;      // -1 = n_units / 2
-  int64_t batch_size = 32768;       // nonzeros per RIG command (issue 3 / paper §5.1)
+  int64_t batch_size = 32768;       // nonzeros per RIG command (issue 3 / paper §5.1); -1 = auto_batch_size
   int64_t pending_capacity = 256;   // Pending PR Table entries per client unit (issue 3 / paper §5.3)
   bool filter = true;
   bool coalesce = true;

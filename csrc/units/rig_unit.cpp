@@ -1,6 +1,7 @@
 // RIG client and server units (paper §5.1-5.3).
 #include "units/rig_unit.h"
 
+#include <algorithm>
 #include <string>
 
 namespace netsparse::units {
@@ -20,6 +21,25 @@ void IdxFilter::reset(int64_t n_cols, bool track_slots) {
   } else if (slot_.size() != static_cast<size_t>(n_cols)) {
     slot_.assign(static_cast<size_t>(n_cols), -1);
   }
+}
+
+// batch_size=auto (issue 14 point 3; docs/simulator.md has the sweep behind it):
+//   batch = min(32768, max(ceil(n / U), ceil(n_max / (2 U))))
+// n = the node's idxs, n_max = the largest node's, U = client units per node. Every command pays the
+// host's round trip (completion notification, MMIO write, idx DMA) and ends waiting for its last PRs'
+// responses, so a node splits its idxs evenly into one command per unit (a power of two would leave
+// units idle: 10 commands of 8192 for 16 units). A node much lighter than the largest does not go
+// below half the largest node's per-unit share: its few PRs in flight at once are enough for it to
+// finish before the largest node, and its flood would only queue at the owners everyone reads (in
+// the sweep, soc-slashdot's tail is 24 % slower without this floor). The cap is NetSparse's default
+// batch (§8): the units' idx DMAs share the PCIe link, so huge commands delay every unit's start.
+int64_t auto_batch_size(int64_t node_idxs, int64_t max_node_idxs, int64_t client_units) {
+  if (node_idxs < 0 || max_node_idxs < node_idxs || client_units < 1)
+    throw std::invalid_argument("auto_batch_size: need 0 <= node idxs <= max node idxs and client units >= 1");
+  constexpr int64_t kCap = 32768;
+  const int64_t own = (node_idxs + client_units - 1) / client_units;
+  const int64_t floor = (max_node_idxs + 2 * client_units - 1) / (2 * client_units);
+  return std::max<int64_t>(1, std::min(kCap, std::max(own, floor)));
 }
 
 void RigCounters::add(const RigCounters& o) {

@@ -15,6 +15,13 @@
 // the filter bit and frees the entry. A command completes when every non-dropped idx is answered;
 // the unit starts its next command only then.
 //
+// A command's idxs are int64 (the training path) or int32 (the simulator reads a Pattern's column ids
+// in place: 4 B per nonzero, no widened copy); its slots may be null (timing-only users: every idx
+// lands in halo slot 0). issue() takes an optional Timing policy (the simulator's Logic Engine clock):
+// admit(idx, filter_access) is asked before each idx is processed and may stop the call there (the
+// idx is then processed first on the next call); consumed() follows every processed idx. The training
+// path uses NoTiming, which admits everything.
+//
 // Server unit: answers read PRs from the local property array (owner-local row = idx - row_start)
 // with response PRs that keep {src, src_tid, idx, id} and go back to src.
 #include <cstdint>
@@ -76,6 +83,16 @@ struct RigContext {
   const uint8_t* local = nullptr;  // local property array, (row_end - row_start) rows
 };
 
+// batch_size=auto (issue 14 point 3): the RIG batch size for a node with `node_idxs` nonzeros when the
+// largest node has `max_node_idxs`, with `client_units` client units. Rule and reason in the .cpp.
+int64_t auto_batch_size(int64_t node_idxs, int64_t max_node_idxs, int64_t client_units);
+
+// The Timing policy of RigClientUnit::issue for users without a clock (the training path).
+struct NoTiming {
+  bool admit(uint64_t, bool) { return true; }
+  void consumed() {}
+};
+
 struct RigCounters {
   int64_t idxs = 0, local = 0, filtered = 0, coalesced = 0, prs = 0, responses = 0, stalls = 0, commands = 0;
   void add(const RigCounters& o);
@@ -87,27 +104,36 @@ class RigClientUnit {
   RigClientUnit(uint16_t tid, int64_t pending_capacity);
   uint16_t tid() const { return tid_; }
   void reset();  // new kernel: drops commands (the table must be empty)
-  // The arrays must stay alive until the command completes.
-  void enqueue(const int64_t* idxs, const int64_t* slots, int64_t n) { cmds_.push_back(Command{idxs, slots, n}); }
+  // The arrays must stay alive until the command completes; slots == nullptr = every idx in slot 0.
+  void enqueue(const int64_t* idxs, const int64_t* slots, int64_t n) { cmds_.push_back(Command{idxs, slots, n, false}); }
+  void enqueue(const int32_t* idxs, const int64_t* slots, int64_t n) { cmds_.push_back(Command{idxs, slots, n, true}); }
+  size_t commands_enqueued() const { return cmds_.size(); }
+  size_t commands_done() const { return cmd_; }
   bool finished() const { return cmd_ == cmds_.size() && pending_ == 0; }
+  bool scanning() const { return cmd_ < cmds_.size() && pos_ < cmds_[cmd_].n; }  // idxs of its command left
   bool stalled() const { return stalled_; }
   int64_t pending() const { return pending_; }
 
   // Processes idxs until the unit stalls, waits for its command to complete, or runs out of work.
   // emit(dest, pr) receives each read PR. max_prs bounds the read PRs emitted by this call (the
   // simulator issues one PR per SNIC cycle); the unit then resumes at the next idx.
-  template <class Emit>
-  void issue(const RigContext& c, Emit&& emit, int64_t max_prs = INT64_MAX);
+  template <class Emit, class Timing = NoTiming>
+  void issue(const RigContext& c, Emit&& emit, int64_t max_prs = INT64_MAX, Timing&& timing = Timing{});
   void on_response(const RigContext& c, const PR& pr, const uint8_t* payload);
 
   RigCounters counters;
 
  private:
   struct Command {
-    const int64_t* idx;
+    const void* idx;  // int64_t[n] or int32_t[n] (narrow)
     const int64_t* slot;
     int64_t n;
+    bool narrow;
   };
+  enum class Stop { kDone, kBudget, kStall, kClock };
+  // Runs the current command from pos_ (one idx width per instantiation); updates pos_ and counters.
+  template <class Idx, class Emit, class Timing>
+  Stop run(const RigContext& c, const Command& cm, Emit& emit, int64_t& max_prs, Timing& timing);
   struct Entry {
     uint64_t idx;
     int64_t slot;  // first waiter
@@ -147,57 +173,75 @@ class RigClientUnit {
   int32_t free_waiter_ = -1;
 };
 
-template <class Emit>
-void RigClientUnit::issue(const RigContext& c, Emit&& emit, int64_t max_prs) {
-  stalled_ = false;
+template <class Idx, class Emit, class Timing>
+RigClientUnit::Stop RigClientUnit::run(const RigContext& c, const Command& cm, Emit& emit, int64_t& max_prs,
+                                       Timing& timing) {
   const uint64_t lo = static_cast<uint64_t>(c.row_start), span = static_cast<uint64_t>(c.row_end - c.row_start);
   const size_t pb = c.prop_bytes;
-  while (cmd_ < cmds_.size()) {
-    const Command& cm = cmds_[cmd_];
-    int64_t pos = pos_;
-    for (; pos < cm.n; ++pos) {
-      const uint64_t idx = static_cast<uint64_t>(cm.idx[pos]);
-      if (idx - lo < span) {  // local (unsigned wrap makes one compare)
-        ++counters.local;
+  const Idx* idxs = static_cast<const Idx*>(cm.idx);
+  Stop stop = Stop::kDone;
+  int64_t pos = pos_;
+  for (; pos < cm.n; ++pos) {
+    const uint64_t idx = static_cast<uint64_t>(static_cast<int64_t>(idxs[pos]));
+    const bool local = idx - lo < span;  // unsigned wrap makes one compare
+    if (!timing.admit(idx, !local && c.filter_on)) {
+      stop = Stop::kClock;
+      break;
+    }
+    if (local) {  // dropped: the kernel reads local rows directly
+      ++counters.local;
+      timing.consumed();
+      continue;
+    }
+    const int64_t slot = cm.slot ? cm.slot[pos] : 0;
+    if (c.filter_on && c.filter->test(idx)) {
+      const int64_t from = c.filter->slot(idx);
+      if (from != slot) std::memcpy(c.halo + slot * pb, c.halo + from * pb, pb);
+      ++counters.filtered;
+      timing.consumed();
+      continue;
+    }
+    if (c.coalesce_on) {
+      const int32_t e = find(idx);
+      if (e >= 0) {
+        add_waiter(e, slot);
+        ++counters.coalesced;
+        timing.consumed();
         continue;
-      }
-      const int64_t slot = cm.slot[pos];
-      if (c.filter_on && c.filter->test(idx)) {
-        const int64_t from = c.filter->slot(idx);
-        if (from != slot) std::memcpy(c.halo + slot * pb, c.halo + from * pb, pb);
-        ++counters.filtered;
-        continue;
-      }
-      if (c.coalesce_on) {
-        const int32_t e = find(idx);
-        if (e >= 0) {
-          add_waiter(e, slot);
-          ++counters.coalesced;
-          continue;
-        }
-      }
-      if (pending_ == capacity_) {
-        stalled_ = true;
-        ++counters.stalls;
-        break;
-      }
-      const int32_t e = free_.back();
-      free_.pop_back();
-      entries_[e] = Entry{idx, slot, -1, true};
-      ++pending_;
-      if (c.coalesce_on) table_insert(idx, e);
-      ++counters.prs;
-      emit(c.map->owner(idx), PR{c.node, tid_, idx, static_cast<uint32_t>(e)});
-      if (--max_prs == 0) {  // budget spent: resume after this idx on the next call
-        ++pos;
-        counters.idxs += pos - pos_;
-        pos_ = pos;
-        return;
       }
     }
-    counters.idxs += pos - pos_;
-    pos_ = pos;
-    if (stalled_ || pending_ != 0) return;
+    if (pending_ == capacity_) {
+      stalled_ = true;
+      ++counters.stalls;
+      stop = Stop::kStall;
+      break;
+    }
+    const int32_t e = free_.back();
+    free_.pop_back();
+    entries_[e] = Entry{idx, slot, -1, true};
+    ++pending_;
+    if (c.coalesce_on) table_insert(idx, e);
+    ++counters.prs;
+    timing.consumed();
+    emit(c.map->owner(idx), PR{c.node, tid_, idx, static_cast<uint32_t>(e)});
+    if (--max_prs == 0) {  // budget spent: resume after this idx on the next call
+      ++pos;
+      stop = Stop::kBudget;
+      break;
+    }
+  }
+  counters.idxs += pos - pos_;
+  pos_ = pos;
+  return stop;
+}
+
+template <class Emit, class Timing>
+void RigClientUnit::issue(const RigContext& c, Emit&& emit, int64_t max_prs, Timing&& timing) {
+  stalled_ = false;
+  while (cmd_ < cmds_.size()) {
+    const Command& cm = cmds_[cmd_];
+    const Stop stop = cm.narrow ? run<int32_t>(c, cm, emit, max_prs, timing) : run<int64_t>(c, cm, emit, max_prs, timing);
+    if (stop != Stop::kDone || pending_ != 0) return;
     ++cmd_;
     pos_ = 0;
     ++counters.commands;

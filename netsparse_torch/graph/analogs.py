@@ -147,11 +147,12 @@ def display_name(m: PaperMatrix, scale: float) -> str:
 
 
 def generate(m: PaperMatrix | str, scale: float = 1.0, seed: int = 0, params: dict | None = None) -> Pattern:
-    """The analog of ``m`` at ``scale`` as a Pattern (``params`` overrides generator parameters)."""
+    """The analog of ``m`` at ``scale`` as a Pattern (``params`` overrides generator parameters). ``m``
+    may be a spec ``[paper:]<name>[@scale]``; a scale in the spec wins over ``scale``."""
     from netsparse_torch._C import graph as _graph
 
     if isinstance(m, str):
-        m, _ = parse(m)
+        m, scale = parse(m) if "@" in m else (parse(m)[0], scale)
     if not (0 < scale <= 1):
         raise ConfigError(f"paper matrix scale must be in (0, 1], got {scale}")
     n = scaled_rows(m, scale)

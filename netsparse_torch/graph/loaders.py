@@ -12,23 +12,16 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import scipy.io
 import scipy.sparse as sp
 import torch
 
 from netsparse_torch.errors import DatasetNotFoundError, GraphInputError
 from netsparse_torch.graph.graph import Graph, csr_from_edges
+from netsparse_torch.graph.mtx import _existing, read_mtx
 from netsparse_torch.graph.normalize import gcn_norm
 
 PLANETOID = {"cora": "Cora", "citeseer": "CiteSeer"}
 PLANETOID_RAW = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
-
-
-def default_data_root() -> Path:
-    env = os.environ.get("NETSPARSE_DATA")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
 def default_cache_dir() -> Path:
@@ -98,22 +91,6 @@ def load_npz(path: Path, split: int = 0) -> Graph:
                  *[torch.from_numpy(m[split].astype(bool)) for m in masks], int(y.max()) + 1).validate()
 
 
-def read_mtx(path: Path) -> sp.csr_matrix:
-    """The sparsity pattern of a Matrix Market file (``.mtx`` or ``.mtx.gz``), symmetric files expanded."""
-    path = _existing(path)
-    try:
-        m = scipy.io.mmread(str(path))
-    except Exception as exc:  # scipy raises several types for a bad header or body
-        raise GraphInputError(f"{path}: not a readable Matrix Market file ({exc})") from exc
-    if not sp.issparse(m):
-        m = sp.csr_matrix(m)
-    m = m.tocsr()
-    m.data[:] = 1.0
-    m.sum_duplicates()
-    m.sort_indices()
-    return m
-
-
 def load_mtx(path: Path, num_features: int = 32, num_classes: int = 4, seed: int = 0) -> Graph:
     """A Matrix Market graph. Values are ignored (the graph is the pattern); features and labels are
     generated, since the files carry none: see :func:`with_generated_features`."""
@@ -144,10 +121,3 @@ def random_split(n: int, seed: int, train: float = 0.6, val: float = 0.2):
     a, b = int(train * n), int((train + val) * n)
     masks[0][perm[:a]], masks[1][perm[a:b]], masks[2][perm[b:]] = True, True, True
     return masks
-
-
-def _existing(path: Path) -> Path:
-    path = Path(path)
-    if not path.is_file():
-        raise DatasetNotFoundError(f"dataset file not found: {path}")
-    return path
