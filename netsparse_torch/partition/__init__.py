@@ -7,11 +7,22 @@ memory-mapped from a partitioned dataset on disk (:class:`PartitionedDataset`, w
 ``netsparse-partition``).
 """
 
+import importlib
+
 from netsparse_torch.partition.bounds import ROW_MODES, owner_of, row_bounds
-from netsparse_torch.partition.dataset import PartitionedDataset, write_partitioned
 from netsparse_torch.partition.partitioning import PARTITIONERS, Partitioning, partition_graph
-from netsparse_torch.partition.rank_shard import rank_shard
-from netsparse_torch.partition.shard import Shard, ShardBuilder
+
+# Shards hold torch tensors: they load on first use, so torch-free tools (netsparse-simulate and
+# hw_models, which only need row bounds) start without importing torch.
+_LAZY = {"PartitionedDataset": "dataset", "write_partitioned": "dataset", "rank_shard": "rank_shard",
+         "Shard": "shard", "ShardBuilder": "shard"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"netsparse_torch.partition.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["PARTITIONERS", "ROW_MODES", "PartitionedDataset", "Partitioning", "Shard", "ShardBuilder",
            "owner_of", "partition_graph", "rank_shard", "row_bounds", "write_partitioned"]
