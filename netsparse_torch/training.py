@@ -16,7 +16,7 @@ from netsparse_torch.backend import comm_stats
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.nn import DistGNN, DistGraph
 from netsparse_torch.partition import Partitioning, rank_shard
-from netsparse_torch.partition.rank_shard import Source
+from netsparse_torch.partition.source import Source
 
 
 def _allreduce(value: float | int, op=dist.ReduceOp.SUM, dtype=torch.float64) -> float:

@@ -14,7 +14,7 @@ from netsparse_torch.partition.partitioning import PARTITIONERS, Partitioning, p
 
 # Shards hold torch tensors: they load on first use, so torch-free tools (netsparse-simulate and
 # hw_models, which only need row bounds) start without importing torch.
-_LAZY = {"PartitionedDataset": "dataset", "write_partitioned": "dataset", "rank_shard": "rank_shard",
+_LAZY = {"PartitionedDataset": "dataset", "write_partitioned": "dataset", "rank_shard": "source",
          "Shard": "shard", "ShardBuilder": "shard"}
 
 
