@@ -1,6 +1,6 @@
 """Collect the JSON reports of a ``netsparse-simulate`` sweep into one Markdown table.
 
-    python -m hw_models.collect table1 docs/experiments/table1 [--out docs/experiments/table1.md]
+    python -m hw_models.collect table7 outputs/experiments/fig12 --k 16 [--out docs/experiments/fig12_table7.md]
 
 Each experiment config in ``configs/experiment/`` writes its reports to ``report_dir``; the table
 kinds below pick the report keys the paper's table or figure shows. All values are modeled.
@@ -88,13 +88,17 @@ def natural(name: str) -> tuple:
                  for p in parts)
 
 
-def load_reports(directory: Path) -> list[dict]:
-    """Every ``*.json`` report in ``directory``, sorted by matrix, nodes, topology, K and file name
-    (:func:`natural` order)."""
+def load_reports(directory: Path, k: int | None = None) -> list[dict]:
+    """Every ``*.json`` report in ``directory`` (only those of property size ``k`` when given), sorted
+    by matrix, nodes, topology, K and file name (:func:`natural` order)."""
     files = sorted(Path(directory).glob("*.json"))
     if not files:
         raise FileNotFoundError(f"no JSON reports in {directory}; run the experiment first")
     reports = [dict(json.loads(f.read_text()), _file=f.stem) for f in files]
+    if k is not None:
+        reports = [r for r in reports if r.get("k") == k]
+        if not reports:
+            raise FileNotFoundError(f"no JSON reports with K={k} in {directory}")
     paths = [p for _, p in _ID]
 
     def key(r: dict) -> tuple:
@@ -285,9 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("directory", type=Path)
     ap.add_argument("--out", type=Path, help="also write the Markdown table here")
     ap.add_argument("--png", type=Path, help="also save figure(s) here (speedup, table8, active_nodes, strong_scaling)")
+    ap.add_argument("--k", type=int, help="only the reports of this property size (e.g. Table 7 at K=16 of a K sweep)")
     args = ap.parse_args(argv)
     try:
-        reports = load_reports(args.directory)
+        reports = load_reports(args.directory, args.k)
     except FileNotFoundError as exc:
         print(f"hw_models.collect: error: {exc}", file=sys.stderr)
         return 2
