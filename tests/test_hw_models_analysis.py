@@ -13,6 +13,7 @@ from hydra import compose, initialize_config_dir
 from hw_models import analysis as A
 from hw_models import baselines as B
 from hw_models import definitions as D
+from hw_models import simulator as sim
 from hw_models.params import HardwareParams
 from netsparse_torch import simulate
 from netsparse_torch.errors import ConfigError, DatasetNotFoundError, GraphInputError
@@ -157,6 +158,13 @@ def test_strong_scaling_rows():
         for s in ("su_opt", "sa_opt"):
             assert r[f"{s}_full_overlap_s"] <= r[f"{s}_no_overlap_s"]
             assert r[f"{s}_full_overlap_s"] >= max(r["compute_s"], r[f"{s}_comm_s"]) - 1e-18
+
+
+def test_strong_scaling_one_node_gathers_nothing():
+    """With one node every column is local: no RIG command, no communication, for NetSparse too."""
+    rows = A.strong_scaling(_small(), HardwareParams(), [1, 2], k=16, simulator=sim.simulate)
+    assert rows[0]["netsparse_comm_s"] == 0.0 and rows[0]["netsparse_no_overlap_s"] == rows[0]["compute_s"]
+    assert rows[1]["netsparse_comm_s"] > 0.0
 
 
 def test_cli_run_luxembourg_paper_shape(tmp_path):
