@@ -78,8 +78,9 @@ def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, par
 
 def auto_batch_size(node_nnz: int, max_node_nnz: int, params: HardwareParams | None = None) -> int:
     """The RIG batch size ``batch_size=auto`` gives a node with ``node_nnz`` nonzeros when the largest
-    node has ``max_node_nnz``: ``min(32768, max(ceil(n / U), ceil(n_max / 2U)))`` with ``U`` client
-    units (the C++ rule the simulator and ``strategy=netsparse`` share; reasons in docs/simulator.md)."""
+    node has ``max_node_nnz``, with ``U`` client units: ``min(32768, max(own, ceil(n_max / 2U)))``, where
+    ``own`` is ``s = ceil(n / U)`` below 8192 and the power of two nearest ``2 s`` above (the C++ rule
+    the simulator and ``strategy=netsparse`` share; reasons in docs/simulator.md)."""
     from netsparse_torch._C import units as _units
 
     return int(_units.auto_batch_size(int(node_nnz), int(max_node_nnz), _client_units(params or HardwareParams())))

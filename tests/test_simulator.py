@@ -451,10 +451,17 @@ def test_infinite_cache_on_a_tiny_matrix():
 
 
 def test_auto_batch_size_by_hand():
-    """batch_size=auto = min(32768, max(ceil(n / U), ceil(n_max / 2U))), U = 16 client units."""
+    """batch_size=auto = min(32768, max(own, ceil(n_max / 2U))), U = 16 client units, s = ceil(n / U):
+    own = s below 8192, else the power of two nearest 2 s (log scale: 2^14.5 = 23170.5 splits 16384/32768)."""
     assert auto_batch_size(3104, 3104) == 194  # delaunay-like: every node alike, one command per unit
     assert auto_batch_size(4879, 58434) == 1827  # a light node next to a heavy one: ceil(58434 / 32)
     assert auto_batch_size(58434, 58434) == 3653  # the heavy node itself: ceil(58434 / 16)
+    assert auto_batch_size(16 * 8191, 16 * 8191) == 8191  # the last short stream: s itself
+    assert auto_batch_size(16 * 8192, 16 * 8192) == 16384  # the first long one: 2 s = 16384 exactly
+    assert auto_batch_size(16 * 11585, 16 * 11585) == 16384  # 2 s = 23170 < 23170.5
+    assert auto_batch_size(16 * 11586, 16 * 11586) == 32768  # 2 s = 23172 > 23170.5
+    assert auto_batch_size(248_920, 248_920) == 32768  # arabic@0.05-like: s = 15558, 2 s = 31116
+    assert auto_batch_size(42_158, 42_158) == 2635  # europe@0.05-like: a short stream
     assert auto_batch_size(5_000_000, 5_000_000) == 32768  # paper scale: the §8 default caps it
     assert auto_batch_size(0, 0) == 1
     assert auto_batch_size(100, 100, P4.replace(snic={"rig_units": 4})) == 50  # 2 client units

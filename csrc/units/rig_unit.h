@@ -83,7 +83,7 @@ struct RigContext {
   const uint8_t* local = nullptr;  // local property array, (row_end - row_start) rows
 };
 
-// batch_size=auto (issue 14 point 3): the RIG batch size for a node with `node_idxs` nonzeros when the
+// batch_size=auto: the RIG batch size for a node with `node_idxs` nonzeros when the
 // largest node has `max_node_idxs`, with `client_units` client units. Rule and reason in the .cpp.
 int64_t auto_batch_size(int64_t node_idxs, int64_t max_node_idxs, int64_t client_units);
 
