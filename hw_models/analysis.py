@@ -134,6 +134,7 @@ def analyze(a: Pattern | sp.spmatrix | sp.sparray, params: HardwareParams, k: in
         "speedup": {"sa_opt_vs_su_opt": _ratio(su.comm_time_s, sa.comm_time_s),
                     "netsparse_vs_su_opt": None, "netsparse_vs_sa_opt": None},
         "ablation": [],
+        "simulations": 0,  # C++ simulator runs made for this report (main run + distinct ablation stages)
         "active_nodes": None,
         "hardware": params.to_dict(),
     }
@@ -221,6 +222,7 @@ def _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, 
         if key not in done:
             done[key] = simulator(a, w, params, kk, kernel, settings[name])
         runs[name] = done[key]
+    report["simulations"] = len(done)
     full = runs["main"]
     t = float(full.node_time_s.max())
     tail = int(np.argmax(full.node_time_s))
