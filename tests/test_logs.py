@@ -128,3 +128,11 @@ def test_unknown_logger_is_one_line_before_any_rank(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "netsparse-train: error: unknown logger 'wandb'; choose one of none, csv, tensorboard"]
+
+
+def test_piped_partition_writes_whole_lines(tmp_path):
+    proc = run_cli("netsparse_torch.partition", "dataset=cora", "parts=2", f"out={tmp_path / 'shards'}",
+                   f"hydra.run.dir={tmp_path / 'run'}", timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "\r" not in proc.stdout and "\r" not in proc.stderr
+    assert "shards written 2/2  part 1: 1,354 rows" in proc.stdout.splitlines()  # rows: array_split of 2,708
