@@ -16,6 +16,7 @@ Everything goes to stdout, so the bar and the lines never land on different stre
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TextIO, TypeVar
@@ -33,6 +34,14 @@ def is_terminal(stream: TextIO) -> bool:
         return False
 
 
+def _terminal_size(stream: TextIO) -> tuple[int, int]:
+    """Columns and lines of the terminal behind ``stream``; zeros when it does not say."""
+    try:
+        return tuple(os.get_terminal_size(stream.fileno()))
+    except (AttributeError, ValueError, OSError):
+        return 0, 0
+
+
 class Progress:
     """A bar on a terminal, whole lines every ``every`` steps otherwise; nothing when ``enabled`` is
     false (e.g. on ranks other than 0). ``initial`` steps are already done (a resumed run)."""
@@ -47,8 +56,10 @@ class Progress:
         if enabled and (is_terminal(self.stream) if bar is None else bar):
             from tqdm import tqdm
 
+            # A terminal that reports no size (0 x 0, e.g. a fresh pseudo-terminal) would hide tqdm's bar.
+            sized = all(_terminal_size(self.stream))
             self.bar = tqdm(total=self.total, initial=initial, desc=desc, file=self.stream, leave=False,
-                            dynamic_ncols=True)
+                            dynamic_ncols=sized, ncols=None if sized else 100, nrows=None if sized else 24)
         self._done = int(initial)
 
     def update(self, done: int, line: str = "", **postfix) -> None:

@@ -6,12 +6,16 @@ and epoch time in its postfix. ``logger=csv|tensorboard`` write per-epoch metric
 """
 
 import csv
+import fcntl
 import io
+import json
 import os
 import pty
 import select
+import struct
 import subprocess
 import sys
+import termios
 import time
 
 import pytest
@@ -65,9 +69,12 @@ def test_piped_training_prints_whole_lines_every_log_every(tmp_path):
     assert (run_dir / "curves.png").read_bytes().startswith(b"\x89PNG")
 
 
-def _run_in_pty(cmd: list[str], timeout: float) -> tuple[int, str]:
-    """Run ``cmd`` with stdout and stderr on a pseudo-terminal; its exit code and everything it wrote."""
+def _run_in_pty(cmd: list[str], timeout: float, size: tuple[int, int] | None = (40, 120)) -> tuple[int, str]:
+    """Run ``cmd`` with stdout and stderr on a pseudo-terminal of ``size`` (lines, columns; ``None``: the
+    0 x 0 of a fresh one); its exit code and everything it wrote."""
     master, slave = pty.openpty()
+    if size is not None:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *size, 0, 0))
     env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="120")
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, cwd=ROOT, env=env)
     os.close(slave)
@@ -102,8 +109,6 @@ def test_terminal_training_shows_one_bar_with_loss_and_epoch_time(tmp_path):
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == ["epoch", "loss", "time_s", "feature_bytes", "train_acc", "val_acc", "test_acc"]
     assert [int(r["epoch"]) for r in rows] == list(range(12))
-    import json
-
     report = json.loads((tmp_path / "report.json").read_text())
     assert [float(r["loss"]) for r in rows] == [e["loss"] for e in report["epochs"]]
     assert [float(r["time_s"]) for r in rows] == [e["time_s"] for e in report["epochs"]]
@@ -111,6 +116,16 @@ def test_terminal_training_shows_one_bar_with_loss_and_epoch_time(tmp_path):
     assert all(r["test_acc"] == "" for r in rows[:-1])  # evaluated once, after the last epoch
     assert float(rows[-1]["test_acc"]) == report["final"]["test_acc"]
     assert float(rows[-1]["val_acc"]) == report["final"]["val_acc"]
+
+
+def test_bar_shows_on_a_terminal_that_reports_no_size():
+    """A fresh pseudo-terminal says 0 x 0; tqdm would hide its bar there."""
+    script = ("from netsparse_torch.progress import Progress\n"
+              "with Progress(3, 'epoch') as p:\n"
+              "    for i in (1, 2, 3):\n"
+              "        p.update(i, 'x', loss='0.5')\n")
+    code, out = _run_in_pty([sys.executable, "-c", script], timeout=120, size=None)
+    assert code == 0 and "3/3" in out and "loss=0.5" in out and "epoch 3/3  x" not in out
 
 
 def test_piped_simulation_prints_one_line_per_simulation(tmp_path):
