@@ -193,10 +193,11 @@ def _snic_sw(w, kk: int, params: HardwareParams, options: dict) -> dict:
 
 
 def without_wall_clock(report: dict) -> dict:
-    """A copy of ``report`` without its measured wall-clock fields: what must repeat exactly when the
-    same config runs again (everything left is modeled)."""
+    """A copy of ``report`` without its measured wall-clock fields and its ``provenance`` (date, host,
+    command): what must repeat exactly when the same config runs again (everything left is modeled)."""
     out = copy.deepcopy(report)
     out.pop("wall_clock_s", None)
+    out.pop("provenance", None)
     speed = out.get("strategies", {}).get("netsparse", {}).get("simulator", {})
     for key in ("wall_clock_s", "events_per_s", "prs_per_s"):
         speed.pop(key, None)
