@@ -93,7 +93,8 @@ def load_reports(directory: Path, k: int | None = None) -> list[dict]:
     by matrix, nodes, topology, K and file name (:func:`natural` order)."""
     files = sorted(Path(directory).glob("*.json"))
     if not files:
-        raise FileNotFoundError(f"no JSON reports in {directory}; run the experiment first")
+        raise FileNotFoundError(f"no JSON reports in {directory}; run the experiment first (for training runs "
+                                "and Hydra multirun directories, searched recursively: netsparse-compare)")
     reports = [dict(json.loads(f.read_text()), _file=f.stem) for f in files]
     if k is not None:
         reports = [r for r in reports if r.get("k") == k]

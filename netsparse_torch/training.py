@@ -106,24 +106,28 @@ class Trainer:
     def fit(self, run_dir: str | None = None) -> dict:
         epochs = int(self.cfg.epochs)
         traffic = self.dg.strategy.traffic
-        with self._progress(epochs) as progress, self._metrics(run_dir) as metrics:
-            for epoch in range(self.start_epoch, epochs):
-                before = traffic.total_bytes
-                t0 = time.perf_counter()
-                loss = self.train_epoch(epoch)
-                dt = _allreduce(time.perf_counter() - t0, op=dist.ReduceOp.MAX)
-                moved = int(_allreduce(traffic.total_bytes - before))
-                self.epochs.append({"epoch": epoch, "loss": loss, "time_s": dt, "feature_bytes": moved})
-                progress.update(epoch + 1, f"loss {loss:.4f}  time {dt * 1e3:8.2f} ms  feature bytes {moved:,}",
-                                loss=f"{loss:.4f}", epoch_ms=f"{dt * 1e3:.1f}")
-                metrics.log(epoch, loss=loss, time_s=dt, feature_bytes=moved)
-                every = int(self.cfg.checkpoint_every)
-                if every > 0 and (epoch + 1) % every == 0:
-                    self._save_checkpoint(epoch)
-            train_bytes = int(_allreduce(traffic.total_bytes))
-            scores = self.evaluate()
-            if self.epochs:
-                metrics.log(self.epochs[-1]["epoch"], **scores)
+        # Rank 0: a bar or a line every log_every epochs, and the logger= metrics (a CSV row is flushed
+        # per epoch, so a stopped run keeps what it finished).
+        progress, metrics = self._progress(epochs), self._metrics(run_dir)
+        for epoch in range(self.start_epoch, epochs):
+            before = traffic.total_bytes
+            t0 = time.perf_counter()
+            loss = self.train_epoch(epoch)
+            dt = _allreduce(time.perf_counter() - t0, op=dist.ReduceOp.MAX)
+            moved = int(_allreduce(traffic.total_bytes - before))
+            self.epochs.append({"epoch": epoch, "loss": loss, "time_s": dt, "feature_bytes": moved})
+            progress.update(epoch + 1, f"loss {loss:.4f}  time {dt * 1e3:8.2f} ms  feature bytes {moved:,}",
+                            loss=f"{loss:.4f}", epoch_ms=f"{dt * 1e3:.1f}")
+            metrics.log(epoch, loss=loss, time_s=dt, feature_bytes=moved)
+            every = int(self.cfg.checkpoint_every)
+            if every > 0 and (epoch + 1) % every == 0:
+                self._save_checkpoint(epoch)
+        progress.close()
+        train_bytes = int(_allreduce(traffic.total_bytes))
+        scores = self.evaluate()
+        if self.epochs:
+            metrics.log(self.epochs[-1]["epoch"], **scores)
+        metrics.close()
         return self._report(scores, train_bytes)
 
     def _progress(self, epochs: int) -> Progress:
