@@ -134,6 +134,7 @@ def analyze(a: Pattern | sp.spmatrix | sp.sparray, params: HardwareParams, k: in
         "speedup": {"sa_opt_vs_su_opt": _ratio(su.comm_time_s, sa.comm_time_s),
                     "netsparse_vs_su_opt": None, "netsparse_vs_sa_opt": None},
         "ablation": [],
+        "simulations": 0,  # C++ simulator runs made for this report (main run + distinct ablation stages)
         "active_nodes": None,
         "hardware": params.to_dict(),
     }
@@ -192,10 +193,11 @@ def _snic_sw(w, kk: int, params: HardwareParams, options: dict) -> dict:
 
 
 def without_wall_clock(report: dict) -> dict:
-    """A copy of ``report`` without its measured wall-clock fields: what must repeat exactly when the
-    same config runs again (everything left is modeled)."""
+    """A copy of ``report`` without its measured wall-clock fields and its ``provenance`` (date, host,
+    command): what must repeat exactly when the same config runs again (everything left is modeled)."""
     out = copy.deepcopy(report)
     out.pop("wall_clock_s", None)
+    out.pop("provenance", None)
     speed = out.get("strategies", {}).get("netsparse", {}).get("simulator", {})
     for key in ("wall_clock_s", "events_per_s", "prs_per_s"):
         speed.pop(key, None)
@@ -221,6 +223,7 @@ def _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, 
         if key not in done:
             done[key] = simulator(a, w, params, kk, kernel, settings[name])
         runs[name] = done[key]
+    report["simulations"] = len(done)
     full = runs["main"]
     t = float(full.node_time_s.max())
     tail = int(np.argmax(full.node_time_s))

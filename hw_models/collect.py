@@ -93,7 +93,8 @@ def load_reports(directory: Path, k: int | None = None) -> list[dict]:
     by matrix, nodes, topology, K and file name (:func:`natural` order)."""
     files = sorted(Path(directory).glob("*.json"))
     if not files:
-        raise FileNotFoundError(f"no JSON reports in {directory}; run the experiment first")
+        raise FileNotFoundError(f"no JSON reports in {directory}; run the experiment first (for training runs "
+                                "and Hydra multirun directories, searched recursively: netsparse-compare)")
     reports = [dict(json.loads(f.read_text()), _file=f.stem) for f in files]
     if k is not None:
         reports = [r for r in reports if r.get("k") == k]
@@ -192,6 +193,8 @@ def plot(kind: str, reports: list[dict], out: Path) -> list[Path]:
         return [_plot_active(plt, reports, out)]
     if kind == "table8":
         return [_plot_ablation(plt, reports, out)]
+    if kind == "sweep":
+        return [_plot_sweep(plt, reports, out)]
     matrices = sorted({r["matrix"]["name"] for r in reports})
     variants = sorted({_variant(r) for r in reports}, key=lambda v: (len(v), v))
     fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(matrices) * max(1, len(variants)) / 2), 3.5))
@@ -204,13 +207,107 @@ def plot(kind: str, reports: list[dict], out: Path) -> list[Path]:
             ax.bar(xs, ys, width, label=f"{label} {v}", align="edge")
     ax.set_xticks(range(len(matrices)), matrices, rotation=30, ha="right", fontsize=7)
     ax.set_yscale("log")
-    ax.axhline(1.0, color="k", lw=0.5)
+    ax.axhline(1.0, color="k", lw=0.8, ls="--", label="1x (SUOpt)")
     ax.set_ylabel("speedup vs SUOpt (modeled)")
-    ax.legend(fontsize=6, ncol=2)
+    _legend_outside(ax)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return [out]
+
+
+def _legend_outside(ax, fontsize: int = 6) -> None:
+    """A legend right of the axes, where it cannot cover data."""
+    ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+
+
+IGNORED_KEYS = ("tag", "report_dir", "report_path", "plots", "analog_cache", "hydra")
+"""Config keys that name where a run wrote, not what it modeled; never a swept column."""
+
+
+def flatten(tree, prefix: str = "") -> dict:
+    """``{"a.b": leaf}`` of a nested dict (lists are leaves)."""
+    if not isinstance(tree, dict):
+        return {prefix: tree}
+    out: dict = {}
+    for key, value in tree.items():
+        out.update(flatten(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
+    return out
+
+
+def varying_keys(flats: list[dict], ignored: tuple[str, ...] = IGNORED_KEYS) -> list[str]:
+    """The keys whose values differ between the flattened configs ``flats`` (first-seen order)."""
+    keys = list(dict.fromkeys(k for f in flats for k in f))
+    return [k for k in keys if k.split(".")[0] not in ignored and len({repr(f.get(k)) for f in flats}) > 1]
+
+
+def swept_values(reports: list[dict]) -> tuple[list[str], list[dict]]:
+    """The swept keys of a simulator sweep and each report's values of them: from the reports' ``config``
+    (the command-line names, e.g. ``batch_size``), or from ``hardware`` for reports without one."""
+    source = "config" if all(r.get("config") for r in reports) else "hardware"
+    flats = [flatten(r.get(source) or {}) for r in reports]
+    keys = [k for k in varying_keys(flats) if k != "matrix"]
+    return keys, [{k: f.get(k) for k in keys} for f in flats]
+
+
+def _number(value) -> float | None:
+    """A swept value as a number (``inf``/``.inf`` -> infinity), ``None`` when it is not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return float(str(value).lstrip("."))  # ".inf" (YAML) and "inf" (strict JSON)
+    except ValueError:
+        return None
+
+
+def _plot_sweep(plt, reports: list[dict], out: Path) -> Path:
+    """Figs. 15-18: NetSparse time and speedup over the swept value, one line per matrix (and per value of
+    any second swept key); a log x axis for numeric values, infinity drawn right of the largest value."""
+    keys, values = swept_values(reports)
+    xkey = keys[0] if keys else "run"
+    xs_raw = [v.get(xkey) if keys else r["_file"] for v, r in zip(values, reports, strict=True)]
+    nums = [_number(x) for x in xs_raw]
+    numeric = all(n is not None for n in nums)
+    labels: dict[float, str] = {}
+    if numeric:  # a log axis: 0 sits left of the smallest positive value, infinity right of the largest
+        finite = [n for n in nums if math.isfinite(n) and n > 0] or [1.0]
+        spot = {0.0: min(finite) / 4, math.inf: max(finite) * 4}
+        xs = [spot.get(n, n) for n in nums]
+        labels = {x: ("inf" if math.isinf(n) else f"{n:g}") for x, n in zip(xs, nums, strict=True)}
+    else:
+        order = list(dict.fromkeys(str(x) for x in xs_raw))
+        xs = [order.index(str(x)) for x in xs_raw]
+    fig, (t_ax, s_ax) = plt.subplots(1, 2, figsize=(9, 3.3))
+    series: dict[str, list[tuple]] = {}
+    for r, v, x in zip(reports, values, xs, strict=True):
+        others = ", ".join(f"{k}={v[k]}" for k in keys[1:])
+        label = f"{r['matrix']['name']} K={r['k']}" + (f", {others}" if others else "")
+        series.setdefault(label, []).append((x, lookup(r, "strategies.netsparse.comm_time_s"),
+                                             lookup(r, "speedup.netsparse_vs_su_opt")))
+    for i, (label, pts) in enumerate(series.items()):
+        pts.sort()
+        for ax, j, scale in ((t_ax, 1, 1e6), (s_ax, 2, 1.0)):
+            xy = [(p[0], p[j] * scale) for p in pts if p[j] is not None]
+            if xy:
+                ax.plot(*zip(*xy, strict=True), marker="o", ms=3, color=f"C{i % 10}", label=label)
+    s_ax.axhline(1.0, color="k", lw=0.8, ls="--", label="1x (SUOpt)")
+    t_ax.set_ylabel("NetSparse comm time (us, modeled)")
+    s_ax.set_ylabel("NetSparse speedup vs SUOpt (modeled)")
+    for ax in (t_ax, s_ax):
+        ax.set_xlabel(xkey)
+        if numeric and all(x > 0 for x in xs):  # a negative swept value keeps a linear axis
+            ax.set_xscale("log")
+            ax.set_xticks(sorted(labels), [labels[x] for x in sorted(labels)], fontsize=7)
+            ax.minorticks_off()
+        elif not numeric:
+            ax.set_xticks(range(len(order)), order, fontsize=7, rotation=30, ha="right")
+    _legend_outside(s_ax)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
 
 
 def _variant(r: dict) -> str:
@@ -240,9 +337,10 @@ def _plot_scaling(plt, reports: list[dict], model: str, out: Path) -> Path:
         ax.set_ylabel("us (modeled)", fontsize=7)
     for ax in axes.ravel()[n:]:
         ax.axis("off")
-    axes.ravel()[0].legend(fontsize=5)
+    handles, labels = axes.ravel()[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=6, loc="lower center", ncol=4, bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(f"strong scaling, compute model {model}", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))  # room for the legend below the panels
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
@@ -256,7 +354,7 @@ def _plot_active(plt, reports: list[dict], out: Path) -> Path:
                 label=f"{r['matrix']['name']} K={r['k']}")
     ax.set_xlabel("time (us, modeled)")
     ax.set_ylabel("active nodes")
-    ax.legend(fontsize=6)
+    _legend_outside(ax)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
@@ -273,9 +371,9 @@ def _plot_ablation(plt, reports: list[dict], out: Path) -> Path:
         ax.bar([i + j * width - 0.4 for i in range(len(reports))], ys, width, label=stage, align="edge")
     ax.set_xticks(range(len(reports)), [r["matrix"]["name"] for r in reports], rotation=30, ha="right", fontsize=7)
     ax.set_yscale("log")
-    ax.axhline(1.0, color="k", lw=0.5)
+    ax.axhline(1.0, color="k", lw=0.8, ls="--", label="1x (SUOpt)")
     ax.set_ylabel("speedup vs SUOpt (modeled)")
-    ax.legend(fontsize=6, ncol=5)
+    _legend_outside(ax)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)

@@ -28,10 +28,10 @@ from functools import partial
 import numpy as np
 import torch
 import torch.distributed as dist
-from tqdm import tqdm
 
 from netsparse_torch.comm.twoface.cost import DEFAULT_PROFILE, Coefficients
 from netsparse_torch.errors import NetsparseError
+from netsparse_torch.progress import Progress
 
 SYNC_GRID = list(itertools.product([16, 64, 128], [32, 128, 512], [4, 16]))  # K, W, S
 ASYNC_GRID = list(itertools.product([16, 64, 128], [64, 512, 2048], [4, 64]))  # K, L, S
@@ -116,17 +116,17 @@ def measure(rank: int, world_size: int, repeats: int) -> dict[str, list[tuple]]:
     x = torch.randn(16384, 128)
     gen = torch.Generator().manual_seed(0)
     total = len(SYNC_GRID) + len(ASYNC_GRID) + len(COMP_GRID)
-    bar = tqdm(total=total, desc="calibrate", disable=rank != 0, file=sys.stdout)
+    bar = Progress(total, "calibrate", every=10, enabled=rank == 0)  # a bar on a terminal, lines otherwise
     samples: dict[str, list[tuple]] = {"sync": [], "async": [], "comp": []}
     for k, w, s in SYNC_GRID:
         samples["sync"].append((k, w, s, _timed(_sync(rank, k, w, s, x), repeats)))
-        bar.update()
+        bar.update(len(samples["sync"]), f"sync K={k} W={w} S={s}")
     for k, rows, s in ASYNC_GRID:
         samples["async"].append((k, rows, s, _timed(_async(rank, k, rows, s, x), repeats)))
-        bar.update()
+        bar.update(len(SYNC_GRID) + len(samples["async"]), f"async K={k} L={rows} S={s}")
     for k, nnz, s in COMP_GRID:
         samples["comp"].append((k, nnz, s, _timed(_comp(k, nnz, s, gen), repeats)))
-        bar.update()
+        bar.update(total - len(COMP_GRID) + len(samples["comp"]), f"comp K={k} N={nnz} S={s}")
     bar.close()
     return samples
 

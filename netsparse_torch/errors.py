@@ -32,3 +32,7 @@ class RigTimeoutError(NetsparseError, TimeoutError):
 class PartitionedDatasetError(GraphInputError):
     """A partitioned dataset directory is inconsistent: a truncated or altered shard file, a checksum
     mismatch, or a manifest of another format version."""
+
+
+class ReportInputError(NetsparseError):
+    """A file or directory given to a report tool (``netsparse-compare``) holds no usable report."""

@@ -24,6 +24,8 @@ from netsparse_torch.graph import load_dataset
 from netsparse_torch.launch import launch, under_torchrun
 from netsparse_torch.partition import PartitionedDataset, partition_graph
 from netsparse_torch.report import build_train_report, summary_lines, write_json
+from netsparse_torch.report.curves import save_curves
+from netsparse_torch.report.metrics import check_logger
 from netsparse_torch.report.modeled import add_modeled, check_cluster, modeled_lines
 from netsparse_torch.training import train_rank
 
@@ -71,8 +73,11 @@ def run(cfg: DictConfig) -> dict | None:
     else:
         partitioning = partition_graph(data.adj, int(cfg.world_size), str(cfg.partition), **partition_settings(cfg))
     check_cluster(cfg, data)
+    check_logger(str(cfg.get("logger") or "none"))
+    out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
+    args = (data, cfg, partitioning, str(out_dir) if out_dir else None)
     with switch_service(cfg) as switches:  # fabric=switch: start (or configure) the switches; always stopped
-        result = launch(train_rank, int(cfg.world_size), (data, cfg, partitioning), timeout_s=float(cfg.timeout_s))
+        result = launch(train_rank, int(cfg.world_size), args, timeout_s=float(cfg.timeout_s))
         switch_report = switches.report() if switches is not None and result is not None else None
     if result is None:
         return None
@@ -80,12 +85,12 @@ def run(cfg: DictConfig) -> dict | None:
     if switch_report is not None:
         report["switches"] = switch_report  # measured counters of every switch, [{name, role, counters}]
     add_modeled(report, cfg, data)  # cluster=<target>: modeled epoch on virtual nodes (not measured)
-    out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
     paths = write_json(report, cfg.get("report_path"), out_dir / "report.json" if out_dir else None)
+    curves = save_curves(report, paths[-1].parent) if paths else None
     for line in summary_lines(report) + modeled_lines(report.get("modeled")):
         print(line)
-    for p in paths:
-        print(f"  report       {p}")
+    for p in [*paths, curves] if curves else paths:
+        print(f"  written      {p}")
     return report
 
 

@@ -10,13 +10,14 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from tqdm import tqdm
 
 from netsparse_torch.backend import comm_stats
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.nn import DistGNN, DistGraph
 from netsparse_torch.partition import Partitioning, rank_shard
 from netsparse_torch.partition.source import Source
+from netsparse_torch.progress import DEFAULT_EVERY, Progress
+from netsparse_torch.report.metrics import MetricsLogger, open_logger
 
 
 def _allreduce(value: float | int, op=dist.ReduceOp.SUM, dtype=torch.float64) -> float:
@@ -102,28 +103,42 @@ class Trainer:
         return scores
 
     # -- the run --------------------------------------------------------------------------------
-    def fit(self) -> dict:
+    def fit(self, run_dir: str | None = None) -> dict:
         epochs = int(self.cfg.epochs)
         traffic = self.dg.strategy.traffic
-        bar = tqdm(range(self.start_epoch, epochs), desc="train", disable=self.rank != 0,
-                   initial=self.start_epoch, total=epochs, leave=False)
-        for epoch in bar:
+        # Rank 0: a bar or a line every log_every epochs, and the logger= metrics (a CSV row is flushed
+        # per epoch, so a stopped run keeps what it finished).
+        progress, metrics = self._progress(epochs), self._metrics(run_dir)
+        for epoch in range(self.start_epoch, epochs):
             before = traffic.total_bytes
             t0 = time.perf_counter()
             loss = self.train_epoch(epoch)
             dt = _allreduce(time.perf_counter() - t0, op=dist.ReduceOp.MAX)
             moved = int(_allreduce(traffic.total_bytes - before))
             self.epochs.append({"epoch": epoch, "loss": loss, "time_s": dt, "feature_bytes": moved})
-            if self.rank == 0:
-                tqdm.write(f"epoch {epoch:4d}  loss {loss:.4f}  time {dt * 1e3:8.2f} ms  "
-                           f"feature bytes {moved:,}")
+            progress.update(epoch + 1, f"loss {loss:.4f}  time {dt * 1e3:8.2f} ms  feature bytes {moved:,}",
+                            loss=f"{loss:.4f}", epoch_ms=f"{dt * 1e3:.1f}")
+            metrics.log(epoch, loss=loss, time_s=dt, feature_bytes=moved)
             every = int(self.cfg.checkpoint_every)
             if every > 0 and (epoch + 1) % every == 0:
                 self._save_checkpoint(epoch)
-        bar.close()
+        progress.close()
         train_bytes = int(_allreduce(traffic.total_bytes))
         scores = self.evaluate()
+        if self.epochs:
+            metrics.log(self.epochs[-1]["epoch"], **scores)
+        metrics.close()
         return self._report(scores, train_bytes)
+
+    def _progress(self, epochs: int) -> Progress:
+        """Rank 0's epoch progress: a bar on a terminal, a line every ``log_every`` epochs otherwise."""
+        return Progress(epochs, "epoch", every=int(self.cfg.get("log_every") or DEFAULT_EVERY),
+                        enabled=self.rank == 0, initial=self.start_epoch)
+
+    def _metrics(self, run_dir: str | None) -> MetricsLogger:
+        """Rank 0's ``logger=`` (metrics.csv or TensorBoard events in the run directory)."""
+        name = str(self.cfg.get("logger") or "none")
+        return open_logger(name, run_dir) if self.rank == 0 else MetricsLogger()
 
     def _report(self, scores: dict, train_bytes: int) -> dict:
         traffic = self.dg.strategy.traffic
@@ -181,8 +196,9 @@ class Trainer:
         self.start_epoch = int(state["epoch"]) + 1
 
 
-def train_rank(rank: int, world_size: int, data: Source, cfg, partitioning: Partitioning | None = None) -> dict:
+def train_rank(rank: int, world_size: int, data: Source, cfg, partitioning: Partitioning | None = None,
+               run_dir: str | None = None) -> dict:
     """Entry point of each rank (see :func:`netsparse_torch.launch.launch`): ``data`` is the whole graph
     (cut by ``partitioning``, or by ``cfg.partition`` on the rank) or a partitioned dataset (this rank
-    reads only its shard)."""
-    return Trainer(rank, world_size, data, cfg, partitioning).fit()
+    reads only its shard); rank 0 writes ``logger=`` metrics into ``run_dir``."""
+    return Trainer(rank, world_size, data, cfg, partitioning).fit(run_dir)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -52,17 +53,19 @@ def switches_override(spec: dict) -> str:
 def start_training(tmp_path, spec, *overrides) -> subprocess.Popen:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     cmd = [sys.executable, "-m", "netsparse_torch.train", *COMMON, switches_override(spec),
-           f"hydra.run.dir={tmp_path / 'run'}", *overrides]
+           f"hydra.run.dir={tmp_path / 'run'}", "log_every=1", *overrides]  # a line per epoch through the pipe
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def wait_for_epoch(proc: subprocess.Popen, epoch: int, deadline_s: float = 240) -> None:
+    """Until the progress line ``epoch <done>/<total>`` says epoch ``epoch`` (0-based) has finished."""
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         line = proc.stdout.readline()
         if not line and proc.poll() is not None:
             raise AssertionError(f"training ended before epoch {epoch}: {proc.stderr.read()[-2000:]}")
-        if line.startswith(f"epoch {epoch:4d}") or f"epoch {epoch:4d} " in line:
+        done = re.match(r"epoch\s+(\d+)/\d+", line)
+        if done and int(done.group(1)) > epoch:
             return
     raise AssertionError(f"no epoch {epoch} within {deadline_s} s")
 

@@ -308,4 +308,4 @@ def test_cli_picks_the_extra_strategies_and_snic_sw_parameters(tmp_path):
     with pytest.raises(ConfigError, match="unknown strategies"):
         simulate.run(_cfg(*base, "strategies=[nosuch]"))
     with pytest.raises(ConfigError, match="snic_sw"):
-        simulate.run(_cfg(*base, "snic_sw.slowdown=0"))
+        simulate.run(_cfg(*base, "strategies=[snic_sw]", "snic_sw.slowdown=0"))

@@ -124,23 +124,25 @@ def test_cli_packet_report_equals_the_plain_simulator(tmp_path):
     r = cli.run(_cfg(*common, "link_layer=packet"), tmp_path / "p")
     a = cli.read_mtx(KARATE)
     params = cli.hardware_params(_cfg(*common))
-    ref = analysis.analyze(a, params, k=16, simulator=simulate, ablation=False)
+    ref = analysis.analyze(a, params, k=16, simulator=simulate, ablation=False, extras=[])
     ref["matrix"]["name"] = r["matrix"]["name"]
     r, ref = analysis.without_wall_clock(r), analysis.without_wall_clock(ref)
+    assert r.pop("kind") == "simulate" and r.pop("config")["link_layer"] == "packet"  # the CLI's own keys
     assert "link_layer" not in r["strategies"]["netsparse"]
     assert json.dumps(r, sort_keys=True) == json.dumps(ref, sort_keys=True)
 
 
 def test_cli_flit_reports_link_layer(tmp_path, capsys):
     r = cli.run(_cfg(f"matrix={KARATE}", "nodes=4", "rack_size=2", "plots=false", "ablation=false",
-                     "link_layer=flit", "flit.flit_bytes=8"), tmp_path)
+                     "link_layer=flit", "flit.flit_bytes=8", "strategies=[two_face,snic_sw,switch_aggregate]"),
+                tmp_path)
     ll = r["strategies"]["netsparse"]["link_layer"]
     assert ll["mode"] == "flit" and ll["config"]["flit_bytes"] == 8 and ll["flits"] > 0
     saved = json.loads((tmp_path / "report.json").read_text())
     assert saved["strategies"]["netsparse"]["link_layer"] == ll
     out = capsys.readouterr().out
     assert "inter-rack flits (8 B)" in out and "NetSparse comm time (flits on inter-rack links)" in out
-    # the default extras sit next to SUOpt, SAOpt and NetSparse, in the report and in the summary
+    # the extras asked for sit next to SUOpt, SAOpt and NetSparse, in the report and in the summary
     assert set(r["strategies"]) == {"su_opt", "sa_opt", "two_face", "snic_sw", "switch_aggregate", "netsparse"}
     assert all(v["comm_time_s"] > 0 for v in r["strategies"].values())
     for line in ("SUOpt comm time", "SAOpt comm time", "Two-Face comm time", "(snic_sw) comm time",

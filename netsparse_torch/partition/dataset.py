@@ -22,12 +22,12 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 import torch
-from tqdm import tqdm
 
 from netsparse_torch.errors import ConfigError, DatasetNotFoundError, PartitionedDatasetError
 from netsparse_torch.graph import Graph
 from netsparse_torch.partition.partitioning import Partitioning
 from netsparse_torch.partition.shard import SPLITS, Shard, ShardBuilder
+from netsparse_torch.progress import Progress
 
 FORMAT = "netsparse-partitioned-dataset"
 FORMAT_VERSION = 1
@@ -86,10 +86,12 @@ def write_partitioned(graph: Graph, partitioning: Partitioning, out: Path | str,
                    "original_to_new": _save(out, "permutation/new_ids.npy", order if new_ids is None else new_ids)}
     builder = ShardBuilder(graph, partitioning)
     per_part = []
-    for part in tqdm(range(partitioning.parts), desc="write shards", disable=not progress, leave=False):
-        shard = builder.shard(part)
-        files = {k: _save(out, f"part-{part:05d}/{k}.npy", v) for k, v in shard_arrays(shard).items()}
-        per_part.append({"part": part, **shard.stats(), "files": files})
+    with Progress(partitioning.parts, "shards written", enabled=progress) as bar:  # lines when piped
+        for part in range(partitioning.parts):
+            shard = builder.shard(part)
+            files = {k: _save(out, f"part-{part:05d}/{k}.npy", v) for k, v in shard_arrays(shard).items()}
+            per_part.append({"part": part, **shard.stats(), "files": files})
+            bar.update(part + 1, f"part {part}: {per_part[-1]['rows']:,} rows")
     manifest = {
         "format": FORMAT, "format_version": FORMAT_VERSION,
         "dataset": {"name": graph.name, "nodes": graph.num_nodes, "nnz": graph.nnz, "features": graph.num_features,

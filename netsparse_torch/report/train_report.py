@@ -9,6 +9,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from netsparse_torch.report.provenance import provenance
+
 #: The per-rank summary of the report: partition sizes and the rank's peak RSS (getrusage, bytes).
 PER_RANK = ("rank", "rows", "nnz", "halo", "edge_cut", "peak_rss_bytes")
 
@@ -61,6 +63,7 @@ def build_train_report(cfg, graph, result: dict, wall_s: float) -> dict:
         **extra,
         "wall_s": wall_s,
         "config": OmegaConf.to_container(cfg, resolve=True),
+        "provenance": provenance(),
     }
 
 
@@ -72,14 +75,36 @@ def _median(xs: list[float]) -> float:
     return s[mid] if len(s) % 2 else 0.5 * (s[mid - 1] + s[mid])
 
 
+def strict(value):
+    """``value`` as strict JSON data: NaN becomes ``null`` (e.g. the loss of a run with ``epochs=0``),
+    +-infinity the strings ``"inf"``/``"-inf"`` (e.g. ``cache_bytes=.inf``), numpy scalars and arrays
+    plain numbers and lists."""
+    if isinstance(value, dict):
+        return {str(k): strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if hasattr(value, "tolist") and not isinstance(value, int | float):  # numpy scalar or array
+        return strict(value.tolist())
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+    return value
+
+
 def write_json(report: dict, *paths: Path | str | None) -> list[Path]:
+    """Write ``report`` as strict JSON (:func:`strict`; no ``NaN``/``Infinity`` tokens) to each path."""
+    text = json.dumps(strict(report), indent=2, allow_nan=False, default=float)
     written = []
     for p in paths:
         if p is None:
             continue
         p = Path(p)
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(report, indent=2, default=float))
+        p.write_text(text)
         written.append(p)
     return written
 

@@ -1,0 +1,99 @@
+"""Progress of a long loop that reads well anywhere (issue 16 point 2).
+
+On a terminal: one live tqdm bar whose postfix shows the latest values (loss, epoch time). When stdout
+is not a terminal (a pipe, ``| tee``, CI, a batch scheduler's log file): no bar and no carriage
+returns, only whole plain lines, one every ``every`` steps and always one for the last step, so a log
+file reads line by line and never interleaves a bar with the text.
+
+    progress = Progress(total=200, desc="epoch", every=10)
+    for epoch in range(200):
+        ...
+        progress.update(epoch + 1, f"loss {loss:.4f}", loss=f"{loss:.4f}")
+    progress.close()
+
+Everything goes to stdout, so the bar and the lines never land on different streams.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TextIO, TypeVar
+
+T = TypeVar("T")
+
+#: Lines per ``log_every`` steps when stdout is not a terminal; our choice: 20 lines for a 200-epoch run.
+DEFAULT_EVERY = 10
+
+
+def is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a closed or fake stream
+        return False
+
+
+def _terminal_size(stream: TextIO) -> tuple[int, int]:
+    """Columns and lines of the terminal behind ``stream``; zeros when it does not say."""
+    try:
+        return tuple(os.get_terminal_size(stream.fileno()))
+    except (AttributeError, ValueError, OSError):
+        return 0, 0
+
+
+class Progress:
+    """A bar on a terminal, whole lines every ``every`` steps otherwise; nothing when ``enabled`` is
+    false (e.g. on ranks other than 0). ``initial`` steps are already done (a resumed run)."""
+
+    def __init__(self, total: int, desc: str, every: int = DEFAULT_EVERY, enabled: bool = True,
+                 initial: int = 0, stream: TextIO | None = None, bar: bool | None = None):
+        if every < 1:
+            raise ValueError(f"log_every must be >= 1, got {every}")
+        self.total, self.desc, self.every, self.enabled = int(total), desc, int(every), enabled
+        self.stream = stream or sys.stdout
+        self.bar = None
+        if enabled and (is_terminal(self.stream) if bar is None else bar):
+            from tqdm import tqdm
+
+            # A terminal that reports no size (0 x 0, e.g. a fresh pseudo-terminal) would hide tqdm's bar.
+            sized = all(_terminal_size(self.stream))
+            self.bar = tqdm(total=self.total, initial=initial, desc=desc, file=self.stream, leave=False,
+                            dynamic_ncols=sized, ncols=None if sized else 100, nrows=None if sized else 24)
+        self._done = int(initial)
+
+    def update(self, done: int, line: str = "", **postfix) -> None:
+        """``done`` steps of ``total`` are finished; ``line`` describes the last one (plain mode),
+        ``postfix`` are the values the bar shows."""
+        if not self.enabled:
+            return
+        if self.bar is not None:
+            self.bar.update(done - self._done)
+            if postfix:
+                self.bar.set_postfix(postfix, refresh=True)
+        elif done % self.every == 0 or done == self.total:
+            width = len(str(self.total))
+            print(f"{self.desc} {done:{width}d}/{self.total}" + (f"  {line}" if line else ""),
+                  file=self.stream, flush=True)
+        self._done = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def iterate(items: Sequence[T] | Iterable[T], desc: str, every: int = 1, min_items: int = 2) -> Iterator[T]:
+    """Yield ``items`` with a :class:`Progress` (one line per finished item by default); no output
+    for fewer than ``min_items`` items."""
+    items = list(items)
+    with Progress(len(items), desc, every=every, enabled=len(items) >= min_items) as progress:
+        for i, item in enumerate(items):
+            yield item
+            progress.update(i + 1, f"{item} done")
