@@ -17,7 +17,9 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from netsparse_torch import checkpoint
 from netsparse_torch.comm import STRATEGIES
+from netsparse_torch.config_check import check_group_overrides, check_values
 from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.fabric.lifecycle import switch_service
 from netsparse_torch.graph import load_dataset
@@ -25,6 +27,7 @@ from netsparse_torch.launch import launch, under_torchrun
 from netsparse_torch.partition import PartitionedDataset, partition_graph
 from netsparse_torch.report import build_train_report, summary_lines, write_json
 from netsparse_torch.report.modeled import add_modeled, check_cluster, modeled_lines
+from netsparse_torch.signals import Interrupted, stop_on_signals
 from netsparse_torch.training import train_rank
 
 log = logging.getLogger("netsparse_torch.train")
@@ -42,11 +45,7 @@ def config_dir() -> str:
 def check_config(cfg: DictConfig) -> None:
     if str(cfg.strategy.name) not in STRATEGIES:
         raise ConfigError(f"unknown strategy {cfg.strategy.name!r}; choose one of {', '.join(sorted(STRATEGIES))}")
-    for key in ("world_size", "hidden"):
-        if int(cfg[key]) < 1:
-            raise ConfigError(f"{key} must be >= 1, got {cfg[key]}")
-    if int(cfg.epochs) < 0:
-        raise ConfigError(f"epochs must be >= 0, got {cfg.epochs}")
+    check_values(cfg)
 
 
 def partition_settings(cfg: DictConfig) -> dict:
@@ -63,6 +62,8 @@ def run(cfg: DictConfig) -> dict | None:
     (its manifest): each rank memory-maps its own shard, and no process loads the whole graph.
     """
     check_config(cfg)
+    out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
+    checkpoint.prepare(cfg, out_dir)  # default folder in the run's directory; resume=true: the same run?
     t0 = time.perf_counter()
     data = load_dataset(cfg.dataset)
     partitioning = None
@@ -80,7 +81,6 @@ def run(cfg: DictConfig) -> dict | None:
     if switch_report is not None:
         report["switches"] = switch_report  # measured counters of every switch, [{name, role, counters}]
     add_modeled(report, cfg, data)  # cluster=<target>: modeled epoch on virtual nodes (not measured)
-    out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
     paths = write_json(report, cfg.get("report_path"), out_dir / "report.json" if out_dir else None)
     for line in summary_lines(report) + modeled_lines(report.get("modeled")):
         print(line)
@@ -101,7 +101,18 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    _hydra_main()
+    try:  # a wrong config group choice is one line here, not Hydra's multi-line composition error
+        check_group_overrides(sys.argv[1:], config_dir())
+    except ConfigError as exc:
+        print(f"netsparse-train: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    try:
+        with stop_on_signals():  # SIGTERM/SIGINT: every rank and switch stopped on the way out
+            _hydra_main()
+    except Interrupted as stop:
+        print(f"netsparse-train: stopped by {stop}: every rank and switch stopped, no report written",
+              file=sys.stderr)
+        sys.exit(stop.exit_code)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from netsparse_torch.calibrate import ASYNC_GRID, COMP_GRID, SYNC_GRID, fit
+from netsparse_torch.calibrate import ASYNC_GRID, COMP_GRID, SYNC_GRID, fit, overlap_of
 from netsparse_torch.comm.twoface import Coefficients
 
 TRUE = Coefficients(beta_s=3.0e-10, alpha_s=2.0e-6, beta_a=5.0e-9, alpha_a=1.5e-5, gamma_a=1.0e-8,
@@ -37,3 +37,10 @@ def test_fit_rejects_missing_timings():
     data["comp"] = data["comp"][:1]
     with pytest.raises(ValueError, match="'comp'"):
         fit(data)
+
+
+@pytest.mark.parametrize("both, want", [(10.0, "max"), (12.9, "max"), (13.0, "sum"), (16.0, "sum")])
+def test_overlap_decision_by_hand(both, want):
+    # sync alone 10, async alone 6: fully overlapped = 10, serial = 16; halfway is 13.
+    probe = {"sync_s": 10.0, "async_s": 6.0, "both_s": both, "serial_fraction": (both - 10.0) / 6.0}
+    assert overlap_of(probe) == want
