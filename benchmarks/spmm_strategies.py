@@ -4,7 +4,8 @@
     python benchmarks/spmm_strategies.py --graph ego-twitter,luxembourg_osm --k 32,128 \
         --strategies su,sa,ds2,ds4,twoface
     python benchmarks/spmm_strategies.py --partition rows,metis      # both partitions in the same launch
-    python benchmarks/spmm_strategies.py --strategies su,sa,twoface,twoface_defaults --twoface-profile P.json
+    python benchmarks/spmm_strategies.py --strategies su,sa,twoface,twoface_max,twoface_defaults \
+        --twoface-profile P.json
 
 ``dsC`` is dense shifting with replication C; several graphs/Ks run one after the other. Each
 partition (``rows``, ``nnz``, ``metis``: computed once, before the launch) gets its own DistGraphs.
@@ -19,6 +20,7 @@ local kernel comparison, and writes benchmarks/results/spmm_strategies-<graph>-k
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -39,14 +41,27 @@ from netsparse_torch.partition import PARTITIONERS, partition_graph  # noqa: E40
 
 def strategy_options(name: str, profile: str | None = None) -> tuple[str, dict]:
     """``ds2`` -> ("ds", {"replication": 2}); ``twoface`` gets the calibration ``profile`` (None: its
-    documented defaults), ``twoface_defaults`` always the defaults; other names have no options."""
+    documented defaults), ``twoface_defaults`` always the defaults, ``twoface_max`` the profile with
+    ``overlap=max``; other names have no options."""
     if name.startswith("ds") and name[2:].isdigit():
         return "ds", {"replication": int(name[2:])}
     if name == "twoface":
         return name, {"profile": profile}
     if name == "twoface_defaults":  # Table 3 and overlap=max, beside a profiled twoface in the same run
         return "twoface", {"profile": None}
+    if name == "twoface_max":  # the profile's coefficients with overlap=max: the overlap rule alone changed
+        return "twoface", {"profile": str(with_overlap(profile, "max"))}
     return name, {}
+
+
+def with_overlap(profile: str | None, overlap: str) -> Path:
+    """A copy of ``profile`` beside it with ``overlap`` replaced."""
+    if profile is None:
+        raise SystemExit("twoface_max needs --twoface-profile")
+    data = json.loads(Path(profile).read_text())
+    out = Path(profile).with_suffix(f".{overlap}.json")
+    out.write_text(json.dumps({**data, "overlap": overlap}, indent=2))
+    return out
 
 
 def time_strategies(rank, world_size, graph, strategies, k, repeats, partitionings, profile=None):

@@ -68,3 +68,5 @@ def check_values(cfg) -> None:
     for key in FLAGS:
         if key in cfg and not isinstance(cfg[key], bool):
             raise ConfigError(f"{key} must be true or false, got {cfg[key]!r}")
+    if cfg.get("patience", 0) > 0 and cfg.get("eval_every", 0) == 0:
+        raise ConfigError(f"patience={cfg.patience} needs evaluations during training: set eval_every=N (N >= 1)")

@@ -86,6 +86,10 @@ def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 1
         init_rank(rank, ws, timeout_s)
         try:
             out = fn(rank, ws, *args)
+        except dist.DistError as exc:  # a peer stopped (a signal on its node) or was lost: one line
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise NetsparseError(f"rank {rank}: lost contact with another process of the job ({first}); "
+                                 "if a node was stopped, resume=true continues from the last checkpoint") from None
         finally:
             dist.destroy_process_group()
         return out if rank == 0 else None  # one report and one summary per run, not one per rank
