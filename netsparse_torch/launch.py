@@ -18,12 +18,14 @@ import os
 import pickle
 import socket
 import tempfile
+import threading
 import traceback
 from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from tqdm import tqdm
 
 import netsparse_torch.backend  # noqa: F401  (registers the "netsparse" backend)
 from netsparse_torch.errors import NetsparseError
@@ -54,6 +56,9 @@ PRELOAD = ["torch", "torch.distributed", "netsparse_torch.training"]
 def _worker(rank: int, fn: Callable, world_size: int, port: int, timeout_s: float, args: tuple, results,
             result_file: str, env: dict[str, str]) -> None:
     rank_signals()
+    # tqdm's default write lock is a multiprocessing semaphore, which a rank stopped by SIGTERM would
+    # leave to the resource tracker (and its "leaked semaphore" warning); one writer needs no such lock.
+    tqdm.set_lock(threading.RLock())
     os.environ.clear()
     os.environ.update(env, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     # Ranks share the machine's cores: oversubscribing threads makes every collective wait.
@@ -113,6 +118,16 @@ def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 1
             raise
         with open(result_file, "rb") as f:
             return pickle.load(f)
+
+
+def stop_forkserver() -> None:
+    """Stop this process's forkserver now (it would also exit once this process does); for a CLI that
+    was stopped by a signal."""
+    from multiprocessing import forkserver
+
+    stop = getattr(forkserver._forkserver, "_stop", None)  # private, Python >= 3.8
+    if stop is not None:
+        stop()
 
 
 def _first_error(results) -> str | None:

@@ -8,6 +8,7 @@ torchrun's environment, so the same command runs multi-node.
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 import time
@@ -23,7 +24,7 @@ from netsparse_torch.config_check import check_group_overrides, check_values
 from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.fabric.lifecycle import switch_service
 from netsparse_torch.graph import load_dataset
-from netsparse_torch.launch import launch, under_torchrun
+from netsparse_torch.launch import launch, stop_forkserver, under_torchrun
 from netsparse_torch.partition import PartitionedDataset, partition_graph
 from netsparse_torch.report import build_train_report, summary_lines, write_json
 from netsparse_torch.report.modeled import add_modeled, check_cluster, modeled_lines
@@ -106,13 +107,19 @@ def main() -> None:
     except ConfigError as exc:
         print(f"netsparse-train: error: {exc}", file=sys.stderr)
         sys.exit(2)
+    stopped = None
     try:
         with stop_on_signals():  # SIGTERM/SIGINT: every rank and switch stopped on the way out
             _hydra_main()
     except Interrupted as stop:
-        print(f"netsparse-train: stopped by {stop}: every rank and switch stopped, no report written",
+        stopped = (str(stop), stop.exit_code)
+    if stopped is not None:
+        gc.collect()  # the unwound frames held the ranks' queues: free their semaphores before exit
+        stop_forkserver()
+        lead = "\n" if sys.stderr.isatty() else ""  # below rank 0's progress bar, which nobody closed
+        print(f"{lead}netsparse-train: stopped by {stopped[0]}: every rank and switch stopped, no report written",
               file=sys.stderr)
-        sys.exit(stop.exit_code)
+        sys.exit(stopped[1])
 
 
 if __name__ == "__main__":
