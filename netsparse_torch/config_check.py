@@ -40,7 +40,8 @@ def check_group_overrides(overrides: list[str], config_dir: str | Path) -> None:
     from hydra.errors import HydraException
 
     try:
-        parsed = OverridesParser.create().parse_overrides([o for o in overrides if not o.startswith("-")])
+        # Only key=value overrides: Hydra's own flags (-m, --cfg job, -cn NAME, ...) are left to Hydra.
+        parsed = OverridesParser.create().parse_overrides([o for o in overrides if "=" in o and not o.startswith("-")])
     except HydraException as exc:
         raise ConfigError(f"cannot parse the command line: {str(exc).splitlines()[0]}") from None
     for o in parsed:

@@ -74,7 +74,7 @@ def test_group_choices_of_a_sweep_are_each_checked():
     from netsparse_torch.errors import ConfigError
     from netsparse_torch.train import config_dir
 
-    check_group_overrides(["-m", "strategy=su,sa", "dataset.path=x", "model=gcn"], config_dir())
+    check_group_overrides(["-m", "strategy=su,sa", "dataset.path=x", "model=gcn", "--cfg", "job"], config_dir())
     with pytest.raises(ConfigError, match="unknown strategy 'foo'; choose one of ds, netsparse, sa, su, twoface"):
         check_group_overrides(["-m", "strategy=su,foo"], config_dir())
 
