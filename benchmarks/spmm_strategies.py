@@ -4,6 +4,8 @@
     python benchmarks/spmm_strategies.py --graph ego-twitter,luxembourg_osm --k 32,128 \
         --strategies su,sa,ds2,ds4,twoface
     python benchmarks/spmm_strategies.py --partition rows,metis      # both partitions in the same launch
+    python benchmarks/spmm_strategies.py --strategies su,sa,twoface,twoface_max,twoface_defaults \
+        --twoface-profile P.json
 
 ``dsC`` is dense shifting with replication C; several graphs/Ks run one after the other. Each
 partition (``rows``, ``nnz``, ``metis``: computed once, before the launch) gets its own DistGraphs.
@@ -18,6 +20,7 @@ local kernel comparison, and writes benchmarks/results/spmm_strategies-<graph>-k
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -36,17 +39,35 @@ from netsparse_torch.nn import DistGraph  # noqa: E402
 from netsparse_torch.partition import PARTITIONERS, partition_graph  # noqa: E402
 
 
-def strategy_options(name: str) -> tuple[str, dict]:
-    """``ds2`` -> ("ds", {"replication": 2}); other names have no options."""
+def strategy_options(name: str, profile: str | None = None) -> tuple[str, dict]:
+    """``ds2`` -> ("ds", {"replication": 2}); ``twoface`` gets the calibration ``profile`` (None: its
+    documented defaults), ``twoface_defaults`` always the defaults, ``twoface_max`` the profile with
+    ``overlap=max``; other names have no options."""
     if name.startswith("ds") and name[2:].isdigit():
         return "ds", {"replication": int(name[2:])}
+    if name == "twoface":
+        return name, {"profile": profile}
+    if name == "twoface_defaults":  # Table 3 and overlap=max, beside a profiled twoface in the same run
+        return "twoface", {"profile": None}
+    if name == "twoface_max":  # the profile's coefficients with overlap=max: the overlap rule alone changed
+        return "twoface", {"profile": str(with_overlap(profile, "max"))}
     return name, {}
 
 
-def time_strategies(rank, world_size, graph, strategies, k, repeats, partitionings):
+def with_overlap(profile: str | None, overlap: str) -> Path:
+    """A copy of ``profile`` beside it with ``overlap`` replaced."""
+    if profile is None:
+        raise SystemExit("twoface_max needs --twoface-profile")
+    data = json.loads(Path(profile).read_text())
+    out = Path(profile).with_suffix(f".{overlap}.json")
+    out.write_text(json.dumps({**data, "overlap": overlap}, indent=2))
+    return out
+
+
+def time_strategies(rank, world_size, graph, strategies, k, repeats, partitionings, profile=None):
     """Every (partition, strategy)'s fwd+bwd, called in alternation round after round (paired timing),
     so load from other processes on the machine hits all of them alike. Keys are ``partition/strategy``."""
-    graphs = {f"{name}/{s}": DistGraph(graph, rank, world_size, p, *strategy_options(s))
+    graphs = {f"{name}/{s}": DistGraph(graph, rank, world_size, p, *strategy_options(s, profile))
               for name, p in partitionings.items() for s in strategies}
     for dg in graphs.values():
         dg.adjacency("gcn")  # normalisation and plan are one-off costs, not part of the timing
@@ -83,8 +104,8 @@ def _sum(value: int) -> int:
     return int(t)
 
 
-def distributed(graph, strategies, ranks, k, repeats, partitionings) -> dict:
-    out = launch(time_strategies, ranks, (graph, strategies, k, repeats, partitionings), timeout_s=1200)
+def distributed(graph, strategies, ranks, k, repeats, partitionings, profile=None) -> dict:
+    out = launch(time_strategies, ranks, (graph, strategies, k, repeats, partitionings, profile), timeout_s=1200)
     for key, r in out.items():
         print(f"  {key:14s} fwd+bwd median {r['median_s'] * 1e3:9.1f} ms   "
               f"payload {r['bytes_per_call'] / 1e6:9.1f} MB   halo rows (all ranks) {r['halo_rows']:,}", flush=True)
@@ -128,6 +149,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--strategies", default="su,sa")
     ap.add_argument("--partition", default="rows", help=f"comma-separated, of {', '.join(PARTITIONERS)}")
+    ap.add_argument("--twoface-profile", default=None,
+                    help="netsparse-calibrate profile for twoface (default: Table 3 coefficients, overlap=max)")
     args = ap.parse_args()
     for graph_name in args.graph.split(","):
         for k in (int(v) for v in args.k.split(",")):
@@ -145,7 +168,7 @@ def run(args: argparse.Namespace) -> None:
         t0 = time.perf_counter()
         partitionings[name] = partition_graph(adj, args.ranks, name)
         print(f"  partition {name}: {time.perf_counter() - t0:.1f} s")
-    dist_res = distributed(graph, strategies, args.ranks, args.k, args.repeats, partitionings)
+    dist_res = distributed(graph, strategies, args.ranks, args.k, args.repeats, partitionings, args.twoface_profile)
     ratios = {}
     for part in parts:
         if f"{part}/su" in dist_res and f"{part}/sa" in dist_res:
@@ -161,6 +184,7 @@ def run(args: argparse.Namespace) -> None:
     path = write_result(f"spmm_strategies-{args.graph}-k{args.k}{suffix}", {
                                             "graph": args.graph, "k": args.k, "ranks": args.ranks,
                                             "partitions": parts, "strategies": dist_res, "ratios": ratios,
+                                            "twoface_profile": args.twoface_profile,
                                             "local_spmm": local})
     print(f"wrote {path}")
 

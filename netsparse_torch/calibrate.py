@@ -10,10 +10,17 @@ As in Two-Face §6.2, a small set of configurations is timed between two ranks:
 - asynchronous computation: one one-sided SpMM with ``N`` nonzeros over ``S`` stripes,
   ``T = gamma_A K N + kappa_A S``.
 
-Each pair of coefficients is fitted by least squares; the profile JSON (default
-:data:`~netsparse_torch.comm.twoface.cost.DEFAULT_PROFILE`) is what ``strategy=twoface`` then uses.
+Each pair of coefficients is fitted by least squares. It also measures whether the two channels
+overlap here: one synchronous and one asynchronous exchange, each alone and both issued together as
+``strategy=twoface`` issues them (``all_to_all_single`` with ``async_op=True``). The profile records
+``overlap: max`` when together they take less than halfway between the longer one alone and the sum,
+else ``overlap: sum``; the §5.1 classifier then balances the channels (max) or minimises their sum.
 
-    netsparse-calibrate [--out PATH] [--repeats 5] [--backend gloo]
+The profile is written where ``--out`` says (default: this run's directory,
+``outputs/calibrate/<date>/<time>/twoface_profile.json``, as Hydra lays out run directories); nothing
+reads it unless a run names it (``strategy.profile=PATH``).
+
+    netsparse-calibrate [--out PATH] [--repeats 5]
 """
 
 from __future__ import annotations
@@ -23,13 +30,15 @@ import itertools
 import statistics
 import sys
 import time
+from datetime import datetime
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
-from netsparse_torch.comm.twoface.cost import DEFAULT_PROFILE, Coefficients
+from netsparse_torch.comm.twoface.cost import Coefficients
 from netsparse_torch.errors import NetsparseError
 from netsparse_torch.progress import Progress
 
@@ -65,14 +74,15 @@ def fit(samples: dict[str, list[tuple]]) -> tuple[Coefficients, dict[str, float]
     return coeffs, {"sync": e_s, "async": e_a, "comp": e_c}
 
 
+def _once(fn) -> float:
+    dist.barrier()
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
 def _timed(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats + 1):
-        dist.barrier()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times[1:])
+    return statistics.median([_once(fn) for _ in range(repeats + 1)][1:])
 
 
 def _send_rows(rank, x, ids, k):
@@ -111,13 +121,57 @@ def _comp(k, nnz, s, gen):
     return lambda: spmm(crow, col, val, b)
 
 
+#: The overlap probe (own choice): K=128 and 8192 rows (4 MiB) per direction for each exchange, about
+#: one layer's exchange on the benchmark graphs at 4 ranks. Equal sizes make the two outcomes furthest
+#: apart (together = 1x alone when they overlap, 2x when they do not).
+OVERLAP_PROBE = {"k": 128, "rows": 8192}
+
+
+def _exchange(send: torch.Tensor, recv: torch.Tensor):
+    """One exchange as the runtime starts it (non-blocking ``all_to_all_single``), half of ``send`` to
+    each of the two ranks."""
+    return dist.all_to_all_single(recv, send, async_op=True)
+
+
+def measure_overlap(repeats: int) -> dict[str, float]:
+    """Median seconds of the synchronous exchange alone, the asynchronous one alone, and both issued
+    together, measured in alternation round after round (so load from other processes hits all three
+    alike); ``serial_fraction`` = (both - longer) / shorter: 0 when they fully overlap, 1 when they take
+    their sum."""
+    k, rows = OVERLAP_PROBE["k"], OVERLAP_PROBE["rows"]
+    bufs = [(torch.randn(2 * rows, k), torch.empty(2 * rows, k)) for _ in range(2)]
+
+    def alone(i):
+        _exchange(*bufs[i]).wait()
+
+    def both():
+        ws, wa = _exchange(*bufs[0]), _exchange(*bufs[1])
+        wa.wait()
+        ws.wait()
+
+    runs = {"sync_s": partial(alone, 0), "async_s": partial(alone, 1), "both_s": both}
+    times: dict[str, list[float]] = {key: [] for key in runs}
+    for _ in range(4 * repeats + 1):
+        for key, fn in runs.items():
+            times[key].append(_once(fn))
+    out = {key: statistics.median(t[1:]) for key, t in times.items()}  # the first round warms up
+    out["serial_fraction"] = (out["both_s"] - max(out["sync_s"], out["async_s"])) / min(out["sync_s"], out["async_s"])
+    return out
+
+
+def overlap_of(probe: dict[str, float]) -> str:
+    """``max`` when the two exchanges together take less than halfway from the longer alone to their sum."""
+    return "max" if probe["serial_fraction"] < 0.5 else "sum"
+
+
 def measure(rank: int, world_size: int, repeats: int) -> dict[str, list[tuple]]:
-    """Time every configuration (rank 0 shows the progress bar); returns rank 0's samples."""
+    """Time every configuration and the overlap probe (rank 0 shows the progress bar); returns rank 0's
+    samples (``overlap``: the probe's timings)."""
     x = torch.randn(16384, 128)
     gen = torch.Generator().manual_seed(0)
-    total = len(SYNC_GRID) + len(ASYNC_GRID) + len(COMP_GRID)
+    total = len(SYNC_GRID) + len(ASYNC_GRID) + len(COMP_GRID) + 1
     bar = Progress(total, "calibrate", every=10, enabled=rank == 0)  # a bar on a terminal, lines otherwise
-    samples: dict[str, list[tuple]] = {"sync": [], "async": [], "comp": []}
+    samples: dict = {"sync": [], "async": [], "comp": []}
     for k, w, s in SYNC_GRID:
         samples["sync"].append((k, w, s, _timed(_sync(rank, k, w, s, x), repeats)))
         bar.update(len(samples["sync"]), f"sync K={k} W={w} S={s}")
@@ -126,29 +180,45 @@ def measure(rank: int, world_size: int, repeats: int) -> dict[str, list[tuple]]:
         bar.update(len(SYNC_GRID) + len(samples["async"]), f"async K={k} L={rows} S={s}")
     for k, nnz, s in COMP_GRID:
         samples["comp"].append((k, nnz, s, _timed(_comp(k, nnz, s, gen), repeats)))
-        bar.update(total - len(COMP_GRID) + len(samples["comp"]), f"comp K={k} N={nnz} S={s}")
+        bar.update(total - 1 - len(COMP_GRID) + len(samples["comp"]), f"comp K={k} N={nnz} S={s}")
+    samples["overlap"] = measure_overlap(repeats)
+    bar.update(total, "overlap probe")
     bar.close()
     return samples
 
 
+def default_out() -> Path:
+    """This run's directory, laid out as Hydra lays out the other CLIs' runs."""
+    return Path("outputs") / "calibrate" / datetime.now().strftime("%Y-%m-%d/%H-%M-%S") / "twoface_profile.json"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=str(DEFAULT_PROFILE), help="where to write the JSON profile")
+    ap.add_argument("--out", default=None,
+                    help="the JSON profile to write (default: outputs/calibrate/<date>/<time>/twoface_profile.json)")
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
     from netsparse_torch.launch import launch
 
     try:
         samples = launch(measure, 2, (args.repeats,), timeout_s=600)
+        probe = samples.pop("overlap")
         coeffs, errors = fit(samples)
     except (NetsparseError, ValueError) as exc:
         print(f"netsparse-calibrate: {exc}", file=sys.stderr)
         return 2
-    path = coeffs.save(args.out, {"fit_rel_rms_error": errors, "backend": "gloo", "samples": samples})
+    overlap = overlap_of(probe)
+    path = coeffs.save(args.out or default_out(),
+                       {"overlap": overlap, "overlap_probe": {**OVERLAP_PROBE, **probe},
+                        "fit_rel_rms_error": errors, "backend": "gloo", "samples": samples}).resolve()
     for name, value in coeffs.to_dict().items():
         print(f"  {name:8s} = {value:.3e}   (Two-Face Table 3: {getattr(Coefficients(), name):.3e})")
     print("  fit error (relative RMS): " + ", ".join(f"{k} {v:.1%}" for k, v in errors.items()))
+    print(f"  overlap  = {overlap}   (sync alone {probe['sync_s'] * 1e3:.2f} ms, async alone "
+          f"{probe['async_s'] * 1e3:.2f} ms, both together {probe['both_s'] * 1e3:.2f} ms: "
+          f"{probe['serial_fraction']:.0%} of the shorter one not hidden)")
     print(f"wrote {path}")
+    print(f"use it: netsparse-train strategy=twoface strategy.profile={path}")
     return 0
 
 

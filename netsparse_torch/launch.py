@@ -7,7 +7,8 @@ short runs and every test that launches ranks. The forkserver is a fresh interpr
 parallel region, so forking it is safe with OpenMP. Each rank gets the parent's environment as it is
 at launch time (the forkserver's own is from when it started).
 
-A rank that fails ends the whole job: torch terminates the others, so nothing hangs.
+A rank that fails ends the whole job: torch terminates the others, so nothing hangs. A stop signal to
+the launcher (:mod:`netsparse_torch.signals`) stops every rank before it propagates.
 """
 
 from __future__ import annotations
@@ -17,16 +18,19 @@ import os
 import pickle
 import socket
 import tempfile
+import threading
 import traceback
 from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from tqdm import tqdm
 
 import netsparse_torch.backend  # noqa: F401  (registers the "netsparse" backend)
 from netsparse_torch.errors import NetsparseError
 from netsparse_torch.malloc import keep_freed_memory
+from netsparse_torch.signals import rank_signals, stop_processes, torchrun_worker_signals
 
 
 def under_torchrun() -> bool:
@@ -51,6 +55,10 @@ PRELOAD = ["torch", "torch.distributed", "netsparse_torch.training"]
 
 def _worker(rank: int, fn: Callable, world_size: int, port: int, timeout_s: float, args: tuple, results,
             result_file: str, env: dict[str, str]) -> None:
+    rank_signals()
+    # tqdm's default write lock is a multiprocessing semaphore, which a rank stopped by SIGTERM would
+    # leave to the resource tracker (and its "leaked semaphore" warning); one writer needs no such lock.
+    tqdm.set_lock(threading.RLock())
     os.environ.clear()
     os.environ.update(env, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     # Ranks share the machine's cores: oversubscribing threads makes every collective wait.
@@ -78,10 +86,15 @@ def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 1
     """Call ``fn(rank, world_size, *args)`` on every rank and return rank 0's return value
     (``None`` on other ranks under torchrun)."""
     if under_torchrun():
+        torchrun_worker_signals()
         rank, ws = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         init_rank(rank, ws, timeout_s)
         try:
             out = fn(rank, ws, *args)
+        except dist.DistError as exc:  # a peer stopped (a signal on its node) or was lost: one line
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise NetsparseError(f"rank {rank}: lost contact with another process of the job ({first}); "
+                                 "if a node was stopped, resume=true continues from the last checkpoint") from None
         finally:
             dist.destroy_process_group()
         return out if rank == 0 else None  # one report and one summary per run, not one per rank
@@ -91,14 +104,30 @@ def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 1
     with tempfile.TemporaryDirectory(prefix="netsparse-launch-") as tmp:
         result_file = os.path.join(tmp, "rank0.pkl")
         worker_args = (fn, world_size, free_port(), timeout_s, args, results, result_file, dict(os.environ))
+        ranks = mp.start_processes(_worker, args=worker_args, nprocs=world_size, join=False,
+                                   start_method="forkserver")
         try:
-            mp.start_processes(_worker, args=worker_args, nprocs=world_size, join=True, start_method="forkserver")
+            while not ranks.join():
+                pass
         except mp.ProcessExitedException as exc:
             raise NetsparseError(_first_error(results) or f"a rank exited with code {exc.exit_code}") from None
         except mp.ProcessRaisedException as exc:
             raise NetsparseError(_first_error(results) or str(exc)) from None
+        except BaseException:  # a stop signal (signals.Interrupted), Ctrl-C, or any other way out
+            stop_processes(ranks.processes)
+            raise
         with open(result_file, "rb") as f:
             return pickle.load(f)
+
+
+def stop_forkserver() -> None:
+    """Stop this process's forkserver now (it would also exit once this process does); for a CLI that
+    was stopped by a signal."""
+    from multiprocessing import forkserver
+
+    stop = getattr(forkserver._forkserver, "_stop", None)  # private, Python >= 3.8
+    if stop is not None:
+        stop()
 
 
 def _first_error(results) -> str | None:

@@ -8,6 +8,7 @@ torchrun's environment, so the same command runs multi-node.
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 import time
@@ -17,16 +18,19 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from netsparse_torch import checkpoint
 from netsparse_torch.comm import STRATEGIES
+from netsparse_torch.config_check import check_group_overrides, check_values
 from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.fabric.lifecycle import switch_service
 from netsparse_torch.graph import load_dataset
-from netsparse_torch.launch import launch, under_torchrun
+from netsparse_torch.launch import launch, stop_forkserver, under_torchrun
 from netsparse_torch.partition import PartitionedDataset, partition_graph
 from netsparse_torch.report import build_train_report, summary_lines, write_json
 from netsparse_torch.report.curves import save_curves
 from netsparse_torch.report.metrics import check_logger
 from netsparse_torch.report.modeled import add_modeled, check_cluster, modeled_lines
+from netsparse_torch.signals import Interrupted, stop_on_signals
 from netsparse_torch.training import train_rank
 
 log = logging.getLogger("netsparse_torch.train")
@@ -44,11 +48,7 @@ def config_dir() -> str:
 def check_config(cfg: DictConfig) -> None:
     if str(cfg.strategy.name) not in STRATEGIES:
         raise ConfigError(f"unknown strategy {cfg.strategy.name!r}; choose one of {', '.join(sorted(STRATEGIES))}")
-    for key in ("world_size", "hidden"):
-        if int(cfg[key]) < 1:
-            raise ConfigError(f"{key} must be >= 1, got {cfg[key]}")
-    if int(cfg.epochs) < 0:
-        raise ConfigError(f"epochs must be >= 0, got {cfg.epochs}")
+    check_values(cfg)
 
 
 def partition_settings(cfg: DictConfig) -> dict:
@@ -65,6 +65,8 @@ def run(cfg: DictConfig) -> dict | None:
     (its manifest): each rank memory-maps its own shard, and no process loads the whole graph.
     """
     check_config(cfg)
+    out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
+    checkpoint.prepare(cfg, out_dir)  # default folder in the run's directory; resume=true: the same run?
     t0 = time.perf_counter()
     data = load_dataset(cfg.dataset)
     partitioning = None
@@ -106,7 +108,24 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    _hydra_main()
+    try:  # a wrong config group choice is one line here, not Hydra's multi-line composition error
+        check_group_overrides(sys.argv[1:], config_dir())
+    except ConfigError as exc:
+        print(f"netsparse-train: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    stopped = None
+    try:
+        with stop_on_signals():  # SIGTERM/SIGINT: every rank and switch stopped on the way out
+            _hydra_main()
+    except Interrupted as stop:
+        stopped = (str(stop), stop.exit_code)
+    if stopped is not None:
+        gc.collect()  # the unwound frames held the ranks' queues: free their semaphores before exit
+        stop_forkserver()
+        lead = "\n" if sys.stderr.isatty() else ""  # below rank 0's progress bar, which nobody closed
+        print(f"{lead}netsparse-train: stopped by {stopped[0]}: every rank and switch stopped, no report written",
+              file=sys.stderr)
+        sys.exit(stopped[1])
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from netsparse_torch import checkpoint
 from netsparse_torch.backend import comm_stats
-from netsparse_torch.errors import ConfigError
+from netsparse_torch.evaluation import SPLITS, BestTracker, Evaluator
 from netsparse_torch.nn import DistGNN, DistGraph
 from netsparse_torch.partition import Partitioning, rank_shard
 from netsparse_torch.partition.source import Source
@@ -70,9 +71,11 @@ class Trainer:
         self.opt = torch.optim.Adam(self.model.parameters(), lr=float(cfg.lr),
                                     weight_decay=float(cfg.weight_decay))
         self.n_train = int(_allreduce(int(shard.train_mask.sum())))
+        self.evaluator = Evaluator(shard.num_classes)
+        self.tracker = BestTracker(self.evaluator.val_metric, int(cfg.get("patience", 0)))
         self.epochs: list[dict] = []
         self.start_epoch = 0
-        self.ckpt_dir = Path(str(cfg.checkpoint_dir))
+        self.ckpt_dir = Path(str(cfg.checkpoint_dir)) if cfg.get("checkpoint_dir") else None
         if cfg.resume:
             self._load_checkpoint()
 
@@ -90,16 +93,28 @@ class Trainer:
         return _allreduce(loss.item())
 
     @torch.no_grad()
-    def evaluate(self) -> dict[str, float]:
+    def evaluate(self) -> dict[str, float | None]:
+        """Train/val/test metrics of the whole graph (netsparse_torch/evaluation.py)."""
         self.model.eval()
         out = self.model(self.dg.x, self.dg)
-        pred = out.argmax(dim=1)
-        scores = {}
-        for split in ("train", "val", "test"):
-            mask = self.dg.mask(split)
-            correct = _allreduce(int((pred[mask] == self.dg.y[mask]).sum()))
-            total = _allreduce(int(mask.sum()))
-            scores[f"{split}_acc"] = correct / total if total else float("nan")
+        return self.evaluator(out, self.dg.y, {split: self.dg.mask(split) for split in SPLITS})
+
+    def _eval_due(self, epoch: int) -> bool | None:
+        """Evaluate after ``epoch`` when ``eval_every`` says so: None when not due, else whether
+        patience ends the run."""
+        every = int(self.cfg.get("eval_every", 0))
+        if every <= 0 or (epoch + 1) % every:
+            return None
+        return self.tracker.update(epoch, self.evaluate())
+
+    def _final_scores(self) -> dict[str, float | None]:
+        """The metrics after the last epoch run (evaluated now unless that epoch just was)."""
+        last = self.epochs[-1]["epoch"] if self.epochs else None
+        if self.tracker.history and self.tracker.history[-1]["epoch"] == last:
+            entry = self.tracker.history[-1]
+            return {k: v for k, v in entry.items() if k != "epoch"}
+        scores = self.evaluate()
+        self.tracker.update(last, scores)
         return scores
 
     # -- the run --------------------------------------------------------------------------------
@@ -119,12 +134,17 @@ class Trainer:
             progress.update(epoch + 1, f"loss {loss:.4f}  time {dt * 1e3:8.2f} ms  feature bytes {moved:,}",
                             loss=f"{loss:.4f}", epoch_ms=f"{dt * 1e3:.1f}")
             metrics.log(epoch, loss=loss, time_s=dt, feature_bytes=moved)
+            stop = self._eval_due(epoch)  # before the checkpoint, which keeps the evaluations
+            if stop is not None:
+                metrics.log(epoch, **{k: v for k, v in self.tracker.history[-1].items() if k != "epoch"})
             every = int(self.cfg.checkpoint_every)
             if every > 0 and (epoch + 1) % every == 0:
                 self._save_checkpoint(epoch)
+            if stop:
+                break
         progress.close()
         train_bytes = int(_allreduce(traffic.total_bytes))
-        scores = self.evaluate()
+        scores = self._final_scores()
         if self.epochs:
             metrics.log(self.epochs[-1]["epoch"], **scores)
         metrics.close()
@@ -154,9 +174,8 @@ class Trainer:
             dist.all_gather_object(per_rank, local)
         run_epochs = list(self.epochs)
         return {
-            "final": {"test_acc": scores["test_acc"], "val_acc": scores["val_acc"],
-                      "train_acc": scores["train_acc"],
-                      "train_loss": self.epochs[-1]["loss"] if self.epochs else float("nan")},
+            "final": {**scores, "train_loss": self.epochs[-1]["loss"] if self.epochs else float("nan")},
+            **self.tracker.report(),  # best, evaluations, early_stop
             "epochs": run_epochs,
             "per_rank": per_rank,
             "comm": {
@@ -168,29 +187,20 @@ class Trainer:
             },
         }
 
-    # -- checkpoints ----------------------------------------------------------------------------
-    def _ckpt_file(self) -> Path:
-        return self.ckpt_dir / f"rank{self.rank}-of-{self.world_size}.pt"
-
+    # -- checkpoints (netsparse_torch/checkpoint.py) ----------------------------------------------
     def _save_checkpoint(self, epoch: int) -> None:
-        self.ckpt_dir.mkdir(parents=True, exist_ok=True)
         traffic = self.dg.strategy.traffic
-        state = {"epoch": epoch, "model": self.model.state_dict(), "opt": self.opt.state_dict(),
-                 "epochs": self.epochs,
-                 "traffic": (traffic.forward_bytes, traffic.backward_bytes)}
-        tmp = self._ckpt_file().with_suffix(".tmp")
-        torch.save(state, tmp)
-        tmp.replace(self._ckpt_file())
+        checkpoint.save(self.ckpt_dir, self.rank, self.world_size, self.cfg,
+                        {"epoch": epoch, "model": self.model.state_dict(), "opt": self.opt.state_dict(),
+                         "epochs": self.epochs, "traffic": (traffic.forward_bytes, traffic.backward_bytes),
+                         "evaluations": self.tracker.state()})
 
     def _load_checkpoint(self) -> None:
-        path = self._ckpt_file()
-        if not path.is_file():
-            raise ConfigError(f"resume=true but no checkpoint at {path}; run with checkpoint_every=N first "
-                              "(same checkpoint_dir and world_size)")
-        state = torch.load(path, weights_only=False)
+        state = checkpoint.load(self.ckpt_dir, self.rank, self.world_size, self.cfg)
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["opt"])
         self.epochs = state["epochs"]
+        self.tracker.load_state(state.get("evaluations"))
         traffic = self.dg.strategy.traffic
         traffic.forward_bytes, traffic.backward_bytes = state["traffic"]
         self.start_epoch = int(state["epoch"]) + 1

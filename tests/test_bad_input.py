@@ -73,8 +73,8 @@ def test_missing_mtx_file(tmp_path):
 
 
 @pytest.mark.parametrize("override,words", [
-    ("strategy=nosuch", ["strategy/nosuch", "Available options"]),
-    ("dataset=nosuch", ["dataset/nosuch", "Available options"]),
+    ("strategy=nosuch", ["unknown strategy 'nosuch'", "choose one of", "twoface"]),  # one line (issue 16)
+    ("dataset=nosuch", ["unknown dataset 'nosuch'", "choose one of", "cora"]),
     ("strategy.name=nosuch", ["unknown strategy 'nosuch'"]),
 ])
 def test_unknown_strategy_or_dataset(tmp_path, override, words):

@@ -1,10 +1,13 @@
 """The calibration fit recovers known coefficients from synthetic timings (within 5%)."""
 
+import json
+
 import numpy as np
 import pytest
 
-from netsparse_torch.calibrate import ASYNC_GRID, COMP_GRID, SYNC_GRID, fit
+from netsparse_torch.calibrate import ASYNC_GRID, COMP_GRID, SYNC_GRID, fit, overlap_of
 from netsparse_torch.comm.twoface import Coefficients
+from netsparse_torch.comm.twoface.cost import CostModel
 
 TRUE = Coefficients(beta_s=3.0e-10, alpha_s=2.0e-6, beta_a=5.0e-9, alpha_a=1.5e-5, gamma_a=1.0e-8,
                     kappa_a=4.0e-6)
@@ -37,3 +40,23 @@ def test_fit_rejects_missing_timings():
     data["comp"] = data["comp"][:1]
     with pytest.raises(ValueError, match="'comp'"):
         fit(data)
+
+
+@pytest.mark.parametrize("both, want", [(10.0, "max"), (12.9, "max"), (13.0, "sum"), (16.0, "sum")])
+def test_overlap_decision_by_hand(both, want):
+    # sync alone 10, async alone 6: fully overlapped = 10, serial = 16; halfway is 13.
+    probe = {"sync_s": 10.0, "async_s": 6.0, "both_s": both, "serial_fraction": (both - 10.0) / 6.0}
+    assert overlap_of(probe) == want
+
+
+def test_calibrate_writes_where_told_and_says_how_to_use_it(tmp_path):
+    from cli import run_cli
+
+    out = tmp_path / "mine" / "tf.json"
+    proc = run_cli("netsparse_torch.calibrate", "--out", str(out), "--repeats", "1", timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    profile = json.loads(out.read_text())
+    assert profile["overlap"] in ("max", "sum") and set(profile["overlap_probe"]) >= {"sync_s", "async_s", "both_s"}
+    assert f"use it: netsparse-train strategy=twoface strategy.profile={out}" in proc.stdout
+    model = CostModel.resolve(out)  # the file strategy=twoface reads, with the overlap it measured
+    assert model.overlap == profile["overlap"] and model.source == str(out)

@@ -97,7 +97,7 @@ def test_switch_fault_mid_epoch_is_a_clear_error_then_resume_finishes(tmp_path, 
     else:
         assert spec["tors"][1] in error[0] or "watchdog expired" in error[0], error[0]
     checkpoints = sorted(os.listdir(tmp_path / "ckpt"))
-    assert checkpoints == [f"rank{r}-of-4.pt" for r in range(4)]
+    assert checkpoints == [f"rank{r}-of-4.pt" for r in range(4)] + ["run.json"]
     if fault == "stall":
         return  # resuming is the same after either fault: tested once, after the kill
 

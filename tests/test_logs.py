@@ -107,7 +107,8 @@ def test_terminal_training_shows_one_bar_with_loss_and_epoch_time(tmp_path):
     assert "accuracy" in out
     with open(tmp_path / "metrics.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == ["epoch", "loss", "time_s", "feature_bytes", "train_acc", "val_acc", "test_acc"]
+    assert list(rows[0]) == ["epoch", "loss", "time_s", "feature_bytes", "train_acc", "val_acc", "test_acc",
+                             "train_roc_auc", "val_roc_auc", "test_roc_auc"]
     assert [int(r["epoch"]) for r in rows] == list(range(12))
     report = json.loads((tmp_path / "report.json").read_text())
     assert [float(r["loss"]) for r in rows] == [e["loss"] for e in report["epochs"]]

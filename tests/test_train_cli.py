@@ -48,6 +48,8 @@ def test_sage_su_nnz_partition_on_tolokers(tmp_path):
     # backward only in layer 2, since the raw input features need no gradient.
     per_epoch = sum(n - o for o in owned) * 4 * (10 + 8 + 8)
     assert report["comm"]["feature_bytes_per_epoch"] == per_epoch
+    # tolokers is binary: ROC-AUC beside accuracy, and it picks the best epoch (tests/test_evaluation.py).
+    assert 0 <= report["final"]["test_roc_auc"] <= 1 and report["best"]["metric"] == "val_roc_auc"
 
 
 def test_netsparse_strategy_reports_its_block(tmp_path):

@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 from netsparse_torch.comm.twoface import ASYNC, LOCAL, SYNC, Coefficients, classify, find_stripes
 from netsparse_torch.comm.twoface.classify import coalesce_distance, default_stripe_width
+from netsparse_torch.comm.twoface.cost import DEFAULT_SOURCE, CostModel
 from netsparse_torch.comm.twoface.layout import coalesced_rows
 from netsparse_torch.errors import ConfigError
 
@@ -56,6 +57,33 @@ def test_classification_by_hand():
     assert kinds_by_start(s) == {0: LOCAL, 2: LOCAL, 4: SYNC, 6: ASYNC, 8: ASYNC}
 
 
+@pytest.mark.parametrize("overlap", ["max", "sum"])
+def test_classification_by_overlap_by_hand(overlap):
+    # K=1, W=2, kappa_A=0; a stripe costs s = beta_S*1*2 + alpha_S synchronously and
+    # a_i = beta_A l_i + gamma_A n_i + alpha_A asynchronously.
+    # (1) all 1 but alpha_S = 6.5: s = 8.5; a_A = 2+5+1 = 8, a_B = 1+1+1 = 3, a_C = 2+4+1 = 7.
+    #   max: z = a + s: z_B = 11.5, z_C = 15.5, z_A = 16.5; budget 3 x 8.5 = 25.5; prefix 11.5, 27
+    #        -> r = 1: B async, A and C sync (Comm_S = 17 >= Comm_A = 3).
+    #   sum: every a_i < s -> all three async (sum 18 < 17 + 3 = 20).
+    c = Coefficients(beta_s=1, alpha_s=6.5, beta_a=1, alpha_a=1, gamma_a=1, kappa_a=0)
+    s = classify(find_stripes(rank0_rows(), BOUNDS, 0, 2), 1, c, 2, overlap=overlap)
+    want = {"max": {4: SYNC, 6: ASYNC, 8: SYNC}, "sum": {4: ASYNC, 6: ASYNC, 8: ASYNC}}[overlap]
+    assert kinds_by_start(s) == {0: LOCAL, 2: LOCAL, **want}
+    # (2) all 1 but alpha_A = 2: s = 3; a_B = 1+1+2 = 4, a_C = 8, a_A = 9.
+    #   max: z_B = 7, z_C = 11, z_A = 12; budget 9; prefix 7, 18 -> r = 1: B async (balance 6 vs 4,
+    #        although B alone is dearer asynchronously).
+    #   sum: no a_i < 3 -> all sync.
+    c = Coefficients(beta_s=1, alpha_s=1, beta_a=1, alpha_a=2, gamma_a=1, kappa_a=0)
+    s = classify(find_stripes(rank0_rows(), BOUNDS, 0, 2), 1, c, 2, overlap=overlap)
+    want = {"max": {4: SYNC, 6: ASYNC, 8: SYNC}, "sum": {4: SYNC, 6: SYNC, 8: SYNC}}[overlap]
+    assert kinds_by_start(s) == {0: LOCAL, 2: LOCAL, **want}
+
+
+def test_classification_rejects_unknown_overlap():
+    with pytest.raises(ConfigError, match="overlap must be one of max, sum"):
+        classify(find_stripes(rank0_rows(), BOUNDS, 0, 2), 1, Coefficients(), 2, overlap="both")
+
+
 def test_memory_guard_by_hand():
     # First case above: A (z=11) and C (z=10) sync, 2 rows x K=1 x 4 B = 8 B each, 16 B in all.
     # A limit of 8 B turns the cheaper one, C, async; a limit of 0 turns both.
@@ -87,8 +115,15 @@ def test_bad_width(w):
 
 
 def test_profile_roundtrip_and_corrupt(tmp_path):
-    path = Coefficients(beta_s=2e-10).save(tmp_path / "p.json")
+    path = Coefficients(beta_s=2e-10).save(tmp_path / "p.json", {"overlap": "sum"})
     assert Coefficients.load(path).beta_s == 2e-10
+    model = CostModel.resolve(path)
+    assert (model.coefficients.beta_s, model.overlap, model.source) == (2e-10, "sum", str(path))
+    # No profile named: the documented defaults, never a file found somewhere on the machine.
+    assert CostModel.resolve(None) == CostModel(Coefficients(), "max", DEFAULT_SOURCE)
+    no_overlap = Coefficients().save(tmp_path / "old.json")
+    with pytest.raises(ConfigError, match="no valid 'overlap'.*re-run netsparse-calibrate"):
+        CostModel.resolve(no_overlap)
     for text in ["{not json", json.dumps({"coefficients": {"beta_s": 1}}),
                  json.dumps({"coefficients": {**Coefficients().to_dict(), "alpha_s": "x"}}),
                  json.dumps({"coefficients": {**Coefficients().to_dict(), "alpha_s": -1}})]:

@@ -25,7 +25,8 @@ LOGGERS = ("none", "csv", "tensorboard")
 #: Columns of ``metrics.csv`` (and TensorBoard tags): the epoch (0-based, as in the report), its
 #: training loss, its wall time (max over ranks, seconds), the feature bytes its gathers moved (all
 #: ranks), and the accuracies of an evaluation after that epoch.
-COLUMNS = ("epoch", "loss", "time_s", "feature_bytes", "train_acc", "val_acc", "test_acc")
+COLUMNS = ("epoch", "loss", "time_s", "feature_bytes", "train_acc", "val_acc", "test_acc",
+           "train_roc_auc", "val_roc_auc", "test_roc_auc")  # ROC-AUC only for binary tasks (empty otherwise)
 
 
 def check_logger(name: str) -> None:

@@ -56,6 +56,7 @@ def build_train_report(cfg, graph, result: dict, wall_s: float) -> dict:
         },
         "per_rank": [{k: r[k] for k in PER_RANK} for r in per_rank],
         "final": result["final"],
+        **{k: result[k] for k in ("best", "evaluations", "early_stop") if k in result},  # evaluation.py
         "epochs": [{k: e[k] for k in ("epoch", "loss", "time_s")} for e in result["epochs"]],
         "epoch_time_s": {"median": _median(times), "mean": sum(times) / len(times) if times else math.nan},
         "comm": {**result["comm"], "collectives": _sum_collectives(per_rank)},
@@ -115,11 +116,43 @@ def summary_lines(report: dict) -> list[str]:
         f"netsparse-train: {report['model']} on {report['dataset']['name']} "
         f"({report['dataset']['nodes']:,} nodes), strategy={report['strategy']}, "
         f"world_size={report['world_size']}, partition={report['partition']['mode']}",
-        f"  accuracy     test {f['test_acc']:.4f}   val {f['val_acc']:.4f}   final train loss {f['train_loss']:.4f}",
+        f"  accuracy     test {_num(f['test_acc'])}   val {_num(f['val_acc'])}   final train loss "
+        f"{_num(f['train_loss'])}",
         f"  epoch time   median {report['epoch_time_s']['median'] * 1e3:.2f} ms (measured)",
         f"  feature comm {c['feature_bytes_per_epoch']:,} B/epoch, {c['feature_bytes']:,} B in the run "
         f"(measured payload, all ranks)",
-    ] + _partition_lines(report) + _netsparse_lines(report.get("netsparse")) + _switch_lines(report.get("switches"))
+    ] + (_eval_lines(report) + _partition_lines(report) + _twoface_lines(report)
+         + _netsparse_lines(report.get("netsparse")) + _switch_lines(report.get("switches")))
+
+
+def _num(v) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4f}"
+
+
+def _eval_lines(report: dict) -> list[str]:
+    """ROC-AUC (binary tasks), the best validation epoch when it is not the last, and an early stop."""
+    f, best, lines = report["final"], report.get("best") or {}, []
+    if "test_roc_auc" in f:
+        lines.append(f"  ROC-AUC      test {_num(f['test_roc_auc'])}   val {_num(f['val_roc_auc'])}")
+    if best and best.get("epoch") != (report["epochs"][-1]["epoch"] if report["epochs"] else None):
+        metric = best["metric"]
+        test = metric.replace("val_", "test_")
+        lines.append(f"  best         epoch {best['epoch']}: {metric} {_num(best.get(metric))}, "
+                     f"{test} {_num(best.get(test))}")
+    stop = report.get("early_stop")
+    if stop and stop.get("stopped_at_epoch") is not None:
+        lines.append(f"  early stop   after epoch {stop['stopped_at_epoch']} (patience {stop['patience']} epochs)")
+    return lines
+
+
+def _twoface_lines(report: dict) -> list[str]:
+    """strategy=twoface: which cost model classified the stripes (a profile, or the defaults)."""
+    stats = report.get("strategy_stats") or []
+    if report.get("strategy") != "twoface" or not stats or "coefficients_source" not in stats[0]:
+        return []
+    s = stats[0]
+    return [f"  twoface      cost model: {s['coefficients_source']} (overlap={s['overlap']}); stripes "
+            f"sync {sum(r['sync_stripes'] for r in stats):,}, async {sum(r['async_stripes'] for r in stats):,}"]
 
 
 def _partition_lines(report: dict) -> list[str]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from netsparse_torch.comm.twoface.cost import Coefficients
+from netsparse_torch.comm.twoface.cost import Coefficients, check_overlap
 from netsparse_torch.errors import ConfigError
 
 LOCAL, SYNC, ASYNC = 0, 1, 2
@@ -87,30 +87,41 @@ def _unique_col_stripes(cols: np.ndarray, sid: np.ndarray) -> np.ndarray:
 
 
 def classify(stripes: Stripes, k: int, coeffs: Coefficients, w: int,
-             memory_limit_bytes: float | None = None, value_bytes: int = 4) -> Stripes:
+             memory_limit_bytes: float | None = None, value_bytes: int = 4, overlap: str = "max") -> Stripes:
     """Set ``stripes.kind`` for the remote stripes (Two-Face §5.1) and return the stripes.
 
-    ``z_i = K(beta_A l_i + gamma_A n_i) + u`` with ``u = alpha_A + kappa_A + beta_S K W + alpha_S``;
-    sorted by ``z_i`` ascending, the largest ``r`` with ``S_T(beta_S K W + alpha_S) >= sum_{i<r} z_i``
-    stripes become asynchronous, the rest synchronous (``S_T`` = number of non-empty remote stripes).
+    A remote stripe costs ``s = beta_S K W + alpha_S`` synchronously and
+    ``a_i = K(beta_A l_i + gamma_A n_i) + alpha_A + kappa_A`` asynchronously. The node's time is
+    ``max(Comm_S, Comm_A)`` where the channels overlap, ``Comm_S + Comm_A`` where they do not:
+
+    - ``overlap="max"`` (the paper's rule): ``z_i = a_i + s``; sorted by ``z_i`` ascending, the largest
+      ``r`` with ``S_T s >= sum_{i<r} z_i`` stripes become asynchronous, the rest synchronous (``S_T`` =
+      number of non-empty remote stripes). That is ``Comm_S`` of the stripes left synchronous
+      ``>= Comm_A`` of those moved: the two channels balanced.
+    - ``overlap="sum"``: the sum is minimised stripe by stripe: asynchronous exactly when ``a_i < s``.
+
     Memory guard: while the dense stripes received synchronously exceed ``memory_limit_bytes``, the
     synchronous stripe with the smallest ``z_i`` becomes asynchronous.
     """
     c = coeffs
+    check_overlap(overlap)
     remote = np.flatnonzero(stripes.owner != stripes.rank)
     sync_cost = c.beta_s * k * w + c.alpha_s
-    u = c.alpha_a + c.kappa_a + sync_cost
-    z = k * (c.beta_a * stripes.rows[remote] + c.gamma_a * stripes.nnz[remote]) + u
+    async_cost = k * (c.beta_a * stripes.rows[remote] + c.gamma_a * stripes.nnz[remote]) + c.alpha_a + c.kappa_a
+    z = async_cost + sync_cost
     order = np.argsort(z, kind="stable")
-    budget = remote.size * sync_cost
-    r = int(np.searchsorted(np.cumsum(z[order]), budget * (1 + 1e-12), side="right"))
     kind = stripes.kind.copy()
     kind[remote] = SYNC
-    kind[remote[order[:r]]] = ASYNC
+    if overlap == "max":
+        budget = remote.size * sync_cost
+        r = int(np.searchsorted(np.cumsum(z[order]), budget * (1 + 1e-12), side="right"))
+        kind[remote[order[:r]]] = ASYNC
+    else:
+        kind[remote[async_cost < sync_cost]] = ASYNC
     if memory_limit_bytes is not None:
-        sync_bytes = stripes.width[remote[order[r:]]] * k * value_bytes
+        still_sync = order[kind[remote[order]] == SYNC]  # ascending z
+        sync_bytes = stripes.width[remote[still_sync]] * k * value_bytes
         over = np.cumsum(sync_bytes[::-1])[::-1] > memory_limit_bytes  # suffix sums: bytes if kept sync
-        kind[remote[order[r:]][over]] = ASYNC
+        kind[remote[still_sync][over]] = ASYNC
     stripes.kind = kind
     return stripes
-

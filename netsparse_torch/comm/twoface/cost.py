@@ -1,19 +1,25 @@
-"""The Two-Face cost model coefficients (Two-Face §5.1, Table 3) and their JSON profile."""
+"""The Two-Face cost model (Two-Face §5.1, Table 3): its coefficients, whether the machine overlaps the
+synchronous and asynchronous channels, and the JSON profile ``netsparse-calibrate`` writes.
+
+There is no implicit profile: ``strategy=twoface`` uses the file named by ``strategy.profile=`` or the
+documented defaults (:data:`DEFAULT_SOURCE`), and says which in its report.
+"""
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from netsparse_torch.errors import ConfigError
 
-#: Where ``netsparse-calibrate`` writes the profile and ``strategy=twoface`` looks for it
-#: (own choice; override with ``NETSPARSE_TWOFACE_PROFILE`` or the strategy option ``profile``).
-DEFAULT_PROFILE = Path(os.environ.get("NETSPARSE_TWOFACE_PROFILE",
-                                      Path.home() / ".cache" / "netsparse_torch" / "twoface_profile.json"))
+#: How the two channels combine into a node's communication time. ``max``: they proceed concurrently,
+#: the node takes the longer one (Two-Face §5.1, its cluster and our modeled one); ``sum``: they share
+#: one channel (measured on a machine where both exchanges run on the same cores).
+OVERLAPS = ("max", "sum")
+#: Where the coefficients come from when no profile is given.
+DEFAULT_SOURCE = "defaults: Two-Face Table 3 coefficients, overlap=max (Two-Face §5.1)"
 
 
 @dataclass(frozen=True)
@@ -62,12 +68,37 @@ class Coefficients:
             raise ConfigError(f"corrupt Two-Face calibration file {path}: {why}; "
                               "re-run netsparse-calibrate or delete it") from None
 
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """What the §5.1 classifier needs: the coefficients, how the channels combine (:data:`OVERLAPS`),
+    and where both came from (a profile's path, or :data:`DEFAULT_SOURCE`)."""
+
+    coefficients: Coefficients = Coefficients()
+    overlap: str = "max"
+    source: str = DEFAULT_SOURCE
+
+    def __post_init__(self):
+        check_overlap(self.overlap)
+
     @classmethod
-    def resolve(cls, profile: str | Path | None = None) -> tuple[Coefficients, str]:
-        """The coefficients ``strategy=twoface`` uses: the given profile, else the default profile when
-        present, else Table 3. Returns them with where they came from."""
-        if profile:
-            return cls.load(profile), str(profile)
-        if DEFAULT_PROFILE.exists():
-            return cls.load(DEFAULT_PROFILE), str(DEFAULT_PROFILE)
-        return cls(), "Two-Face Table 3"
+    def load(cls, path: str | Path) -> CostModel:
+        """A ``netsparse-calibrate`` profile: its coefficients and its measured ``overlap``."""
+        coeffs = Coefficients.load(path)
+        overlap = json.loads(Path(path).read_text()).get("overlap")
+        if overlap not in OVERLAPS:
+            raise ConfigError(f"Two-Face calibration file {path} has no valid 'overlap' (max or sum, got "
+                              f"{overlap!r}); re-run netsparse-calibrate to measure it")
+        return cls(coeffs, overlap, str(path))
+
+    @classmethod
+    def resolve(cls, profile: str | Path | None = None) -> CostModel:
+        """The cost model ``strategy=twoface`` uses: the named profile, else the documented defaults."""
+        return cls.load(profile) if profile else cls()
+
+
+def check_overlap(overlap: str) -> str:
+    if overlap not in OVERLAPS:
+        raise ConfigError(f"Two-Face overlap must be one of {', '.join(OVERLAPS)}, got {overlap!r}")
+    return overlap

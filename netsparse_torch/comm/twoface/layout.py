@@ -47,6 +47,7 @@ class Transfer:
     recv_counts: list[int]
     send_idx: torch.Tensor
     send_counts: list[int]
+    active: bool = True  # False when no rank moves a row this way: the exchange is skipped altogether
 
     @property
     def n_recv(self) -> int:
@@ -91,6 +92,11 @@ def build_layout(rows: sp.csr_matrix, stripes: Stripes, bounds: np.ndarray, rank
     async_ = _select(rows, nz_kind == ASYNC)
     sync_xfer, requested = _agree(sync_rows, bounds, world_size, r0)
     async_xfer, _ = _agree(async_rows, bounds, world_size, r0)
+    # A class no rank uses (e.g. no synchronous stripe anywhere, as overlap=sum often decides) would
+    # still cost every call a collective's latency: all ranks agree to skip it.
+    moved = torch.tensor([sync_xfer.n_recv, async_xfer.n_recv], dtype=torch.long)
+    dist.all_reduce(moved, op=dist.ReduceOp.MAX)
+    sync_xfer.active, async_xfer.active = bool(moved[0]), bool(moved[1])
     destinations: dict[int, list[int]] = {}
     for p, ids in enumerate(requested):
         for start in np.unique(r0 + (ids // width) * width).tolist():

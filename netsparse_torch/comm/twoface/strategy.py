@@ -26,23 +26,37 @@ from netsparse_torch.comm.twoface.classify import (
     default_stripe_width,
     find_stripes,
 )
-from netsparse_torch.comm.twoface.cost import Coefficients
+from netsparse_torch.comm.twoface.cost import CostModel
 from netsparse_torch.comm.twoface.layout import Layout, Transfer, build_layout
 from netsparse_torch.kernels import CSR, gather, spmm
 
 
-def _start(out: torch.Tensor, inp: torch.Tensor, out_counts: list[int], in_counts: list[int]):
+class _Done:
+    """The handle of an exchange that every rank skipped (nothing moves that way)."""
+
+    def wait(self) -> None:
+        pass
+
+
+def _start(out: torch.Tensor, inp: torch.Tensor, out_counts: list[int], in_counts: list[int], active: bool):
+    if not active:
+        return _Done()
     return dist.all_to_all_single(out, inp, out_counts, in_counts, async_op=True)
 
 
 def _forward_exchange(x: torch.Tensor, xfer: Transfer):
     recv = x.new_empty(xfer.n_recv, x.size(1))
-    return recv, _start(recv, gather(x, xfer.send_idx), xfer.recv_counts, xfer.send_counts)
+    return recv, _start(recv, gather(x, xfer.send_idx), xfer.recv_counts, xfer.send_counts, xfer.active)
 
 
 def _backward_exchange(g_rows: torch.Tensor, xfer: Transfer):
     back = g_rows.new_empty(xfer.send_idx.numel(), g_rows.size(1))
-    return back, _start(back, g_rows.contiguous(), xfer.send_counts, xfer.recv_counts)
+    return back, _start(back, g_rows.contiguous(), xfer.send_counts, xfer.recv_counts, xfer.active)
+
+
+def _add_spmm(out: torch.Tensor, a, z: torch.Tensor) -> None:
+    if a.col.numel():  # an empty part (no stripe of its class on this rank) costs no pass over out
+        out += spmm(a, z)
 
 
 class _TwoFaceSpMM(torch.autograd.Function):
@@ -54,9 +68,9 @@ class _TwoFaceSpMM(torch.autograd.Function):
         z_async, w_async = _forward_exchange(x, layout.async_xfer)
         out = spmm(layout.local.a, x)
         w_async.wait()
-        out += spmm(layout.async_.a, z_async)
+        _add_spmm(out, layout.async_.a, z_async)
         w_sync.wait()
-        out += spmm(layout.sync.a, z_sync)
+        _add_spmm(out, layout.sync.a, z_sync)
         strat.count("forward", layout, x, tag)
         return out
 
@@ -77,7 +91,8 @@ class _TwoFaceSpMM(torch.autograd.Function):
 
 class TwoFace(Strategy):
     """Options: ``width`` (stripe width W, default :func:`default_stripe_width`), ``profile`` (a
-    ``netsparse-calibrate`` JSON; default: the default profile when present, else Table 3),
+    ``netsparse-calibrate`` JSON with the coefficients and the measured overlap; default: Two-Face
+    Table 3 and ``overlap=max``, :data:`~netsparse_torch.comm.twoface.cost.DEFAULT_SOURCE`),
     ``memory_limit_bytes`` (memory guard on synchronously received stripes, default none)."""
 
     name = "twoface"
@@ -88,7 +103,7 @@ class TwoFace(Strategy):
         super().__init__(plan, **options)
         self.width = check_width(width) if width is not None else default_stripe_width(plan.num_nodes,
                                                                                       plan.world_size)
-        self.coeffs, self.coeffs_source = Coefficients.resolve(profile)
+        self.cost = CostModel.resolve(profile)
         self.memory_limit_bytes = memory_limit_bytes
         self._layouts: dict[tuple[int, int], Layout] = {}
         self.sync_bytes = self.async_bytes = 0
@@ -98,8 +113,8 @@ class TwoFace(Strategy):
         if key not in self._layouts:
             plan = self.plan
             rows = _scipy_rows(adjacency, plan.num_nodes)
-            stripes = classify(find_stripes(rows, plan.bounds, plan.rank, self.width), k, self.coeffs,
-                               self.width, self.memory_limit_bytes)
+            stripes = classify(find_stripes(rows, plan.bounds, plan.rank, self.width), k, self.cost.coefficients,
+                               self.width, self.memory_limit_bytes, overlap=self.cost.overlap)
             self._layouts[key] = build_layout(rows, stripes, plan.bounds, plan.rank, plan.world_size, k,
                                               self.width)
         return self._layouts[key]
@@ -122,9 +137,9 @@ class TwoFace(Strategy):
                             "async_rows": lay.async_xfer.n_recv,
                             "dense_stripes_sent": sum(len(d) for d in lay.destinations.values())}
         totals = {f"{n}_stripes": sum(v[f"{n}_stripes"] for v in by_k.values()) for n in KIND_NAMES.values()}
-        return {"stripe_width": self.width, "coefficients": self.coeffs.to_dict(),
-                "coefficients_source": self.coeffs_source, **totals, "sync_bytes": self.sync_bytes,
-                "async_bytes": self.async_bytes, "by_k": by_k}
+        return {"stripe_width": self.width, "coefficients": self.cost.coefficients.to_dict(),
+                "coefficients_source": self.cost.source, "overlap": self.cost.overlap, **totals,
+                "sync_bytes": self.sync_bytes, "async_bytes": self.async_bytes, "by_k": by_k}
 
 
 def _scipy_rows(adjacency: CSR, n_cols: int):

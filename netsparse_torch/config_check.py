@@ -1,0 +1,73 @@
+"""``netsparse-train``'s configuration checked before any rank starts: config group choices, value
+types and ranges. Each problem is one :class:`~netsparse_torch.errors.ConfigError` (the CLI prints it in
+one line and exits 2) instead of Hydra's multi-line composition error or a rank's traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from netsparse_torch.errors import ConfigError
+
+#: The config groups of configs/train.yaml (one YAML per choice in ``configs/<group>/``).
+GROUPS = ("dataset", "model", "strategy", "fabric", "cluster")
+
+#: Top-level keys and their types; the range each must satisfy and how to say it.
+NUMBERS: dict[str, tuple[type, str, object]] = {
+    "world_size": (int, ">= 1", lambda v: v >= 1),
+    "hidden": (int, ">= 1", lambda v: v >= 1),
+    "epochs": (int, ">= 0", lambda v: v >= 0),
+    "seed": (int, ">= 0", lambda v: v >= 0),
+    "checkpoint_every": (int, ">= 0", lambda v: v >= 0),
+    "eval_every": (int, ">= 0", lambda v: v >= 0),
+    "patience": (int, ">= 0", lambda v: v >= 0),
+    "lr": (float, "> 0", lambda v: v > 0),
+    "weight_decay": (float, ">= 0", lambda v: v >= 0),
+    "dropout": (float, "in [0, 1)", lambda v: 0 <= v < 1),
+    "timeout_s": (float, "> 0", lambda v: v > 0),
+}
+FLAGS = ("resume",)
+
+
+def group_choices(config_dir: str | Path, group: str) -> list[str]:
+    return sorted(p.stem for p in (Path(config_dir) / group).glob("*.yaml"))
+
+
+def check_group_overrides(overrides: list[str], config_dir: str | Path) -> None:
+    """Every ``group=choice`` on the command line (each value of a sweep ``group=a,b``) names a YAML
+    of ``configs/<group>/``. Other overrides are left to Hydra and :func:`check_values`."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        # Only key=value overrides: Hydra's own flags (-m, --cfg job, -cn NAME, ...) are left to Hydra.
+        parsed = OverridesParser.create().parse_overrides([o for o in overrides if "=" in o and not o.startswith("-")])
+    except HydraException as exc:
+        raise ConfigError(f"cannot parse the command line: {str(exc).splitlines()[0]}") from None
+    for o in parsed:
+        if o.key_or_group not in GROUPS or o.is_delete() or o.package is not None:
+            continue
+        values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
+        choices = group_choices(config_dir, o.key_or_group)
+        for v in values:
+            if v not in choices:
+                raise ConfigError(f"unknown {o.key_or_group} {v!r}; choose one of {', '.join(choices)}")
+
+
+def check_values(cfg) -> None:
+    """Types and ranges of the top-level training keys (``lr=abc`` is a string to Hydra)."""
+    for key, (kind, rule, ok) in NUMBERS.items():
+        if key not in cfg:
+            continue
+        value = cfg[key]
+        wrong = isinstance(value, bool) or not isinstance(value, int | float)
+        if wrong or (kind is int and not isinstance(value, int)):
+            what = "an integer" if kind is int else "a number"
+            raise ConfigError(f"{key} must be {what} {rule}, got {value!r}")
+        if not ok(value):
+            raise ConfigError(f"{key} must be {rule}, got {value}")
+    for key in FLAGS:
+        if key in cfg and not isinstance(cfg[key], bool):
+            raise ConfigError(f"{key} must be true or false, got {cfg[key]!r}")
+    if cfg.get("patience", 0) > 0 and cfg.get("eval_every", 0) == 0:
+        raise ConfigError(f"patience={cfg.patience} needs evaluations during training: set eval_every=N (N >= 1)")

@@ -1,0 +1,97 @@
+"""Stopping a run on SIGTERM or SIGINT (what schedulers, ``docker stop``, ``kill`` and a terminal's Ctrl-C
+send): the launcher turns the signal into :class:`Interrupted`, which unwinds through
+:func:`~netsparse_torch.launch.launch` (it stops every rank) and the switch service (it stops the
+switches); the CLI then prints one line and exits ``128 + signal``.
+
+Ranks ignore SIGINT (a terminal's Ctrl-C reaches the whole foreground process group; the launcher stops
+the ranks itself) and die by SIGTERM's default action, which prints nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_PR_SET_PDEATHSIG = 1
+
+
+class Interrupted(BaseException):
+    """A stop signal arrived. A ``BaseException`` like ``KeyboardInterrupt``, so no ``except Exception``
+    on the way out swallows it."""
+
+    def __init__(self, signum: int):
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGINT raise :class:`Interrupted` in the main thread. The first
+    one wins: later ones are ignored while the run shuts down, so a second Ctrl-C cannot cut the
+    cleanup short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, _frame):
+        for s in STOP_SIGNALS:
+            signal.signal(s, signal.SIG_IGN)
+        raise Interrupted(signum)
+
+    previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def rank_signals() -> None:
+    """In a rank forked by the launcher: ignore SIGINT, die by SIGTERM, and die with the forkserver
+    (which exits when the launcher does, even by SIGKILL), so no rank outlives its launcher."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the launcher's own stop is all there is
+        pass
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def torchrun_worker_signals() -> None:
+    """Under torchrun the agent forwards the signal it got to its workers: exit quietly (no traceback
+    per worker), with the signal's exit code, so the agent reports one stopped job."""
+
+    def handler(signum, _frame):
+        os._exit(128 + signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for s in STOP_SIGNALS:
+            signal.signal(s, handler)
+
+
+def stop_processes(processes, grace_s: float = 3.0) -> int:
+    """SIGTERM to every live process, SIGKILL to those still alive after ``grace_s``; returns how many
+    were running."""
+    alive = [p for p in processes if p.is_alive()]
+    for p in alive:
+        p.terminate()
+    deadline = time.monotonic() + grace_s
+    for p in alive:
+        p.join(max(0.0, deadline - time.monotonic()))
+    for p in alive:
+        if p.is_alive():
+            p.kill()
+            p.join(5)
+    return len(alive)

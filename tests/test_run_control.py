@@ -1,0 +1,186 @@
+"""Issue 16, points 5 and 9: config errors before any rank starts, resume that refuses another run,
+the default checkpoint folder, and SIGTERM/SIGINT that stop every process of a run.
+
+The stop tests tag the launcher's environment; the forkserver, the ranks (which get the launcher's
+environment) and anything else the run starts inherit it, so "nothing survives" means no process with
+the tag is left (the way tests/test_torchrun.py finds its workers).
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from cli import ROOT, run_cli, train
+from test_torchrun import _tagged_pids
+
+from netsparse_torch.checkpoint import differences, run_identity
+
+
+def one_error_line(proc) -> str:
+    lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr[-3000:]
+    assert lines[0].startswith("netsparse-train: error:"), lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("override, words", [
+    ("lr=abc", ["lr must be a number", "'abc'"]),
+    ("strategy=foo", ["unknown strategy 'foo'", "su", "sa", "twoface"]),
+    ("model=foo", ["unknown model 'foo'", "gcn", "sage"]),
+])
+def test_config_errors_are_one_line_and_exit_2_before_any_rank(tmp_path, override, words):
+    proc = run_cli("netsparse_torch.train", override, f"hydra.run.dir={tmp_path}", timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    line = one_error_line(proc)
+    for w in words:
+        assert w in line, line
+    assert "epoch" not in proc.stdout  # no rank trained
+
+
+def _composed(*overrides: str):
+    from hydra import compose, initialize_config_dir
+
+    from netsparse_torch.train import config_dir
+
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        return compose("train", overrides=list(overrides))
+
+
+@pytest.mark.parametrize("override, message", [
+    ("epochs=2.5", "epochs must be an integer >= 0, got 2.5"),
+    ("hidden=0", "hidden must be >= 1, got 0"),
+    ("dropout=1.0", "dropout must be in [0, 1), got 1.0"),
+    ("resume=maybe", "resume must be true or false, got 'maybe'"),
+    ("patience=3", "patience=3 needs evaluations during training: set eval_every=N"),
+])
+def test_value_checks(override, message):
+    from netsparse_torch.config_check import check_values
+    from netsparse_torch.errors import ConfigError
+
+    check_values(_composed())  # the defaults pass
+    with pytest.raises(ConfigError) as err:
+        check_values(_composed(override))
+    assert message in str(err.value)
+
+
+def test_group_choices_of_a_sweep_are_each_checked():
+    from netsparse_torch.config_check import check_group_overrides
+    from netsparse_torch.errors import ConfigError
+    from netsparse_torch.train import config_dir
+
+    check_group_overrides(["-m", "strategy=su,sa", "dataset.path=x", "model=gcn", "--cfg", "job"], config_dir())
+    with pytest.raises(ConfigError, match="unknown strategy 'foo'; choose one of ds, netsparse, sa, su, twoface"):
+        check_group_overrides(["-m", "strategy=su,foo"], config_dir())
+
+
+def test_run_identity_and_differences_by_hand():
+    cfg = {"dataset": {"name": "cora", "verify": True}, "model": {"name": "gcn", "num_layers": 2}, "seed": 0,
+           "lr": 0.01, "weight_decay": 5e-4, "hidden": 16, "dropout": 0.5, "world_size": 2, "partition": "rows",
+           "metis": {"seed": 0}, "epochs": 200, "strategy": {"name": "sa"}}
+    ident = run_identity(cfg)
+    assert ident == {"dataset.name": "cora", "model.name": "gcn", "model.num_layers": 2, "seed": 0, "lr": 0.01,
+                     "weight_decay": 5e-4, "hidden": 16, "dropout": 0.5, "world_size": 2, "partition": "rows"}
+    other = run_identity({**cfg, "lr": 0.05, "hidden": 32, "epochs": 400, "strategy": {"name": "su"}})
+    assert differences(ident, other) == ["hidden: 16 -> 32", "lr: 0.01 -> 0.05"]
+    # METIS settings count only for partition=metis.
+    assert run_identity({**cfg, "partition": "metis"})["metis.seed"] == 0
+
+
+@pytest.fixture(scope="module")
+def checkpointed(tmp_path_factory):
+    """A 2-epoch run that checkpoints into its own run directory (the default folder)."""
+    tmp = tmp_path_factory.mktemp("ckpt")
+    proc, report = train(tmp, "dataset=cora", "world_size=2", "epochs=2", "checkpoint_every=1")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return tmp / "run"
+
+
+def test_default_checkpoint_folder_is_in_the_run_directory(checkpointed):
+    folder = checkpointed / "checkpoints"
+    assert sorted(p.name for p in folder.iterdir()) == ["rank0-of-2.pt", "rank1-of-2.pt", "run.json"]
+    saved = json.loads((folder / "run.json").read_text())
+    assert saved["run"]["lr"] == 0.01 and saved["config"]["epochs"] == 2  # the training config is kept
+
+
+@pytest.mark.parametrize("override, key", [("lr=0.05", "lr: 0.01 -> 0.05"), ("hidden=32", "hidden: 16 -> 32"),
+                                           ("world_size=3", "world_size: 2 -> 3")])
+def test_resume_of_another_run_is_one_error_naming_the_key(tmp_path, checkpointed, override, key):
+    proc, _ = train(tmp_path, "dataset=cora", "world_size=2", "epochs=4", "resume=true",
+                    f"checkpoint_dir={checkpointed / 'checkpoints'}", override)
+    assert proc.returncode == 2
+    line = one_error_line(proc)
+    assert "another run" in line and key in line, line
+
+
+def test_resume_of_the_same_run_with_more_epochs_continues(tmp_path, checkpointed):
+    proc, report = train(tmp_path, "dataset=cora", "world_size=2", "epochs=3", "resume=true",
+                         f"hydra.run.dir={checkpointed}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert [e["epoch"] for e in report["epochs"]] == [0, 1, 2]
+
+
+def test_resume_without_a_checkpoint_says_where_it_looked(tmp_path):
+    proc, _ = train(tmp_path, "dataset=cora", "resume=true")
+    assert proc.returncode == 2
+    assert "no checkpoint in" in one_error_line(proc)
+
+
+# -- stop signals ------------------------------------------------------------------------------------
+TAG_VAR = "NETSPARSE_TEST_AGENT"  # the variable tests/test_torchrun.py's _tagged_pids looks for
+
+
+def _kill_tagged(tag: str) -> None:
+    for pid in _tagged_pids(tag):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.mark.parametrize("how, overrides", [
+    ("SIGTERM", ["world_size=4"]),
+    ("SIGINT", ["world_size=4"]),
+    ("terminal Ctrl-C", ["world_size=4"]),  # SIGINT to the whole foreground process group
+    ("SIGTERM", ["fabric=switch", "world_size=4", "cluster.rack_size=2"]),
+    ("SIGINT", ["fabric=switch", "world_size=4", "cluster.rack_size=2"]),
+])
+def test_stop_signal_stops_every_process_of_the_run(tmp_path, how, overrides):
+    tag = uuid.uuid4().hex
+    ckpt = tmp_path / "ckpt"
+    cmd = [sys.executable, "-m", "netsparse_torch.train", "dataset=cora", "epochs=100000", "checkpoint_every=1",
+           f"checkpoint_dir={ckpt}", f"hydra.run.dir={tmp_path / 'run'}", *overrides]
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **{TAG_VAR: tag})
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while not (ckpt / "rank3-of-4.pt").exists():  # every rank is training: mid-run
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate(timeout=10)
+            time.sleep(0.2)
+        assert len(_tagged_pids(tag)) >= 5  # the launcher's forkserver and the four ranks at least
+        if how == "terminal Ctrl-C":
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGTERM if how == "SIGTERM" else signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        gone = time.monotonic() + 10
+        while _tagged_pids(tag) and time.monotonic() < gone:
+            time.sleep(0.2)
+        survivors = _tagged_pids(tag)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _kill_tagged(tag)
+    assert survivors == [], f"still running 10 s after {how}: {survivors}"
+    signum = signal.SIGTERM if how == "SIGTERM" else signal.SIGINT
+    assert proc.returncode == 128 + signum, err[-3000:]
+    bars = re.sub(r"train:[^\r\n]*?\]", "", err)  # tqdm's bar (rank 0's, drawn until it was stopped)
+    lines = [ln for ln in re.split(r"[\r\n]", bars) if ln.strip()]
+    assert lines == [f"netsparse-train: stopped by {signal.Signals(signum).name}: every rank and switch "
+                     "stopped, no report written"], err[-3000:]
