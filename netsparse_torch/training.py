@@ -15,6 +15,7 @@ from tqdm import tqdm
 from netsparse_torch.backend import comm_stats
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.nn import DistGNN, DistGraph
+from netsparse_torch.nn.models import model_options
 from netsparse_torch.partition import Partitioning, rank_shard
 from netsparse_torch.partition.source import Source
 
@@ -65,7 +66,8 @@ class Trainer:
         # (seed, epoch, layer, node id, feature), so no rank draws from its own RNG stream.
         torch.manual_seed(int(cfg.seed))
         self.model = DistGNN(str(cfg.model.name), shard.num_features, int(cfg.hidden), shard.num_classes,
-                             int(cfg.model.num_layers), float(cfg.dropout), seed=int(cfg.seed))
+                             int(cfg.model.num_layers), float(cfg.dropout), seed=int(cfg.seed),
+                             **model_options(cfg.model))
         self.opt = torch.optim.Adam(self.model.parameters(), lr=float(cfg.lr),
                                     weight_decay=float(cfg.weight_decay))
         self.n_train = int(_allreduce(int(shard.train_mask.sum())))
