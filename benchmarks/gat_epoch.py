@@ -37,7 +37,7 @@ from common import GRAPHS, write_result  # noqa: E402
 from netsparse_torch.graph import load_dataset  # noqa: E402
 from netsparse_torch.launch import launch  # noqa: E402
 from netsparse_torch.train import config_dir  # noqa: E402
-from netsparse_torch.training import Trainer  # noqa: E402
+from netsparse_torch.training import Trainer, normalize_features  # noqa: E402
 
 
 class PyGGAT(torch.nn.Module):
@@ -83,7 +83,8 @@ def one_rank_vs_pyg(rank, world_size, graph, cfg, repeats):
     torch.manual_seed(int(cfg.seed))
     model = PyGGAT(cfg, graph.num_features, graph.num_classes)
     opt = torch.optim.Adam(model.parameters(), lr=float(cfg.lr), weight_decay=float(cfg.weight_decay))
-    ei, x, y, mask = edge_index(graph.adj), graph.x, graph.y, graph.train_mask
+    x = normalize_features(graph.x) if cfg.normalize_features else graph.x  # as ours (one rank: all rows)
+    ei, y, mask = edge_index(graph.adj), graph.y, graph.train_mask
 
     def pyg_epoch():
         model.train()

@@ -27,6 +27,14 @@ def _allreduce(value: float | int, op=dist.ReduceOp.SUM, dtype=torch.float64) ->
     return t.item()
 
 
+def normalize_features(x: torch.Tensor) -> torch.Tensor:
+    """PyG's ``T.NormalizeFeatures`` on this rank's rows: subtract the minimum over every rank's
+    features, then divide each row by its sum (at least 1). The same rows as a one-process run."""
+    low = _allreduce(float(x.min()) if x.numel() else float("inf"), op=dist.ReduceOp.MIN)
+    x = x - low
+    return x / x.sum(dim=-1, keepdim=True).clamp(min=1.0)
+
+
 def peak_rss_bytes() -> int:
     """This process's peak resident set size (getrusage; Linux reports KiB, macOS bytes). A rank forked
     from the launcher's forkserver starts with the pages it shares with it (torch and the package)."""
@@ -57,6 +65,8 @@ class Trainer:
             options["fabric"] = str(cfg.fabric.name)
         shard = rank_shard(data, rank, world_size, partitioning or str(cfg.partition),
                            verify=bool(cfg.dataset.get("verify", True)))
+        if cfg.get("normalize_features", False):
+            shard.x = normalize_features(shard.x)
         if str(cfg.fabric.name) == "switch":  # attach to this rank's ToR before the strategy asks for its fabric
             from netsparse_torch.fabric.lifecycle import attach_rank
 
