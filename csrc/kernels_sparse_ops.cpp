@@ -1,5 +1,7 @@
 #include "kernels_sparse_ops.h"
 
+#include "kernels_csr_util.h"
+
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 
@@ -11,38 +13,19 @@
 namespace netsparse {
 namespace {
 
+using csr_util::check_dense;
+using csr_util::first_bad;
+using csr_util::nnz_chunks;
+
 // A matrix with unit column stride is read in place; any other layout is copied once.
 at::Tensor unit_col_stride(const at::Tensor& t) { return (t.size(1) <= 1 || t.stride(1) == 1) ? t : t.contiguous(); }
 
 // Row stride of a 2-D tensor, also for one column (a one-column slice keeps its parent's row stride).
 int64_t row_stride(const at::Tensor& t) { return t.stride(0); }
 
-void check_dense(const char* op, const char* name, const at::Tensor& t) {
-  TORCH_CHECK_VALUE(t.dim() == 2, op, ": ", name, " must be 2-D, got ", t.dim(), "-D");
-  TORCH_CHECK_VALUE(t.device().is_cpu(), op, ": the C++ kernel runs on CPU tensors");
-  TORCH_CHECK_VALUE(t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble, op, ": ", name,
-                    " must be float32 or float64, got ", t.scalar_type());
-}
-
 void check_index(const char* op, const at::Tensor& idx) {
   TORCH_CHECK_VALUE(idx.dim() == 1 && idx.scalar_type() == at::kLong && idx.device().is_cpu(), op,
                     ": idx must be a 1-D int64 CPU tensor");
-}
-
-// First index outside [0, bound), or -1: one pass so that the copy loops stay branch-free.
-int64_t first_bad(const int64_t* idx, int64_t n, int64_t bound) {
-  for (int64_t i = 0; i < n; ++i)
-    if (static_cast<uint64_t>(idx[i]) >= static_cast<uint64_t>(bound)) return i;
-  return -1;
-}
-
-std::vector<int64_t> nnz_chunks(const int64_t* crow, int64_t rows, int64_t chunks) {
-  std::vector<int64_t> bounds(chunks + 1, rows);
-  bounds[0] = 0;
-  for (int64_t c = 1; c < chunks; ++c)
-    bounds[c] = std::max(bounds[c - 1],
-                         static_cast<int64_t>(std::lower_bound(crow, crow + rows + 1, crow[rows] * c / chunks) - crow));
-  return bounds;
 }
 
 }  // namespace

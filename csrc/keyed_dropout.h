@@ -32,4 +32,17 @@ inline uint64_t dropout_stream(int64_t seed, int64_t epoch, int64_t layer) {
 at::Tensor keyed_dropout_mask(const at::Tensor& like, const at::Tensor& node_ids, double p, int64_t seed,
                               int64_t epoch, int64_t layer);
 
+// Attention dropout: the same generator keyed on edges. For the nonzero p of row r of a CSR pattern
+// (the edge from source col_ids[col[p]] to target row_ids[r], both original node ids) and head h:
+// mask[p, h] = 1/(1-p) if u >= p else 0, where u is the 53-bit uniform of
+// w = mix64(edge + (h+1) * golden), edge = splitmix64(splitmix64(attention_stream ^ source) ^ target),
+// attention_stream = splitmix64(dropout_stream(seed, epoch, layer) ^ kAttentionDomain).
+// Shape and dtype of `like` (nnz x heads).
+constexpr uint64_t kAttentionDomain = 0x617474656E74696FULL;  // "attentio": our choice, any constant
+                                                              // that separates edge from node masks
+
+at::Tensor keyed_edge_dropout_mask(const at::Tensor& like, const at::Tensor& crow, const at::Tensor& col,
+                                   const at::Tensor& row_ids, const at::Tensor& col_ids, double p, int64_t seed,
+                                   int64_t epoch, int64_t layer);
+
 }  // namespace netsparse

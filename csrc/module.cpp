@@ -2,6 +2,7 @@
 #include <torch/extension.h>
 
 #include "bind/bindings.h"
+#include "kernels_attention.h"
 #include "kernels_sparse_ops.h"
 #include "keyed_dropout.h"
 #include "spmm.h"
@@ -21,6 +22,20 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("keyed_dropout_mask", &netsparse::keyed_dropout_mask,
         "Counter-based dropout mask (0 or 1/(1-p)) keyed on (seed, epoch, layer, node id, feature)", py::arg("x"),
         py::arg("node_ids"), py::arg("p"), py::arg("seed"), py::arg("epoch"), py::arg("layer"));
+  m.def("keyed_edge_dropout_mask", &netsparse::keyed_edge_dropout_mask,
+        "Counter-based attention dropout mask keyed on (seed, epoch, layer, source id, target id, head)",
+        py::arg("like"), py::arg("crow"), py::arg("col"), py::arg("row_ids"), py::arg("col_ids"), py::arg("p"),
+        py::arg("seed"), py::arg("epoch"), py::arg("layer"));
+  m.def("edge_softmax", &netsparse::edge_softmax,
+        "GAT scores LeakyReLU(src[col] + dst[row]) and their per-row softmax, weighted by mult", py::arg("crow"),
+        py::arg("col"), py::arg("mult"), py::arg("src"), py::arg("dst"), py::arg("negative_slope"));
+  m.def("edge_softmax_backward", &netsparse::edge_softmax_backward, "(d_src, d_dst) of edge_softmax",
+        py::arg("crow"), py::arg("col"), py::arg("alpha"), py::arg("grad"), py::arg("src"), py::arg("dst"),
+        py::arg("negative_slope"), py::arg("t_crow"), py::arg("t_perm"));
+  m.def("spmm_heads", &netsparse::spmm_heads, "Multi-head SpMM: one value per nonzero and head", py::arg("crow"),
+        py::arg("col"), py::arg("alpha"), py::arg("B"), py::arg("perm") = py::none());
+  m.def("sddmm_heads", &netsparse::sddmm_heads, "Multi-head SDDMM: one dot product per nonzero and head",
+        py::arg("crow"), py::arg("col"), py::arg("X"), py::arg("Y"), py::arg("heads"));
   m.def("num_threads", [] { return at::get_num_threads(); });
   auto units = m.def_submodule("units", "Hardware units (one C++ implementation each)");
   bind_flit_link(units);

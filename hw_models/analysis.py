@@ -305,20 +305,21 @@ def _ratio(num: float, den: float) -> float | None:
     return num / den
 
 
-def modeled_training(a: Pattern | sp.spmatrix | sp.sparray, params: HardwareParams, gathers: Sequence[int],
-                     compute_model: object | None = None, partition: str = "rows",
-                     simulator: NetSparseSimulator | None = None) -> dict:
+def modeled_training(a: Pattern | sp.spmatrix | sp.sparray, params: HardwareParams,
+                     gathers: Sequence[int | tuple[int, str]], compute_model: object | None = None,
+                     partition: str = "rows", simulator: NetSparseSimulator | None = None) -> dict:
     """The ``modeled`` block of a training report (issue 4 point 9): one epoch on the target cluster.
 
-    ``gathers`` lists the K of every SpMM gather of one epoch, forward and backward (e.g. a 2-layer
-    GCN: ``[f_in, hidden]`` forward plus the backward gathers of the layers that need them). The graph
-    is partitioned to ``params.cluster.nodes`` *virtual* nodes, independently of the training's
-    world size. A backward gather is charged like a forward gather of the same K (our assumption: the
-    halo gradients cross the same node pairs in the opposite direction, with the same volume; exact
-    for the symmetric adjacencies of undirected graphs). Each gather is charged one local SpMM of its
-    K on the compute model (the dense layers are not modeled). Per node, compute and communication add
-    up over the gathers (``none``) or overlap gather by gather (``full``); the epoch time is the tail
-    node's. Each distinct K is modeled (and simulated) once. Everything here is modeled, nothing
+    ``gathers`` lists every gather of one epoch, forward and backward, as its K (an SpMM gather) or a
+    ``(K, kernel)`` pair (e.g. a 2-layer GCN: ``[f_in, hidden]`` forward plus the backward gathers of
+    the layers that need them; a GAT layer gathers ``(H*C + H, "sddmm")``). The graph is partitioned to
+    ``params.cluster.nodes`` *virtual* nodes, independently of the training's world size. A backward
+    gather is charged like a forward gather of the same K (our assumption: the halo gradients cross
+    the same node pairs in the opposite direction, with the same volume; exact for the symmetric
+    adjacencies of undirected graphs). Each gather is charged one local kernel of its K and kind on the
+    compute model (the dense layers are not modeled). Per node, compute and communication add up over
+    the gathers (``none``) or overlap gather by gather (``full``); the epoch time is the tail node's.
+    Each distinct (K, kernel) is modeled (and simulated) once. Everything here is modeled, nothing
     measured.
     """
     if not gathers:
@@ -327,11 +328,13 @@ def modeled_training(a: Pattern | sp.spmatrix | sp.sparray, params: HardwarePara
     a = as_pattern(a)
     w = workload_for(a, params, partition)
     work = compute.NodeWork.of(w)
-    ks = [gathered_k(int(k), "spmm") for k in gathers]
-    per_k = {k: _gather_node_times(a, w, work, params, k, model, simulator) for k in dict.fromkeys(ks)}
+    specs = [(gathered_k(int(k), kernel), kernel) for k, kernel in (g if isinstance(g, tuple) else (g, "spmm")
+                                                                     for g in gathers)]
+    ks = [k for k, _ in specs]
+    per = {spec: _gather_node_times(a, w, work, params, *spec, model, simulator) for spec in dict.fromkeys(specs)}
     strategies = ("su_opt", "sa_opt", "netsparse")
-    comp = [per_k[k]["compute"] for k in ks]
-    comm = {s: (None if per_k[ks[0]][s] is None else [per_k[k][s] for k in ks]) for s in strategies}
+    comp = [per[spec]["compute"] for spec in specs]
+    comm = {s: (None if per[specs[0]][s] is None else [per[spec][s] for spec in specs]) for s in strategies}
     comm_s = {s: (float(np.sum(ts, axis=0).max()) if ts is not None else None) for s, ts in comm.items()}
     epoch = {mode: {s: (float(sum(compute.combine(c, t, mode) for c, t in zip(comp, ts, strict=True)).max())
                         if ts is not None else None) for s, ts in comm.items()} for mode in compute.OVERLAPS}
@@ -346,10 +349,11 @@ def modeled_training(a: Pattern | sp.spmatrix | sp.sparray, params: HardwarePara
         "cluster": {"nodes": params.cluster.nodes, "rack_size": params.cluster.rack_size,
                     "topology": params.cluster.topology},
         "virtual_nodes": params.cluster.nodes, "partition": partition, "gathers_k": ks,
-        "per_gather": [{"k": k, **{f"{s}_comm_s": _tail(per_k[k][s]) for s in strategies},
-                        "compute_s": _tail(per_k[k]["compute"]),
+        "per_gather": [{"k": k, "kernel": kernel,
+                        **{f"{s}_comm_s": _tail(per[(k, kernel)][s]) for s in strategies},
+                        "compute_s": _tail(per[(k, kernel)]["compute"]),
                         "netsparse_slices": len(property_slices(k, params)) if simulator is not None else None}
-                       for k in ks],
+                       for k, kernel in specs],
         "comm_time_s": comm_s,
         "netsparse_status": "simulated" if simulator is not None else "unavailable: C++ simulator not built",
         "compute": {"model": type(model).__name__, "time_s": float(np.sum(comp, axis=0).max())},
@@ -359,13 +363,14 @@ def modeled_training(a: Pattern | sp.spmatrix | sp.sparray, params: HardwarePara
     }
 
 
-def _gather_node_times(a, w, work, params, k, model, simulator) -> dict[str, np.ndarray | None]:
-    """Per-node compute and communication time of one gather of width ``k`` (NetSparse simulated)."""
+def _gather_node_times(a, w, work, params, k, kernel, model, simulator) -> dict[str, np.ndarray | None]:
+    """Per-node compute and communication time of one gather of width ``k`` for ``kernel`` (NetSparse
+    simulated). The gathered rows are the same for SpMM and SDDMM (rows of B, resp. of Y)."""
     return {
-        "compute": np.asarray(model.time_s(work, k), dtype=np.float64),  # type: ignore[attr-defined]
+        "compute": np.asarray(model.time_s(work, k, kernel), dtype=np.float64),  # type: ignore[attr-defined]
         "su_opt": baselines.su_opt(w, k, params).node_time_s,
         "sa_opt": baselines.sa_opt(w, k, params).node_time_s,
-        "netsparse": None if simulator is None else _simulate_sliced(simulator, a, w, params, k),
+        "netsparse": None if simulator is None else _simulate_sliced(simulator, a, w, params, k, kernel),
     }
 
 
@@ -389,9 +394,9 @@ def property_slices(k: int, params: HardwareParams) -> list[int]:
     return [kmax] * q + ([rest] if rest else [])
 
 
-def _simulate_sliced(simulator, a, w, params, k) -> np.ndarray:
+def _simulate_sliced(simulator, a, w, params, k, kernel: str = "spmm") -> np.ndarray:
     slices = property_slices(k, params)
-    runs = {s: simulator(a, w, params, s, "spmm", check_mechanisms(None)).node_time_s for s in set(slices)}
+    runs = {s: simulator(a, w, params, s, kernel, check_mechanisms(None)).node_time_s for s in set(slices)}
     return np.sum([runs[s] for s in slices], axis=0)
 
 

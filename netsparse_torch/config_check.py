@@ -26,7 +26,7 @@ NUMBERS: dict[str, tuple[type, str, object]] = {
     "dropout": (float, "in [0, 1)", lambda v: 0 <= v < 1),
     "timeout_s": (float, "> 0", lambda v: v > 0),
 }
-FLAGS = ("resume",)
+FLAGS = ("resume", "normalize_features")
 
 
 def group_choices(config_dir: str | Path, group: str) -> list[str]:

@@ -48,6 +48,10 @@ def config_dir() -> str:
 def check_config(cfg: DictConfig) -> None:
     if str(cfg.strategy.name) not in STRATEGIES:
         raise ConfigError(f"unknown strategy {cfg.strategy.name!r}; choose one of {', '.join(sorted(STRATEGIES))}")
+    no_gather = STRATEGIES[str(cfg.strategy.name)].no_gather
+    if str(cfg.model.name) == "gat" and no_gather:
+        raise ConfigError(f"model=gat cannot use strategy={cfg.strategy.name}: {no_gather}; "
+                          "choose su, sa, netsparse or twoface")
     check_values(cfg)
 
 

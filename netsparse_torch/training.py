@@ -15,6 +15,7 @@ from netsparse_torch import checkpoint
 from netsparse_torch.backend import comm_stats
 from netsparse_torch.evaluation import SPLITS, BestTracker, Evaluator
 from netsparse_torch.nn import DistGNN, DistGraph
+from netsparse_torch.nn.models import model_options
 from netsparse_torch.partition import Partitioning, rank_shard
 from netsparse_torch.partition.source import Source
 from netsparse_torch.progress import DEFAULT_EVERY, Progress
@@ -26,6 +27,14 @@ def _allreduce(value: float | int, op=dist.ReduceOp.SUM, dtype=torch.float64) ->
     if dist.is_initialized():
         dist.all_reduce(t, op=op)
     return t.item()
+
+
+def normalize_features(x: torch.Tensor) -> torch.Tensor:
+    """PyG's ``T.NormalizeFeatures`` on this rank's rows: subtract the minimum over every rank's
+    features, then divide each row by its sum (at least 1). The same rows as a one-process run."""
+    low = _allreduce(float(x.min()) if x.numel() else float("inf"), op=dist.ReduceOp.MIN)
+    x = x - low
+    return x / x.sum(dim=-1, keepdim=True).clamp(min=1.0)
 
 
 def peak_rss_bytes() -> int:
@@ -58,6 +67,8 @@ class Trainer:
             options["fabric"] = str(cfg.fabric.name)
         shard = rank_shard(data, rank, world_size, partitioning or str(cfg.partition),
                            verify=bool(cfg.dataset.get("verify", True)))
+        if cfg.get("normalize_features", False):
+            shard.x = normalize_features(shard.x)
         if str(cfg.fabric.name) == "switch":  # attach to this rank's ToR before the strategy asks for its fabric
             from netsparse_torch.fabric.lifecycle import attach_rank
 
@@ -67,7 +78,8 @@ class Trainer:
         # (seed, epoch, layer, node id, feature), so no rank draws from its own RNG stream.
         torch.manual_seed(int(cfg.seed))
         self.model = DistGNN(str(cfg.model.name), shard.num_features, int(cfg.hidden), shard.num_classes,
-                             int(cfg.model.num_layers), float(cfg.dropout), seed=int(cfg.seed))
+                             int(cfg.model.num_layers), float(cfg.dropout), seed=int(cfg.seed),
+                             **model_options(cfg.model))
         self.opt = torch.optim.Adam(self.model.parameters(), lr=float(cfg.lr),
                                     weight_decay=float(cfg.weight_decay))
         self.n_train = int(_allreduce(int(shard.train_mask.sum())))

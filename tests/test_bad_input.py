@@ -126,3 +126,30 @@ def test_a_corrupt_shard_ends_every_rank_with_its_error(tmp_path):
     proc, _ = train(tmp_path, "dataset=partitioned", f"dataset.path={path.parents[1]}", "world_size=2", "epochs=1",
                     timeout=120)
     assert_clean_failure(proc, "checksum mismatch", "part-00001/x.npy")
+
+
+@pytest.mark.parametrize("kwargs,words", [
+    ({"heads": 0}, "heads must be an integer >= 1, got 0"),
+    ({"heads": 2.5}, "heads must be an integer >= 1, got 2.5"),
+    ({"dropout": -0.1}, "GAT attention dropout"),
+    ({"dropout": 1.5}, "GAT attention dropout"),
+])
+def test_gat_bad_heads_or_dropout(kwargs, words):
+    from netsparse_torch.errors import ConfigError
+    from netsparse_torch.nn import DistGATConv, DistGNN
+
+    with pytest.raises(ConfigError, match=words):
+        DistGATConv(4, 2, **kwargs)
+    model_kwargs = {"attention_dropout": kwargs["dropout"]} if "dropout" in kwargs else kwargs
+    with pytest.raises(ConfigError, match=words):
+        DistGNN("gat", 4, 3, 2, **model_kwargs)
+
+
+def test_gat_with_a_strategy_that_cannot_gather(tmp_path):
+    # Dense shifting never holds a row's whole neighbourhood: the softmax cannot run on it.
+    proc, _ = train(tmp_path, "model=gat", "strategy=ds", "epochs=1")
+    assert_clean_failure(proc, "model=gat cannot use strategy=ds", "choose su, sa, netsparse or twoface")
+    proc, _ = train(tmp_path, "model=gat", "model.heads=0", "epochs=1")
+    assert_clean_failure(proc, "heads must be an integer >= 1, got 0")
+    proc, _ = train(tmp_path, "model=gat", "model.attention_dropout=-0.5", "epochs=1")
+    assert_clean_failure(proc, "GAT attention dropout")

@@ -281,6 +281,23 @@ def test_modeled_training_block_by_hand():
     assert fake["comm_speedup"]["netsparse_vs_su_opt"] == pytest.approx(fake["comm_time_s"]["su_opt"] / 4e-7)
     with pytest.raises(ConfigError, match="at least one gather"):
         A.modeled_training(a, p, [])
+    # A GAT gather is an SDDMM of its K: the same rows cross the network (SDDMM reads rows of Y as
+    # SpMM reads rows of B), the simulator is asked for kernel=sddmm, and the gathers stay in order.
+    kernels = []
+
+    class KernelSim(FakeSimulator):
+        def __call__(self, a, w, params, k, kernel, mechanisms):
+            kernels.append((k, kernel))
+            return super().__call__(a, w, params, k, kernel, mechanisms)
+
+    gat = A.modeled_training(a, p, [(16, "sddmm"), 8], compute_model=C.CPUModel.from_gflops(2.0),
+                             simulator=KernelSim())
+    assert [(g["k"], g["kernel"]) for g in gat["per_gather"]] == [(16, "sddmm"), (8, "spmm")]
+    assert kernels == [(16, "sddmm"), (8, "spmm")]
+    assert gat["comm_time_s"]["su_opt"] == m["comm_time_s"]["su_opt"]
+    assert gat["comm_time_s"]["sa_opt"] == m["comm_time_s"]["sa_opt"]
+    with pytest.raises(ConfigError, match="unknown kernel 'gat'"):
+        A.modeled_training(a, p, [(16, "gat")])
 
 
 def test_synthetic_matrices():

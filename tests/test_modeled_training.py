@@ -40,6 +40,20 @@ def test_sage_gathers_inputs_and_skips_the_first_backward():
                                    ("layer2", "backward", H), ("layer1", "backward", H)]
 
 
+def test_gat_gathers_one_sddmm_of_features_and_source_terms_per_layer():
+    # A GAT layer gathers [h | s] once: heads x channels projected features plus one source attention
+    # term per head (model=gat: 8 hidden heads of H channels, 1 output head of C). Both layers have
+    # weights before the gather, so both have a backward reverse exchange.
+    gathers = M.epoch_gathers("gat", F, H, C, 2)
+    assert [(g["layer"], g["direction"], g["k"]) for g in gathers] == [
+        ("layer0", "forward", 8 * H + 8), ("layer1", "forward", C + 1),
+        ("layer1", "backward", C + 1), ("layer0", "backward", 8 * H + 8)]
+    assert {g["kernel"] for g in gathers} == {"sddmm"}
+    assert {g["kernel"] for g in M.epoch_gathers("gcn", F, H, C, 2)} == {"spmm"}
+    ks = [g["k"] for g in M.epoch_gathers("gat", F, H, C, 2, heads=2, out_heads=3)]
+    assert ks == [2 * H + 2, 3 * C + 3, 3 * C + 3, 2 * H + 2]
+
+
 def test_probe_leaves_the_global_rng_alone():
     import torch
 
@@ -56,7 +70,8 @@ def _su_tail_s(ks, nodes=16, rows=N, rate=400e9 / 8):
     return (rows - owned) * 4 * sum(ks) / rate
 
 
-@pytest.mark.parametrize("model, ks", [("gcn", [H, C, C, H]), ("sage", [F, H, H])])
+@pytest.mark.parametrize("model, ks", [("gcn", [H, C, C, H]), ("sage", [F, H, H]),
+                                       ("gat", [8 * H + 8, C + 1, C + 1, 8 * H + 8])])
 def test_train_report_modeled_block(tmp_path, model, ks):
     proc, report = train(tmp_path, *GRAPH, f"model={model}", *CLUSTER)
     assert proc.returncode == 0, proc.stderr[-2000:]

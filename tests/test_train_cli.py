@@ -117,3 +117,26 @@ def test_every_strategy_trains_from_a_partitioned_dataset(tmp_path):
         assert [e["loss"] for e in r["epochs"]] == pytest.approx(want, rel=1e-5), name
     assert reports["switch"]["fabric"] == "switch" and reports["switch"]["switches"]
     assert "assembled from the partitioned dataset's shards" in reports["modeled"]["modeled"]["adjacency"]
+
+
+def test_normalize_features_is_pygs_transform():
+    import torch
+    import torch_geometric.transforms as T
+    from torch_geometric.data import Data
+
+    from netsparse_torch.training import normalize_features
+
+    x = torch.tensor([[1.0, -2.0, 3.0], [0.5, 0.5, -1.0], [2.0, 2.0, 2.0]])
+    # By hand: minimum -2, shifted rows [3, 0, 5], [2.5, 2.5, 1], [4, 4, 4] over their sums 8, 6, 12.
+    want = torch.tensor([[3 / 8, 0.0, 5 / 8], [2.5 / 6, 2.5 / 6, 1 / 6], [1 / 3, 1 / 3, 1 / 3]])
+    torch.testing.assert_close(normalize_features(x), want)
+    torch.testing.assert_close(normalize_features(x), T.NormalizeFeatures()(Data(x=x.clone())).x)
+
+
+@pytest.mark.slow
+def test_cora_gat_two_ranks_reaches_pyg_example_accuracy(tmp_path):
+    # Issue 17: PyG's examples/gat.py reaches about 0.81-0.83 on Cora.
+    proc, report = train(tmp_path, "dataset=cora", "model=gat", "world_size=2")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert report["final"]["test_acc"] >= 0.80
+    assert len(report["epochs"]) == 200 and report["strategy"] == "sa"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from netsparse_torch.kernels import CSR, spmm
@@ -42,21 +43,38 @@ class Strategy:
     ``gather(x_local)`` (strategies with a gather ``function``) returns the matrix the local SpMM
     multiplies; its row space is ``space``:
     ``combined`` = [own rows; halo rows in plan order], ``global`` = all N rows in global order.
+
+    Attention layers (GAT) gather every row a rank needs first and then run their local kernels (the
+    scores, an SDDMM; the per-row softmax; the SpMM): :meth:`gather` with the pattern, whose columns
+    :meth:`gather_layout` maps to the rows of the gathered matrix. A strategy that never holds all of a
+    row's neighbours at once says why in ``no_gather`` (it cannot run attention).
     """
 
     name = "base"
     space = "combined"
     function: type[torch.autograd.Function]  # apply(x_local, strategy, tag) -> gathered matrix
+    no_gather: str | None = None  # why attention layers cannot use this strategy (None: they can)
 
     def __init__(self, plan: Plan, **options):
         self.plan = plan
         self.options = options
         self.traffic = Traffic()
 
-    def gather(self, x_local: torch.Tensor, tag: str = "") -> torch.Tensor:
+    def gather(self, x_local: torch.Tensor, tag: str = "", adjacency: CSR | None = None) -> torch.Tensor:
+        """The rows of the gathered matrix (see :meth:`gather_layout`) for ``adjacency``, this rank's
+        rows in ``space``; the backward returns their gradients to the owners."""
         if self.plan.world_size == 1:
             return x_local
         return self.function.apply(x_local, self, tag)
+
+    def gather_layout(self, adjacency: CSR, k: int) -> tuple[CSR, np.ndarray]:
+        """``adjacency`` (this rank's rows in ``space``) with its columns indexing the rows of what
+        :meth:`gather` returns for width ``k``, and the global id of each of those rows."""
+        plan = self.plan
+        if self.space == "global":
+            return adjacency, np.arange(plan.num_nodes, dtype=np.int64)
+        own = np.arange(plan.row_start, plan.row_start + plan.n_local, dtype=np.int64)
+        return adjacency, np.concatenate([own, plan.halo_ids.astype(np.int64)])
 
     def propagate(self, adjacency: CSR, x_local: torch.Tensor, tag: str = "") -> torch.Tensor:
         """The distributed SpMM ``adjacency x X``; ``adjacency`` is this rank's rows in ``space``.

@@ -88,6 +88,9 @@ class DenseShifting(Strategy):
 
     name = "ds"
     space = "global"
+    no_gather = ("dense shifting never holds all of a row's neighbours at once: each round multiplies the "
+                 "block set it holds and shifts it on, while an attention row's softmax needs every score of "
+                 "the row before any aggregation")
 
     def __init__(self, plan, replication: int = 2, **options):
         super().__init__(plan, **options)

@@ -5,6 +5,9 @@ The SpMM is split by column into the own block and the halo block, ``A x [X_own;
 while the own block is multiplied; backward, the halo gradient ``A_halo^T G`` is computed first and
 travels back to its owners while ``A_own^T G`` is computed. The adjacency is constant (GCN and SAGE
 normalisations), so only the features get a gradient.
+
+Attention layers use :class:`_SAGather` instead: it returns ``[X_own; halo]`` (the softmax of a row
+needs all of its scores before any aggregation), and its backward is the same reverse exchange.
 """
 
 from __future__ import annotations
@@ -45,12 +48,42 @@ class _SAPropagate(torch.autograd.Function):
         return grad_x, None, None, None
 
 
+class _SAGather(torch.autograd.Function):
+    """``[x; halo]``; backward: the halo gradient rows go back to their owners (one all_to_all)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, strat: SparsityAware, tag: str) -> torch.Tensor:
+        plan = strat.plan
+        ctx.strat, ctx.tag = strat, tag
+        out = x.new_empty(plan.n_local + plan.n_halo, x.size(1))
+        pending = strat.start_halo(x.detach().contiguous(), out[plan.n_local:], tag)
+        out[: plan.n_local] = x.detach()  # while the halo is in flight
+        if pending is not None:
+            pending.wait()
+        strat.traffic.add("forward", row_bytes(plan.n_halo, x), x.size(1), tag)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        strat, plan = ctx.strat, ctx.strat.plan
+        grad = grad.contiguous()
+        back = grad.new_empty(plan.send_idx.numel(), grad.size(1))
+        pending = dist.all_to_all_single(back, grad[plan.n_local:], plan.send_counts, plan.recv_counts, async_op=True)
+        grad_x = grad[: plan.n_local].clone()
+        pending.wait()
+        grad_x.index_add_(0, plan.send_idx, back)
+        strat.traffic.add("backward", row_bytes(plan.n_halo, grad), grad.size(1), ctx.tag)
+        strat.returned_gradients(ctx.tag, row_bytes(plan.n_halo, grad))
+        return grad_x, None, None
+
+
 class SparsityAware(Strategy):
     """Forward: the halo is filled by :meth:`start_halo`; backward: the reverse exchange sends each
     halo gradient row back to its owner, which adds it to its own rows' gradient."""
 
     name = "sa"
     space = "combined"
+    function = _SAGather
 
     def propagate(self, adjacency: CSR, x_local: torch.Tensor, tag: str = "") -> torch.Tensor:
         if self.plan.world_size == 1:

@@ -68,6 +68,21 @@ def mean_norm_rows(rows: sp.csr_matrix, row_start: int, lookup: DegreeLookup) ->
     return _canonical(a)
 
 
+def self_loop_rows(rows: sp.csr_matrix, row_start: int) -> sp.csr_matrix:
+    """Rows of ``A - diag(A) + I``: every node has exactly one self loop of weight 1, as PyG's
+    ``remove_self_loops`` followed by ``add_self_loops`` gives (``GATConv(add_self_loops=True)``).
+    The other entries keep their values, the edge multiplicities."""
+    a = rows.tocsr().astype(np.float32)
+    own = np.repeat(np.arange(a.shape[0], dtype=np.int64) + row_start, np.diff(a.indptr))
+    keep = a.indices != own
+    a = sp.csr_matrix((a.data * keep, a.indices, a.indptr), shape=a.shape)
+    n = a.shape[0]
+    loops = sp.csr_matrix((np.ones(n, dtype=np.float32), (np.arange(n), np.arange(n) + row_start)), shape=a.shape)
+    out = (a + loops).tocsr()
+    out.eliminate_zeros()
+    return _canonical(out)
+
+
 def whole_graph_lookup(adj: sp.csr_matrix) -> DegreeLookup:
     row_sum, has_loop = degrees(adj)
     return lambda ids: (row_sum[ids], has_loop[ids])

@@ -1,8 +1,10 @@
-"""Local compute kernels with one dispatch point: SpMM, SDDMM, gather and scatter-add.
+"""Local compute kernels with one dispatch point: SpMM, SDDMM, gather and scatter-add, and attention.
 
 ``spmm`` is the local aggregation ``C = A x B`` that every strategy ends with; ``sddmm`` computes
 ``<X[r], Y[c]>`` on the nonzeros ``(r, c)`` of a pattern (attention scores, the gradient of the SpMM
-values); ``gather``/``scatter_add`` pack halo rows and return their gradients. All are differentiable.
+values); ``gather``/``scatter_add`` pack halo rows and return their gradients. Graph attention (GAT)
+adds ``edge_softmax`` (the additive scores, an SDDMM, with LeakyReLU and the per-row softmax) and
+``spmm_heads`` (the SpMM with one attention value per nonzero and head). All are differentiable.
 
 Backends:
 
@@ -21,7 +23,8 @@ from netsparse_torch.kernels import _autograd, _ops
 
 BACKENDS = ("auto", "cpp", "triton", "torch")
 
-__all__ = ["BACKENDS", "CSR", "cpu_isa", "gather", "resolve_backend", "scatter_add", "sddmm", "spmm"]
+__all__ = ["BACKENDS", "CSR", "cpu_isa", "edge_softmax", "gather", "resolve_backend", "scatter_add", "sddmm",
+           "sddmm_heads", "spmm", "spmm_heads"]
 
 
 def cpu_isa() -> str:
@@ -82,6 +85,7 @@ class CSR:
         self.crow, self.col, self.val = crow.long().contiguous(), col.long().contiguous(), val.contiguous()
         self.n_rows, self.n_cols = crow.numel() - 1, int(n_cols)
         self._t: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+        self._t_perm: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
         self._splits: dict[int, tuple[CSR, CSR]] = {}
 
     @property
@@ -100,6 +104,15 @@ class CSR:
             else:
                 self._t = _transpose_torch(self.crow, self.col, self.val.detach(), self.n_cols)
         return self._t
+
+    def transpose_perm(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(crow, col, perm)`` of the pattern of ``A^T``: transposed entry ``q`` is nonzero ``perm[q]`` of
+        ``A`` (each transposed row in increasing row order). For products with values that change every
+        step (attention), which are read through ``perm``; computed on first use and cached."""
+        if self._t_perm is None:
+            perm = torch.arange(self.nnz, device=self.device)
+            self._t_perm = _transpose_torch(self.crow, self.col, perm, self.n_cols)
+        return self._t_perm
 
     def split_columns(self, at: int) -> tuple[CSR, CSR]:
         """``(A[:, :at], A[:, at:])`` as two CSRs (the second's columns shifted by ``-at``), each row's
@@ -226,3 +239,77 @@ def scatter_add(src: torch.Tensor, idx: torch.Tensor, n_out: int, *, backend: st
     if backend == "torch":
         return torch.zeros(n_out, src.size(1), dtype=src.dtype, device=src.device).index_add(0, idx, src)
     return _autograd.ScatterAdd.apply(src, idx, n_out, backend)
+
+
+def _check_pattern_operand(op: str, name: str, t: torch.Tensor, rows: int, width: int | None,
+                           like: torch.Tensor) -> None:
+    _check_dense(op, name, t)
+    if t.size(0) != rows or (width is not None and t.size(1) != width):
+        want = f"({rows}, {width})" if width is not None else f"{rows} rows"
+        raise ValueError(f"{op}: {name} must be {want}, got {tuple(t.shape)}")
+    if t.dtype != like.dtype or t.device != like.device:
+        raise ValueError(f"{op}: {name} is {t.dtype} on {t.device}, expected {like.dtype} on {like.device}")
+
+
+def edge_softmax(a: CSR, src: torch.Tensor, dst: torch.Tensor, negative_slope: float = 0.2, *,
+                 backend: str = "auto") -> torch.Tensor:
+    """GAT attention (Velickovic et al., eqs. 1-3) on the pattern ``a``, whose row ``r`` lists the
+    neighbours ``j`` (sources) of node ``r`` (target), one value ``m`` (the edge's multiplicity) each::
+
+        e[p, h] = LeakyReLU(src[col[p], h] + dst[r, h])                    (an SDDMM of the scores)
+        alpha[p, h] = m[p] exp(e[p, h]) / sum_{q in row r} m[q] exp(e[q, h])
+
+    ``src`` is ``(a.n_cols, H)``, ``dst`` is ``(a.n_rows, H)``; returns ``alpha`` ``(nnz, H)``,
+    differentiable in ``src`` and ``dst``. A duplicate edge stored once with ``m = 2`` gets the
+    attention of its two copies in PyG's ``GATConv``.
+    """
+    _check_pattern_operand("edge_softmax", "src", src, a.n_cols, None, src)
+    _check_pattern_operand("edge_softmax", "dst", dst, a.n_rows, src.size(1), src)
+    backend = resolve_backend(backend, src.device)
+    mult = a.val.detach().to(src.dtype)
+    if backend == "torch":
+        return _edge_softmax_torch(a, mult, src, dst, float(negative_slope))
+    return _autograd.EdgeSoftmax.apply(a, mult, src, dst, float(negative_slope), backend)
+
+
+def _edge_softmax_torch(a: CSR, mult: torch.Tensor, src: torch.Tensor, dst: torch.Tensor, slope: float) -> torch.Tensor:
+    rows = torch.repeat_interleave(torch.arange(a.n_rows, device=src.device), a.crow.diff())
+    e = torch.nn.functional.leaky_relu(src.index_select(0, a.col) + dst.index_select(0, rows), slope)
+    top = torch.full_like(dst, float("-inf")).index_reduce(0, rows, e.detach(), "amax")
+    w = mult.unsqueeze(1) * (e - top.index_select(0, rows)).exp()
+    total = torch.zeros_like(dst).index_add(0, rows, w)
+    return w / total.index_select(0, rows)
+
+
+def spmm_heads(a: CSR, alpha: torch.Tensor, B: torch.Tensor, *, backend: str = "auto") -> torch.Tensor:
+    """``out[r, h*C:(h+1)*C] = sum_p alpha[p, h] B[col[p], h*C:(h+1)*C]``: the SpMM of GAT's
+    aggregation with one value per nonzero and head (``a.val`` is not used).
+
+    ``alpha`` is ``(nnz, H)``, ``B`` is ``(a.n_cols, H*C)``; differentiable in both.
+    """
+    _check_dense("spmm_heads", "B", B)
+    _check_pattern_operand("spmm_heads", "alpha", alpha, a.nnz, None, B)
+    heads = alpha.size(1)
+    if B.size(0) != a.n_cols or heads < 1 or B.size(1) % heads:
+        raise ValueError(f"spmm_heads: B must be ({a.n_cols}, H*C) for H={heads} heads, got {tuple(B.shape)}")
+    backend = resolve_backend(backend, B.device)
+    if backend == "torch":
+        rows = torch.repeat_interleave(torch.arange(a.n_rows, device=B.device), a.crow.diff())
+        msg = alpha.unsqueeze(2) * B.index_select(0, a.col).view(a.nnz, heads, B.size(1) // heads)
+        return torch.zeros(a.n_rows, B.size(1), dtype=B.dtype, device=B.device).index_add(0, rows, msg.flatten(1))
+    return _autograd.SpMMHeads.apply(a, alpha, B, backend)
+
+
+def sddmm_heads(a: CSR, X: torch.Tensor, Y: torch.Tensor, heads: int, *, backend: str = "auto") -> torch.Tensor:
+    """``out[p, h] = <X[r, h*C:(h+1)*C], Y[col[p], h*C:(h+1)*C]>`` on the nonzeros of ``a`` (the
+    gradient of :func:`spmm_heads` in ``alpha``); not differentiable."""
+    _check_pattern_operand("sddmm_heads", "X", X, a.n_rows, None, X)
+    _check_pattern_operand("sddmm_heads", "Y", Y, a.n_cols, X.size(1), X)
+    if heads < 1 or X.size(1) % heads:
+        raise ValueError(f"sddmm_heads: width {X.size(1)} is not a multiple of {heads} heads")
+    backend = resolve_backend(backend, X.device)
+    if backend == "torch":
+        rows = torch.repeat_interleave(torch.arange(a.n_rows, device=X.device), a.crow.diff())
+        prod = X.index_select(0, rows) * Y.index_select(0, a.col)
+        return prod.view(a.nnz, heads, X.size(1) // heads).sum(2)
+    return _ops.sddmm_heads(backend, a.crow, a.col, X.detach(), Y.detach(), heads)

@@ -90,3 +90,47 @@ class ScatterAdd(torch.autograd.Function):
     def backward(ctx, grad: torch.Tensor):
         (idx,) = ctx.saved_tensors
         return _ops.gather(ctx.backend, grad, idx), None, None, None
+
+
+class EdgeSoftmax(torch.autograd.Function):
+    """GAT's ``alpha = softmax_row(m * exp(LeakyReLU(src[col] + dst[row])))``; ``a`` is the pattern (a
+    :class:`netsparse_torch.kernels.CSR` whose transpose is cached), ``mult`` its multiplicities.
+
+    Backward: ``d e[p] = alpha[p] (d alpha[p] - sum_q alpha[q] d alpha[q])`` over the row (the softmax
+    Jacobian), times LeakyReLU's slope, then summed per row into ``d dst`` and per column into ``d src``.
+    """
+
+    @staticmethod
+    def forward(ctx, a, mult, src, dst, slope: float, backend: str) -> torch.Tensor:
+        ctx.a, ctx.slope, ctx.backend = a, slope, backend
+        alpha = _ops.edge_softmax(backend, a, mult, src, dst, slope)
+        ctx.save_for_backward(alpha, src, dst)
+        return alpha
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: torch.Tensor):
+        alpha, src, dst = ctx.saved_tensors
+        d_src, d_dst = _ops.edge_softmax_backward(ctx.backend, ctx.a, alpha, grad.contiguous(), src, dst, ctx.slope)
+        return None, None, d_src, d_dst, None, None
+
+
+class SpMMHeads(torch.autograd.Function):
+    """``out[r, head h] = sum_p alpha[p, h] B[col p, head h]``: ``d alpha`` is the multi-head SDDMM of
+    the output gradient with ``B``, ``d B`` the per-head transposed product."""
+
+    @staticmethod
+    def forward(ctx, a, alpha: torch.Tensor, B: torch.Tensor, backend: str) -> torch.Tensor:
+        ctx.a, ctx.backend = a, backend
+        ctx.save_for_backward(alpha, B)
+        return _ops.spmm_heads(backend, a, alpha, B)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: torch.Tensor):
+        alpha, B = ctx.saved_tensors
+        a, backend = ctx.a, ctx.backend
+        grad = grad.contiguous()
+        d_alpha = _ops.sddmm_heads(backend, a.crow, a.col, grad, B, alpha.size(1)) if ctx.needs_input_grad[1] else None
+        d_B = _ops.spmm_heads_t(backend, a, alpha, grad) if ctx.needs_input_grad[2] else None
+        return None, d_alpha, d_B, None

@@ -69,3 +69,43 @@ def scatter_add(backend: str, src: torch.Tensor, idx: torch.Tensor, n_out: int) 
     if backend == "cpp":
         return _C.scatter_add_rows(src, idx, n_out)
     return triton_module(src.device).scatter_add(src, idx, n_out)
+
+
+def edge_softmax(backend: str, a, mult: torch.Tensor, src: torch.Tensor, dst: torch.Tensor,
+                 slope: float) -> torch.Tensor:
+    """GAT attention ``alpha`` ``(nnz, H)`` on the CSR ``a`` (see :func:`netsparse_torch.kernels.edge_softmax`)."""
+    if backend == "cpp":
+        return _C.edge_softmax(a.crow, a.col, mult, src, dst, slope)
+    return triton_module(src.device).edge_softmax(a.crow, a.col, mult, src, dst, slope)
+
+
+def edge_softmax_backward(backend: str, a, alpha, grad, src, dst, slope: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(d_src, d_dst)``. The C++ path sums each column through the cached transposed pattern; Triton
+    adds into ``d_src`` with atomics."""
+    if backend == "cpp":
+        t_crow, _, perm = a.transpose_perm()
+        return _C.edge_softmax_backward(a.crow, a.col, alpha, grad, src, dst, slope, t_crow, perm)
+    return triton_module(src.device).edge_softmax_backward(a.crow, a.col, alpha, grad, src, dst, slope)
+
+
+def spmm_heads(backend: str, a, alpha: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    """``out[r, head h] = sum_p alpha[p, h] B[col[p], head h]``."""
+    if backend == "cpp":
+        return _C.spmm_heads(a.crow, a.col, alpha, B)
+    return triton_module(B.device).spmm_heads(a.crow, a.col, alpha, B)
+
+
+def spmm_heads_t(backend: str, a, alpha: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
+    """``A_h^T x G`` per head: the C++ path runs the forward kernel on the cached transposed pattern,
+    reading ``alpha`` through its permutation; Triton scatters with atomic adds."""
+    if backend == "cpp":
+        t_crow, t_col, perm = a.transpose_perm()
+        return _C.spmm_heads(t_crow, t_col, alpha, G, perm)
+    return triton_module(G.device).spmm_heads_t(a.crow, a.col, alpha, G, a.n_cols)
+
+
+def sddmm_heads(backend: str, crow, col, X: torch.Tensor, Y: torch.Tensor, heads: int) -> torch.Tensor:
+    """``out[p, h] = <X[row p, head h], Y[col p, head h]>``."""
+    if backend == "cpp":
+        return _C.sddmm_heads(crow, col, X, Y, heads)
+    return triton_module(X.device).sddmm_heads(crow, col, X, Y, heads)

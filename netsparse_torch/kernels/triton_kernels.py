@@ -206,3 +206,199 @@ def scatter_add(src: torch.Tensor, idx: torch.Tensor, n_out: int) -> torch.Tenso
         _scatter_add_kernel[_dense_grid(n, K)](idx, src, out, n, K, src.stride(0), src.stride(1),
                                                out.stride(0))
     return out
+
+
+# -- graph attention (GAT) -------------------------------------------------------------------------
+# One program per CSR row; the heads are one tile (GAT uses 1-8 heads), so the softmax needs no
+# cross-program reduction. Block sizes are our assumption, as above.
+_ATT_NNZ = 16
+
+
+@triton.jit
+def _leaky(v, slope):
+    return tl.where(v > 0, v, v * slope)
+
+
+@triton.jit
+def _edge_softmax_kernel(crow_ptr, col_ptr, mult_ptr, src_ptr, dst_ptr, out_ptr, H, slope,
+                         HAS_MULT: tl.constexpr, BLOCK_NNZ: tl.constexpr, BLOCK_H: tl.constexpr):
+    """alpha[p, :] = m[p] exp(e[p, :] - max) / sum over the row, e = LeakyReLU(src[col p] + dst[r])."""
+    r = tl.program_id(0).to(tl.int64)
+    start = tl.load(crow_ptr + r)
+    end = tl.load(crow_ptr + r + 1)
+    hs = tl.arange(0, BLOCK_H)
+    h_mask = hs < H
+    d = tl.load(dst_ptr + r * H + hs, mask=h_mask, other=0.0)
+    top = tl.full((BLOCK_H,), float("-inf"), dtype=out_ptr.dtype.element_ty)
+    for p0 in range(start, end, BLOCK_NNZ):  # pass 1: each head's maximum score
+        ps = p0 + tl.arange(0, BLOCK_NNZ)
+        m2 = (ps < end)[:, None] & h_mask[None, :]
+        cols = tl.load(col_ptr + ps, mask=ps < end, other=0)
+        e = _leaky(tl.load(src_ptr + cols[:, None] * H + hs[None, :], mask=m2, other=0.0) + d[None, :], slope)
+        top = tl.maximum(top, tl.max(tl.where(m2, e, float("-inf")), axis=0).to(out_ptr.dtype.element_ty))
+    total = tl.zeros((BLOCK_H,), dtype=out_ptr.dtype.element_ty)
+    for p0 in range(start, end, BLOCK_NNZ):  # pass 2: the weighted exponentials and their sum
+        ps = p0 + tl.arange(0, BLOCK_NNZ)
+        m2 = (ps < end)[:, None] & h_mask[None, :]
+        cols = tl.load(col_ptr + ps, mask=ps < end, other=0)
+        e = _leaky(tl.load(src_ptr + cols[:, None] * H + hs[None, :], mask=m2, other=0.0) + d[None, :], slope)
+        w = tl.exp(e - top[None, :])
+        if HAS_MULT:
+            w = w * tl.load(mult_ptr + ps, mask=ps < end, other=0.0)[:, None]
+        w = tl.where(m2, w, 0.0)
+        total += tl.sum(w, axis=0)
+        tl.store(out_ptr + ps[:, None] * H + hs[None, :], w.to(out_ptr.dtype.element_ty), mask=m2)
+    for p0 in range(start, end, BLOCK_NNZ):  # pass 3: normalise
+        ps = p0 + tl.arange(0, BLOCK_NNZ)
+        m2 = (ps < end)[:, None] & h_mask[None, :]
+        w = tl.load(out_ptr + ps[:, None] * H + hs[None, :], mask=m2, other=0.0)
+        tl.store(out_ptr + ps[:, None] * H + hs[None, :], (w / total[None, :]).to(out_ptr.dtype.element_ty),
+                 mask=m2)
+
+
+@triton.jit
+def _edge_softmax_bwd_kernel(crow_ptr, col_ptr, alpha_ptr, grad_ptr, src_ptr, dst_ptr, dsrc_ptr, ddst_ptr, H, slope,
+                             BLOCK_NNZ: tl.constexpr, BLOCK_H: tl.constexpr):
+    """d e = alpha (g - sum_row alpha g), times LeakyReLU's slope; summed into d_dst[r] and, with
+    atomics, into d_src[col p]."""
+    r = tl.program_id(0).to(tl.int64)
+    start = tl.load(crow_ptr + r)
+    end = tl.load(crow_ptr + r + 1)
+    hs = tl.arange(0, BLOCK_H)
+    h_mask = hs < H
+    d = tl.load(dst_ptr + r * H + hs, mask=h_mask, other=0.0)
+    dot = tl.zeros((BLOCK_H,), dtype=ddst_ptr.dtype.element_ty)
+    for p0 in range(start, end, BLOCK_NNZ):
+        ps = p0 + tl.arange(0, BLOCK_NNZ)
+        m2 = (ps < end)[:, None] & h_mask[None, :]
+        a = tl.load(alpha_ptr + ps[:, None] * H + hs[None, :], mask=m2, other=0.0)
+        g = tl.load(grad_ptr + ps[:, None] * H + hs[None, :], mask=m2, other=0.0)
+        dot += tl.sum(a * g, axis=0)
+    acc = tl.zeros((BLOCK_H,), dtype=ddst_ptr.dtype.element_ty)
+    for p0 in range(start, end, BLOCK_NNZ):
+        ps = p0 + tl.arange(0, BLOCK_NNZ)
+        m2 = (ps < end)[:, None] & h_mask[None, :]
+        cols = tl.load(col_ptr + ps, mask=ps < end, other=0)
+        a = tl.load(alpha_ptr + ps[:, None] * H + hs[None, :], mask=m2, other=0.0)
+        g = tl.load(grad_ptr + ps[:, None] * H + hs[None, :], mask=m2, other=0.0)
+        raw = tl.load(src_ptr + cols[:, None] * H + hs[None, :], mask=m2, other=0.0) + d[None, :]
+        de = a * (g - dot[None, :])
+        de = tl.where(m2, tl.where(raw > 0, de, de * slope), 0.0)
+        acc += tl.sum(de, axis=0)
+        tl.atomic_add(dsrc_ptr + cols[:, None] * H + hs[None, :], de, mask=m2)
+    tl.store(ddst_ptr + r * H + hs, acc.to(ddst_ptr.dtype.element_ty), mask=h_mask)
+
+
+@triton.jit
+def _spmm_heads_kernel(crow_ptr, col_ptr, alpha_ptr, b_ptr, out_ptr, H, C, HC, stride_bn, TRANSPOSED: tl.constexpr,
+                       BLOCK_NNZ: tl.constexpr, BLOCK_K: tl.constexpr):
+    """out[r, k] = sum_p alpha[p, k // C] B[col p, k] (TRANSPOSED: out[col p, k] += alpha[p, k // C] B[r, k])."""
+    r = tl.program_id(0).to(tl.int64)
+    ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    k_mask = ks < HC
+    heads = ks // C
+    start = tl.load(crow_ptr + r)
+    end = tl.load(crow_ptr + r + 1)
+    if TRANSPOSED:
+        g = tl.load(b_ptr + r * stride_bn + ks, mask=k_mask, other=0.0)
+    acc = tl.zeros((BLOCK_K,), dtype=out_ptr.dtype.element_ty)
+    for p0 in range(start, end, BLOCK_NNZ):
+        ps = p0 + tl.arange(0, BLOCK_NNZ)
+        m2 = (ps < end)[:, None] & k_mask[None, :]
+        cols = tl.load(col_ptr + ps, mask=ps < end, other=0)
+        a = tl.load(alpha_ptr + ps[:, None] * H + heads[None, :], mask=m2, other=0.0)
+        if TRANSPOSED:
+            tl.atomic_add(out_ptr + cols[:, None] * HC + ks[None, :], a * g[None, :], mask=m2)
+        else:
+            b = tl.load(b_ptr + cols[:, None] * stride_bn + ks[None, :], mask=m2, other=0.0)
+            acc += tl.sum(a * b, axis=0)
+    if not TRANSPOSED:
+        tl.store(out_ptr + r * HC + ks, acc.to(out_ptr.dtype.element_ty), mask=k_mask)
+
+
+@triton.jit
+def _sddmm_heads_kernel(crow_ptr, col_ptr, x_ptr, y_ptr, out_ptr, H, C, HC, BLOCK_NNZ: tl.constexpr,
+                        BLOCK_C: tl.constexpr):
+    """out[p, h] = <X[r, h*C:(h+1)*C], Y[col p, h*C:(h+1)*C]>."""
+    r = tl.program_id(0).to(tl.int64)
+    start = tl.load(crow_ptr + r)
+    end = tl.load(crow_ptr + r + 1)
+    for p0 in range(start, end, BLOCK_NNZ):
+        ps = p0 + tl.arange(0, BLOCK_NNZ)
+        p_mask = ps < end
+        cols = tl.load(col_ptr + ps, mask=p_mask, other=0)
+        for h in range(0, H):
+            acc = tl.zeros((BLOCK_NNZ,), dtype=out_ptr.dtype.element_ty)
+            for c0 in range(0, C, BLOCK_C):
+                cs = h * C + c0 + tl.arange(0, BLOCK_C)
+                c_mask = (c0 + tl.arange(0, BLOCK_C)) < C
+                x = tl.load(x_ptr + r * HC + cs, mask=c_mask, other=0.0)
+                y = tl.load(y_ptr + cols[:, None] * HC + cs[None, :], mask=p_mask[:, None] & c_mask[None, :], other=0.0)
+                acc += tl.sum(x[None, :] * y, axis=1)
+            tl.store(out_ptr + ps * H + h, acc.to(out_ptr.dtype.element_ty), mask=p_mask)
+
+
+def edge_softmax(crow, col, mult, src, dst, slope: float) -> torch.Tensor:
+    """GAT attention ``(nnz, H)``; inputs validated by :mod:`netsparse_torch.kernels`."""
+    src, dst = src.contiguous(), dst.contiguous()
+    n_rows, H = crow.numel() - 1, src.size(1)
+    out = torch.empty((col.numel(), H), dtype=src.dtype, device=src.device)
+    if col.numel() and H:
+        _edge_softmax_kernel[(n_rows,)](crow, col, mult if mult is not None else out, src, dst, out, H, slope,
+                                        HAS_MULT=mult is not None, BLOCK_NNZ=_ATT_NNZ,
+                                        BLOCK_H=triton.next_power_of_2(H))
+    return out
+
+
+def edge_softmax_backward(crow, col, alpha, grad, src, dst, slope: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(d_src, d_dst)`` of :func:`edge_softmax` (atomic adds into ``d_src``)."""
+    src, dst, alpha, grad = src.contiguous(), dst.contiguous(), alpha.contiguous(), grad.contiguous()
+    n_rows, H = crow.numel() - 1, src.size(1)
+    d_src = torch.zeros_like(src)
+    d_dst = torch.zeros_like(dst)
+    if n_rows and H:
+        _edge_softmax_bwd_kernel[(n_rows,)](crow, col, alpha, grad, src, dst, d_src, d_dst, H, slope,
+                                            BLOCK_NNZ=_ATT_NNZ, BLOCK_H=triton.next_power_of_2(H))
+    return d_src, d_dst
+
+
+def _heads_grid(n_rows: int, HC: int, block_k: int):
+    return (max(n_rows, 1), triton.cdiv(max(HC, 1), block_k))
+
+
+def spmm_heads(crow, col, alpha, B) -> torch.Tensor:
+    """Multi-head SpMM ``(n_rows, H*C)``."""
+    n_rows, HC, H = crow.numel() - 1, B.size(1), alpha.size(1)
+    B = B if B.stride(1) == 1 else B.contiguous()
+    out = torch.empty((n_rows, HC), dtype=B.dtype, device=B.device)
+    if n_rows and HC:
+        block_k = min(64, triton.next_power_of_2(HC))
+        _spmm_heads_kernel[_heads_grid(n_rows, HC, block_k)](crow, col, alpha.contiguous(), B, out, H, HC // H, HC,
+                                                              B.stride(0), TRANSPOSED=False, BLOCK_NNZ=_ATT_NNZ,
+                                                              BLOCK_K=block_k)
+    return out
+
+
+def spmm_heads_t(crow, col, alpha, G, n_cols: int) -> torch.Tensor:
+    """Per-head ``A_h^T x G`` with atomic adds into the ``n_cols`` output rows."""
+    n_rows, HC, H = crow.numel() - 1, G.size(1), alpha.size(1)
+    G = G.contiguous()
+    out = torch.zeros((n_cols, HC), dtype=G.dtype, device=G.device)
+    if n_rows and HC and col.numel():
+        block_k = min(64, triton.next_power_of_2(HC))
+        _spmm_heads_kernel[_heads_grid(n_rows, HC, block_k)](crow, col, alpha.contiguous(), G, out, H, HC // H, HC,
+                                                              G.stride(0), TRANSPOSED=True, BLOCK_NNZ=_ATT_NNZ,
+                                                              BLOCK_K=block_k)
+    return out
+
+
+def sddmm_heads(crow, col, X, Y, heads: int) -> torch.Tensor:
+    """Multi-head SDDMM ``(nnz, H)``."""
+    X, Y = X.contiguous(), Y.contiguous()
+    n_rows, HC = crow.numel() - 1, X.size(1)
+    out = torch.empty((col.numel(), heads), dtype=X.dtype, device=X.device)
+    if col.numel() and n_rows:
+        C = HC // heads
+        _sddmm_heads_kernel[(n_rows,)](crow, col, X, Y, out, heads, C, HC, BLOCK_NNZ=_ATT_NNZ,
+                                       BLOCK_C=min(64, triton.next_power_of_2(max(C, 1))))
+    return out

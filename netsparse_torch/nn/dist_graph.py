@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 import torch.distributed as dist
 
 from netsparse_torch.comm import Strategy, make_strategy
+from netsparse_torch.errors import ConfigError
 from netsparse_torch.kernels import CSR
-from netsparse_torch.partition import Partitioning, Shard, rank_shard
+from netsparse_torch.partition import Partitioning, Shard, owner_of, rank_shard
 from netsparse_torch.partition.source import Source
 from netsparse_torch.plan import build_plan
+
+
+@dataclass
+class AttentionPattern:
+    """GAT's pattern on one rank. ``a``: rows are this rank's nodes (the targets), columns the rows of
+    the gathered matrix (the sources), values the edge multiplicities. ``row_ids`` and ``col_ids`` are
+    the original node ids of its rows and columns (the keys of attention dropout)."""
+
+    a: CSR
+    row_ids: torch.Tensor
+    col_ids: torch.Tensor
 
 
 class DistGraph:
@@ -40,6 +54,7 @@ class DistGraph:
         self.plan = build_plan(self.shard.adj, self.bounds, rank, world_size)
         self.strategy: Strategy = make_strategy(strategy, self.plan, **(strategy_options or {}))
         self._adjacency: dict[str, CSR] = {}
+        self._attention: dict[tuple[str, int], AttentionPattern] = {}
 
     @property
     def x(self) -> torch.Tensor:
@@ -60,6 +75,59 @@ class DistGraph:
 
     def propagate(self, x_local: torch.Tensor, norm: str, tag: str = "") -> torch.Tensor:
         return self.strategy.propagate(self.adjacency(norm), x_local, tag)
+
+    def attention_gather(self, rows: torch.Tensor, add_self_loops: bool = True,
+                         tag: str = "") -> tuple[torch.Tensor, AttentionPattern]:
+        """The distributed part of an attention layer: gather, through the strategy, the rows of
+        ``rows`` (one per node of this rank: for GAT, its projected features and its source attention
+        term) that this rank's attention pattern reads, once. Returns them with the pattern whose
+        columns index them; the scores (SDDMM), the softmax and the aggregation then run locally.
+        ``add_self_loops`` picks the pattern: exactly one self loop per node, or the graph as it is.
+        The backward returns the gradients of every gathered row to its owner."""
+        if self.strategy.no_gather:
+            raise ConfigError(f"strategy {self.strategy.name!r} cannot run attention layers: "
+                              f"{self.strategy.no_gather}; choose su, sa, netsparse or twoface")
+        norm = "self_loops" if add_self_loops else "sum"
+        pattern = self.attention_pattern(add_self_loops, rows.size(1))
+        return self.strategy.gather(rows, tag, self.adjacency(norm)), pattern
+
+    def attention_pattern(self, add_self_loops: bool, k: int) -> AttentionPattern:
+        """The attention pattern in the layout of the strategy's gather at width ``k`` (cached). Every
+        rank builds it together the first time (the original ids of remote columns are asked from
+        their owners)."""
+        norm = "self_loops" if add_self_loops else "sum"
+        key = (norm, int(k))
+        if key not in self._attention:
+            a, gathered = self.strategy.gather_layout(self.adjacency(norm), int(k))
+            self._attention[key] = AttentionPattern(a, self.node_ids, self.original_ids(gathered))
+        return self._attention[key]
+
+    def original_ids(self, ids: np.ndarray) -> torch.Tensor:
+        """Original node ids of the rows ``ids`` (global ids in the partition's numbering). With
+        ``world_size > 1`` every rank calls it together: each asks the owners of its remote ids
+        (three all_to_alls, O(len(ids)) per rank)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        r0 = self.rows.start
+        own = (ids >= r0) & (ids < self.rows.stop)
+        out = np.empty(ids.size, dtype=np.int64)
+        node_ids = self.node_ids.numpy()
+        out[own] = node_ids[ids[own] - r0]
+        if self.world_size > 1:
+            remote = ids[~own]
+            order = np.argsort(owner_of(remote, self.bounds), kind="stable")
+            want = torch.from_numpy(np.ascontiguousarray(remote[order]))
+            recv_counts = np.bincount(owner_of(remote, self.bounds), minlength=self.world_size).tolist()
+            counts = torch.empty(self.world_size, dtype=torch.long)
+            dist.all_to_all_single(counts, torch.tensor(recv_counts, dtype=torch.long))
+            send_counts = counts.tolist()
+            asked = torch.empty(sum(send_counts), dtype=torch.long)
+            dist.all_to_all_single(asked, want, send_counts, recv_counts)
+            answer = torch.empty(want.numel(), dtype=torch.long)
+            dist.all_to_all_single(answer, self.node_ids[asked - r0], recv_counts, send_counts)
+            remote_ids = np.empty(remote.size, dtype=np.int64)
+            remote_ids[order] = answer.numpy()
+            out[~own] = remote_ids
+        return torch.from_numpy(out)
 
     def to_original(self, local: torch.Tensor) -> torch.Tensor:
         """Every rank's rows of ``local`` (a per-node tensor of this rank's rows) in original node order,

@@ -43,3 +43,24 @@ def keyed_dropout(x: torch.Tensor, node_ids: torch.Tensor, p: float, *, seed: in
     like = x.detach() if x.device.type == "cpu" else torch.empty(x.shape, dtype=x.dtype)
     mask = _C.keyed_dropout_mask(like, node_ids.to("cpu", torch.int64), p, int(seed), int(epoch), int(layer))
     return x * mask.to(x.device, non_blocking=True)
+
+
+def keyed_attention_dropout(alpha: torch.Tensor, pattern, p: float, *, seed: int, epoch: int, layer: int,
+                            training: bool = True) -> torch.Tensor:
+    """Dropout of attention coefficients ``alpha`` ``(nnz, heads)`` on an
+    :class:`~netsparse_torch.nn.dist_graph.AttentionPattern`: the element of edge (source ``j``, target
+    ``i``, both original node ids) and head ``h`` is kept, scaled by ``1/(1-p)``, when the uniform of
+    ``(seed, epoch, layer, j, i, h)`` is ``>= p`` (``_C.keyed_edge_dropout_mask``). An edge has the same
+    mask on whichever rank holds its target, in whichever column of the gathered matrix its source
+    lands. A duplicate edge is one nonzero (with multiplicity 2), so both copies share one mask.
+    """
+    p = check_p(p)
+    if not training or p == 0.0:
+        return alpha
+    if p == 1.0:
+        return alpha * 0.0
+    a = pattern.a
+    like = alpha.detach() if alpha.device.type == "cpu" else torch.empty(alpha.shape, dtype=alpha.dtype)
+    mask = _C.keyed_edge_dropout_mask(like, a.crow.cpu(), a.col.cpu(), pattern.row_ids.cpu(), pattern.col_ids.cpu(),
+                                      p, int(seed), int(epoch), int(layer))
+    return alpha * mask.to(alpha.device, non_blocking=True)

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 import torch
 
 from netsparse_torch.graph import Graph
-from netsparse_torch.graph.normalize import degrees, gcn_norm_rows, mean_norm_rows
+from netsparse_torch.graph.normalize import degrees, gcn_norm_rows, mean_norm_rows, self_loop_rows
 from netsparse_torch.partition.partitioning import Partitioning
 
 SPLITS = ("train", "val", "test")
@@ -99,13 +99,17 @@ class Shard:
         return row_sum, has_loop
 
     def normalized(self, norm: str) -> sp.csr_matrix:
-        """This part's rows of the ``norm``-normalised adjacency (global column ids)."""
+        """This part's rows of the ``norm``-normalised adjacency (global column ids). ``sum`` is the raw
+        adjacency (edge multiplicities) and ``self_loops`` the raw adjacency with exactly one self loop per
+        node: the two attention patterns of GAT (``add_self_loops`` off and on)."""
         if norm == "gcn":
             return gcn_norm_rows(self.adj, self.row_start, self.lookup, 1.0)
         if norm == "gcn_improved":
             return gcn_norm_rows(self.adj, self.row_start, self.lookup, 2.0)
         if norm == "mean":
             return mean_norm_rows(self.adj, self.row_start, self.lookup)
+        if norm == "self_loops":
+            return self_loop_rows(self.adj, self.row_start)
         if norm == "sum":
             return self.adj.astype(np.float32)
         raise ValueError(f"unknown normalisation {norm!r}")

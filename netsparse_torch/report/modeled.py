@@ -7,8 +7,9 @@ simulator (NetSparse), plus a compute model, and gives the speedups
 (:func:`hw_models.analysis.modeled_training`).
 
 The gathers are not written down by hand: :func:`epoch_gathers` runs the training's own model class
-(:class:`netsparse_torch.nn.DistGNN`) once on a one-row probe graph whose ``propagate`` records every
-forward gather and every backward reverse exchange autograd asks for, with its width.
+(:class:`netsparse_torch.nn.DistGNN`) once on a one-row probe graph whose ``propagate`` (an SpMM) and
+``attention_gather`` (GAT: the rows its SDDMM scores and SpMM aggregation read, gathered once) record
+every forward gather and every backward reverse exchange autograd asks for, with its width and kernel.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import torch
 
 from netsparse_torch.errors import ConfigError
 
-WHAT = ("modeled, not measured: one epoch's SpMM gathers (forward and backward, each layer's K) on the "
+WHAT = ("modeled, not measured: one epoch's SpMM and SDDMM gathers (forward and backward, each layer's K) on the "
         "target cluster; SUOpt and SAOpt are analytic optima (hw_models.baselines, NetSparse §8.1), NetSparse "
         "is the C++ discrete-event simulator; compute is the compute model's local SpMM per gather (dense "
         "layers not modeled). Everything outside this block is measured on this machine.")
@@ -27,39 +28,54 @@ class _Record(torch.autograd.Function):
     """Identity that logs the gather it stands for (forward) and its reverse exchange (backward)."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, log: list, tag: str) -> torch.Tensor:
-        ctx.log, ctx.tag = log, tag
-        log.append({"layer": tag, "direction": "forward", "k": int(x.size(1))})
+    def forward(ctx, x: torch.Tensor, log: list, tag: str, kernel: str) -> torch.Tensor:
+        ctx.log, ctx.tag, ctx.kernel = log, tag, kernel
+        log.append({"layer": tag, "direction": "forward", "k": int(x.size(1)), "kernel": kernel})
         return x.clone()
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        ctx.log.append({"layer": ctx.tag, "direction": "backward", "k": int(grad.size(1))})
-        return grad, None, None
+        ctx.log.append({"layer": ctx.tag, "direction": "backward", "k": int(grad.size(1)), "kernel": ctx.kernel})
+        return grad, None, None, None
 
 
 class _ProbeGraph:
-    """Stands in for :class:`~netsparse_torch.nn.DistGraph`: ``propagate`` is a recording identity."""
+    """Stands in for :class:`~netsparse_torch.nn.DistGraph` on one node with a self loop: ``propagate``
+    and ``attention_gather`` are recording identities."""
 
     def __init__(self) -> None:
+        from netsparse_torch.kernels import CSR
+        from netsparse_torch.nn import AttentionPattern
+
         self.log: list[dict] = []
+        self.node_ids = torch.zeros(1, dtype=torch.long)
+        one = torch.zeros(1, dtype=torch.long)
+        self.pattern = AttentionPattern(CSR(torch.tensor([0, 1]), one, torch.ones(1), 1), one, one)
 
     def propagate(self, x: torch.Tensor, norm: str, tag: str = "") -> torch.Tensor:
-        return _Record.apply(x, self.log, tag)
+        return _Record.apply(x, self.log, tag, "spmm")
+
+    def attention_gather(self, rows: torch.Tensor, add_self_loops: bool = True, tag: str = ""):
+        # One gather feeds both the scores (an SDDMM) and the aggregation: charged as the SDDMM.
+        return _Record.apply(rows, self.log, tag, "sddmm"), self.pattern
 
 
-def epoch_gathers(model: str, in_channels: int, hidden: int, out_channels: int, num_layers: int) -> list[dict]:
-    """Every gather one training epoch makes, in execution order: ``{layer, direction, k}``.
+def epoch_gathers(model: str, in_channels: int, hidden: int, out_channels: int, num_layers: int,
+                  **options) -> list[dict]:
+    """Every gather one training epoch makes, in execution order: ``{layer, direction, k, kernel}``.
 
-    Runs :class:`~netsparse_torch.nn.DistGNN` forward and backward on a probe graph, so a backward
-    reverse exchange appears exactly when autograd needs it (e.g. not for SAGE's first layer, whose
-    input features need no gradient). The global RNG state is left untouched.
+    Runs :class:`~netsparse_torch.nn.DistGNN` (with the model's ``options``, e.g. GAT's heads) forward
+    and backward on a probe graph, so a backward reverse exchange appears exactly when autograd needs
+    it (e.g. not for SAGE's first layer, whose input features need no gradient). GCN and SAGE gathers
+    are SpMMs of the propagated width; a GAT layer's single gather is an SDDMM of width ``H*C + H``
+    (its projected features and source attention terms). The global RNG state is left untouched.
     """
     from netsparse_torch.nn import DistGNN
 
     probe = _ProbeGraph()
     with torch.random.fork_rng(devices=[]):
-        net = DistGNN(model, in_channels, hidden, out_channels, num_layers, dropout=0.0)
+        net = DistGNN(model, in_channels, hidden, out_channels, num_layers, dropout=0.0, **options)
+        net.eval()  # the same products as training, without dropout
         net(torch.zeros(1, in_channels), probe).sum().backward()  # type: ignore[arg-type]
     return probe.log
 
@@ -92,12 +108,15 @@ def modeled_block(cfg, graph) -> dict | None:
 
     check_cluster(cfg, graph)
     params = cluster_params(cluster)
+    from netsparse_torch.nn.models import model_options
+
     gathers = epoch_gathers(str(cfg.model.name), graph.num_features, int(cfg.hidden), graph.num_classes,
-                            int(cfg.model.num_layers))
+                            int(cfg.model.num_layers), **model_options(cfg.model))
     partition = _virtual_partition(cfg)
     model = _compute_model(cluster)
     adj, source = _whole_adjacency(graph)
-    block = modeled_training(adj, params, [g["k"] for g in gathers], model, partition, default_simulator())
+    block = modeled_training(adj, params, [(g["k"], g["kernel"]) for g in gathers], model, partition,
+                             default_simulator())
     block["adjacency"] = source
     block["compute"]["source"] = getattr(model, "source", "NetSparse §8 SPADE-like roofline (hw_models.compute)")
     for g, row in zip(gathers, block["per_gather"], strict=True):

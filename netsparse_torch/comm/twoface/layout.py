@@ -63,6 +63,8 @@ class Layout:
     async_xfer: Transfer
     stripes: Stripes
     destinations: dict[int, list[int]]  # own stripe start -> ranks that receive it synchronously
+    sync_rows: np.ndarray  # global ids of the rows arriving synchronously (whole stripes), sorted
+    async_rows: np.ndarray  # global ids of the rows fetched asynchronously, sorted
 
 
 def coalesced_rows(cols: np.ndarray, distance: int) -> np.ndarray:
@@ -104,7 +106,7 @@ def build_layout(rows: sp.csr_matrix, stripes: Stripes, bounds: np.ndarray, rank
     return Layout(Part.of(_with_cols(local, local.indices - r0, r1 - r0)),
                   Part.of(_with_cols(sync, np.searchsorted(sync_rows, sync.indices), sync_rows.size)),
                   Part.of(_with_cols(async_, np.searchsorted(async_rows, async_.indices), async_rows.size)),
-                  sync_xfer, async_xfer, stripes, destinations)
+                  sync_xfer, async_xfer, stripes, destinations, sync_rows, async_rows)
 
 
 def _async_rows(cols: np.ndarray, bounds: np.ndarray, distance: int) -> np.ndarray:

@@ -10,6 +10,10 @@ up to (127/K)+1 rows apart (Two-Face §5.2). Both are issued non-blocking (``asy
 local-input SpMM runs while they fly, then the one-sided SpMM on the fetched rows, then the dense
 stripes. Backward is the reverse: the transposed parts produce the halo gradients, which go back to
 their owners through the reverse exchanges, again overlapped with the local transposed SpMM.
+
+Attention layers (GAT) need every row before their local kernels, so :class:`_TwoFaceGather` moves
+the same stripes and fetched rows (the layout of the attention pattern at the gathered width) and
+returns ``[X_own; async rows; sync rows]``; its backward is the same pair of reverse exchanges.
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ import torch.distributed as dist
 
 from netsparse_torch.comm.base import Strategy, row_bytes
 from netsparse_torch.comm.twoface.classify import (
+    ASYNC,
     KIND_NAMES,
+    LOCAL,
+    SYNC,
     check_width,
     classify,
     default_stripe_width,
@@ -89,6 +96,34 @@ class _TwoFaceSpMM(torch.autograd.Function):
         return gx, None, None, None
 
 
+class _TwoFaceGather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, strat: TwoFace, layout: Layout, tag: str) -> torch.Tensor:
+        ctx.strat, ctx.layout, ctx.tag = strat, layout, tag
+        x = x.detach()
+        z_sync, w_sync = _forward_exchange(x, layout.sync_xfer)
+        z_async, w_async = _forward_exchange(x, layout.async_xfer)
+        w_async.wait()
+        w_sync.wait()
+        strat.count("forward", layout, x, tag)
+        return torch.cat([x, z_async, z_sync])
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        layout, strat = ctx.layout, ctx.strat
+        g = grad.contiguous()
+        n, n_async = strat.plan.n_local, layout.async_xfer.n_recv
+        back_sync, w_sync = _backward_exchange(g[n + n_async:], layout.sync_xfer)
+        back_async, w_async = _backward_exchange(g[n: n + n_async], layout.async_xfer)
+        gx = g[:n].clone()
+        w_async.wait()
+        gx.index_add_(0, layout.async_xfer.send_idx, back_async)
+        w_sync.wait()
+        gx.index_add_(0, layout.sync_xfer.send_idx, back_sync)
+        strat.count("backward", layout, g, ctx.tag)
+        return gx, None, None, None
+
+
 class TwoFace(Strategy):
     """Options: ``width`` (stripe width W, default :func:`default_stripe_width`), ``profile`` (a
     ``netsparse-calibrate`` JSON with the coefficients and the measured overlap; default: Two-Face
@@ -123,6 +158,32 @@ class TwoFace(Strategy):
         if self.plan.world_size == 1:
             return spmm(adjacency, x_local)
         return _TwoFaceSpMM.apply(x_local, self, self.layout(adjacency, x_local.size(1)), tag)
+
+    def gather(self, x_local: torch.Tensor, tag: str = "", adjacency: CSR | None = None) -> torch.Tensor:
+        if self.plan.world_size == 1:
+            return x_local
+        if adjacency is None:
+            raise ValueError("twoface: gather needs the adjacency whose columns it serves (its stripes)")
+        return _TwoFaceGather.apply(x_local, self, self.layout(adjacency, x_local.size(1)), tag)
+
+    def gather_layout(self, adjacency: CSR, k: int) -> tuple[CSR, np.ndarray]:
+        """Columns of ``adjacency`` re-indexed into ``[own rows; async rows; sync rows]``."""
+        plan = self.plan
+        if plan.world_size == 1:
+            return super().gather_layout(adjacency, k)
+        lay = self.layout(adjacency, k)
+        cols = adjacency.col.numpy()
+        kind = lay.stripes.kind[lay.stripes.of_nnz]
+        n, n_async = plan.n_local, lay.async_rows.size
+        out = np.empty_like(cols)
+        for which, base, rows in ((ASYNC, n, lay.async_rows), (SYNC, n + n_async, lay.sync_rows)):
+            m = kind == which
+            out[m] = base + np.searchsorted(rows, cols[m])
+        m = kind == LOCAL
+        out[m] = cols[m] - plan.row_start
+        ids = np.concatenate([np.arange(plan.row_start, plan.row_start + n), lay.async_rows, lay.sync_rows])
+        csr = CSR(adjacency.crow, torch.from_numpy(out), adjacency.val, ids.size)
+        return csr, ids.astype(np.int64)
 
     def count(self, direction: str, layout: Layout, x: torch.Tensor, tag: str) -> None:
         s, a = row_bytes(layout.sync_xfer.n_recv, x), row_bytes(layout.async_xfer.n_recv, x)
