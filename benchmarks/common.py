@@ -28,6 +28,21 @@ def median_time(fn, repeats: int, warmup: int = 1) -> float:
     return statistics.median(times)
 
 
+def paired(fns: dict, repeats: int, sync=lambda: None) -> dict[str, list[float]]:
+    """Seconds of each of ``fns`` per round, called in alternation round after round (so load from other
+    processes hits them alike), after one warm-up round; ``sync`` runs around each call."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for i in range(repeats + 1):
+        for name, fn in fns.items():
+            sync()
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            if i:
+                times[name].append(time.perf_counter() - t0)
+    return times
+
+
 def machine() -> dict:
     return {"python": platform.python_version(), "torch": torch.__version__, "threads": torch.get_num_threads(),
             "cpu": platform.processor() or platform.machine()}

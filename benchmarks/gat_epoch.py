@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +31,7 @@ from hydra import compose, initialize_config_dir
 from torch_geometric.nn import GATConv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import GRAPHS, write_result  # noqa: E402
+from common import GRAPHS, paired, write_result  # noqa: E402
 
 from netsparse_torch.graph import load_dataset  # noqa: E402
 from netsparse_torch.launch import launch  # noqa: E402
@@ -63,19 +62,6 @@ def edge_index(adj) -> torch.Tensor:
     coo = adj.tocoo()
     reps = coo.data.astype(np.int64)
     return torch.from_numpy(np.vstack([np.repeat(coo.col, reps), np.repeat(coo.row, reps)]).astype(np.int64))
-
-
-def paired(fns: dict, repeats: int, sync=lambda: None) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for i in range(repeats + 1):
-        for name, fn in fns.items():
-            sync()
-            t0 = time.perf_counter()
-            fn()
-            sync()
-            if i:  # the first round is a warm-up
-                times[name].append(time.perf_counter() - t0)
-    return times
 
 
 def one_rank_vs_pyg(rank, world_size, graph, cfg, repeats):

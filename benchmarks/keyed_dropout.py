@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -26,7 +25,7 @@ import torch.nn.functional as F
 from hydra import compose, initialize_config_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import GRAPHS, write_result  # noqa: E402
+from common import GRAPHS, paired, write_result  # noqa: E402
 
 import netsparse_torch.nn.models as models  # noqa: E402
 from netsparse_torch.graph import load_dataset  # noqa: E402
@@ -43,19 +42,6 @@ def torch_dropout(x, node_ids, p, *, seed, epoch, layer, training=True):
 
 
 VARIANTS = {"keyed": keyed_dropout, "torch": torch_dropout}
-
-
-def paired(fns: dict, repeats: int, sync=lambda: None) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for i in range(repeats + 1):
-        for name, fn in fns.items():
-            sync()
-            t0 = time.perf_counter()
-            fn()
-            sync()
-            if i:  # the first round is a warm-up
-                times[name].append(time.perf_counter() - t0)
-    return times
 
 
 def op_times(n: int, k: int, repeats: int) -> dict[str, list[float]]:

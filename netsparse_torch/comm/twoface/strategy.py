@@ -88,12 +88,16 @@ class _TwoFaceSpMM(torch.autograd.Function):
         back_sync, w_sync = _backward_exchange(spmm(layout.sync.a_t, g), layout.sync_xfer)
         back_async, w_async = _backward_exchange(spmm(layout.async_.a_t, g), layout.async_xfer)
         gx = spmm(layout.local.a_t, g)
-        w_async.wait()
-        gx.index_add_(0, layout.async_xfer.send_idx, back_async)
-        w_sync.wait()
-        gx.index_add_(0, layout.sync_xfer.send_idx, back_sync)
+        _add_returned(gx, layout, (back_async, w_async), (back_sync, w_sync))
         strat.count("backward", layout, g, ctx.tag)
         return gx, None, None, None
+
+
+def _add_returned(gx: torch.Tensor, layout: Layout, async_back: tuple, sync_back: tuple) -> None:
+    """Add the gradients returned for the rows this rank sent, asynchronous stripes first."""
+    for (back, work), xfer in ((async_back, layout.async_xfer), (sync_back, layout.sync_xfer)):
+        work.wait()
+        gx.index_add_(0, xfer.send_idx, back)
 
 
 class _TwoFaceGather(torch.autograd.Function):
@@ -116,10 +120,7 @@ class _TwoFaceGather(torch.autograd.Function):
         back_sync, w_sync = _backward_exchange(g[n + n_async:], layout.sync_xfer)
         back_async, w_async = _backward_exchange(g[n: n + n_async], layout.async_xfer)
         gx = g[:n].clone()
-        w_async.wait()
-        gx.index_add_(0, layout.async_xfer.send_idx, back_async)
-        w_sync.wait()
-        gx.index_add_(0, layout.sync_xfer.send_idx, back_sync)
+        _add_returned(gx, layout, (back_async, w_async), (back_sync, w_sync))
         strat.count("backward", layout, g, ctx.tag)
         return gx, None, None, None
 
