@@ -71,3 +71,16 @@ def check_values(cfg) -> None:
             raise ConfigError(f"{key} must be true or false, got {cfg[key]!r}")
     if cfg.get("patience", 0) > 0 and cfg.get("eval_every", 0) == 0:
         raise ConfigError(f"patience={cfg.patience} needs evaluations during training: set eval_every=N (N >= 1)")
+    check_model_options(cfg.get("model") or {})
+
+
+def check_model_options(model) -> None:
+    """GAT's heads and attention dropout, before any rank builds the layers (the same messages as
+    ``nn.gat``, which checks them again for library users)."""
+    for key in ("heads", "out_heads"):
+        value = model.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ConfigError(f"model.{key}: GAT heads must be an integer >= 1, got {value!r}")
+    p = model.get("attention_dropout")
+    if p is not None and (isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 <= p <= 1.0):
+        raise ConfigError(f"model.attention_dropout: GAT attention dropout must be a probability in [0, 1], got {p!r}")
