@@ -9,6 +9,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_keyed_dropout import GOLDEN, M64, mix64, splitmix64  # the feature-dropout test's reference hash
 
 from netsparse_torch import _C
 from netsparse_torch import kernels as K
@@ -161,19 +162,7 @@ def test_bad_inputs_are_value_errors():
 
 
 # -- attention dropout -----------------------------------------------------------------------------
-M64 = (1 << 64) - 1
-GOLDEN = 0x9E3779B97F4A7C15
 DOMAIN = 0x617474656E74696F  # kAttentionDomain in csrc/keyed_dropout.h
-
-
-def mix64(z: int) -> int:
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
-    return z ^ (z >> 31)
-
-
-def splitmix64(z: int) -> int:
-    return mix64((z + GOLDEN) & M64)
 
 
 def ref_edge_mask(edges, heads, p, seed, epoch, layer):
