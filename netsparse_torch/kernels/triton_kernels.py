@@ -368,28 +368,31 @@ def _heads_grid(n_rows: int, HC: int, block_k: int):
 
 def spmm_heads(crow, col, alpha, B) -> torch.Tensor:
     """Multi-head SpMM ``(n_rows, H*C)``."""
-    n_rows, HC, H = crow.numel() - 1, B.size(1), alpha.size(1)
+    n_rows, HC = crow.numel() - 1, B.size(1)
     B = B if B.stride(1) == 1 else B.contiguous()
     out = torch.empty((n_rows, HC), dtype=B.dtype, device=B.device)
     if n_rows and HC:
-        block_k = min(64, triton.next_power_of_2(HC))
-        _spmm_heads_kernel[_heads_grid(n_rows, HC, block_k)](crow, col, alpha.contiguous(), B, out, H, HC // H, HC,
-                                                              B.stride(0), TRANSPOSED=False, BLOCK_NNZ=_ATT_NNZ,
-                                                              BLOCK_K=block_k)
+        _launch_spmm_heads(crow, col, alpha, B, out, transposed=False)
     return out
 
 
 def spmm_heads_t(crow, col, alpha, G, n_cols: int) -> torch.Tensor:
     """Per-head ``A_h^T x G`` with atomic adds into the ``n_cols`` output rows."""
-    n_rows, HC, H = crow.numel() - 1, G.size(1), alpha.size(1)
+    n_rows, HC = crow.numel() - 1, G.size(1)
     G = G.contiguous()
     out = torch.zeros((n_cols, HC), dtype=G.dtype, device=G.device)
     if n_rows and HC and col.numel():
-        block_k = min(64, triton.next_power_of_2(HC))
-        _spmm_heads_kernel[_heads_grid(n_rows, HC, block_k)](crow, col, alpha.contiguous(), G, out, H, HC // H, HC,
-                                                              G.stride(0), TRANSPOSED=True, BLOCK_NNZ=_ATT_NNZ,
-                                                              BLOCK_K=block_k)
+        _launch_spmm_heads(crow, col, alpha, G, out, transposed=True)
     return out
+
+
+def _launch_spmm_heads(crow, col, alpha, dense, out, *, transposed: bool) -> None:
+    """One launch of ``_spmm_heads_kernel`` (``A_h x dense`` or, transposed, ``A_h^T x dense``) into ``out``."""
+    n_rows, HC, H = crow.numel() - 1, dense.size(1), alpha.size(1)
+    block_k = min(64, triton.next_power_of_2(HC))
+    _spmm_heads_kernel[_heads_grid(n_rows, HC, block_k)](crow, col, alpha.contiguous(), dense, out, H, HC // H, HC,
+                                                          dense.stride(0), TRANSPOSED=transposed, BLOCK_NNZ=_ATT_NNZ,
+                                                          BLOCK_K=block_k)
 
 
 def sddmm_heads(crow, col, X, Y, heads: int) -> torch.Tensor:
