@@ -6,6 +6,8 @@ STAMP   := .venv/.netsparse-installed
 EXT     := build/.ext-built
 SOURCES := $(shell find csrc -name '*.cpp' -o -name '*.h') setup.py
 JOBS    ?= 2
+# pytest-xdist workers: most tests wait on spawned ranks and servers, so two workers fill two cores.
+TEST_JOBS ?= 2
 
 .PHONY: install demo test lint bench clean
 
@@ -29,7 +31,7 @@ demo: install
 	$(PY) -m netsparse_torch.train
 
 test: install
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile tests
 
 lint: install
 	$(PY) -m ruff check netsparse_torch hw_models tests benchmarks examples

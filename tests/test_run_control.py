@@ -123,6 +123,14 @@ def test_resume_of_the_same_run_with_more_epochs_continues(tmp_path, checkpointe
                          f"hydra.run.dir={checkpointed}")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert [e["epoch"] for e in report["epochs"]] == [0, 1, 2]
+    # epochs 0-1 come from the checkpoint (their wall times too, which a retrained epoch would not repeat)
+    first = json.loads((checkpointed.parent / "report.json").read_text())
+    assert report["epochs"][:2] == first["epochs"]
+    # and the resumed run is the uninterrupted one: same losses, same bytes moved
+    proc, full = train(tmp_path / "full", "dataset=cora", "world_size=2", "epochs=3")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert [e["loss"] for e in report["epochs"]] == [e["loss"] for e in full["epochs"]]
+    assert report["comm"]["feature_bytes"] == full["comm"]["feature_bytes"]
 
 
 def test_resume_without_a_checkpoint_says_where_it_looked(tmp_path):
