@@ -129,7 +129,7 @@ def with_link_layer(simulator, cfg: DictConfig):
     """``simulator`` with ``link_layer=flit`` and the ``flit.*`` settings bound (NetCrafter flits on the
     inter-rack links, issue 7); ``link_layer=packet`` returns it unchanged."""
     mode = str(cfg.get("link_layer") or "packet")
-    if mode == "packet" or simulator is None:
+    if mode == "packet":
         return simulator
     link_layer = {"mode": mode, "flit": _container(cfg.get("flit"))}
     from hw_models.seeds.netcrafter import sim_flit_config
