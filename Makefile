@@ -4,7 +4,7 @@
 PY      := .venv/bin/python
 STAMP   := .venv/.netsparse-installed
 EXT     := build/.ext-built
-SOURCES := $(shell find csrc -name '*.cpp' -o -name '*.h') setup.py
+SOURCES := $(shell find csrc -name '*.cpp' -o -name '*.h') setup.py netsparse_torch/switch/switch.proto
 JOBS    ?= 2
 # pytest-xdist workers: most tests wait on spawned ranks and servers, so two workers fill two cores.
 TEST_JOBS ?= 2
@@ -21,7 +21,8 @@ $(STAMP): pyproject.toml requirements.txt
 	NETSPARSE_NO_EXTENSION=1 $(PY) -m pip install -q -c .venv/torch-constraint.txt --no-build-isolation --no-deps -e .
 	@touch $@
 
-# Incremental rebuild of the extension when a C++ source changes (ninja keeps objects in build/).
+# Incremental rebuild of the extension when a C++ source changes (ninja keeps objects in build/); the same
+# step regenerates the gRPC stubs from switch.proto (setup.py), so an edited .proto is picked up here.
 $(EXT): $(STAMP) $(SOURCES)
 	@mkdir -p build
 	flock build/.lock env MAX_JOBS=$(JOBS) $(PY) setup.py -q build_ext --inplace
@@ -40,4 +41,4 @@ bench: install
 	$(PY) benchmarks/spmm_strategies.py
 
 clean:
-	rm -rf build .venv *.egg-info netsparse_torch/_C*.so
+	rm -rf build .venv *.egg-info netsparse_torch/_C*.so netsparse_torch/switch/*_pb2*.py

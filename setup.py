@@ -1,8 +1,8 @@
 """Build the C++ extension ``netsparse_torch._C`` (hardware units, simulator core, CPU kernels)."""
 
 import glob
-import importlib.util
 import os
+import tempfile
 
 from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
@@ -30,16 +30,44 @@ EXTENSIONS = [] if os.environ.get("NETSPARSE_NO_EXTENSION") == "1" else [
 ]
 
 
+STUBS = ("switch_pb2.py", "switch_pb2_grpc.py")
+
+
+def generate_stubs() -> None:
+    """Runs protoc (grpcio-tools, a build requirement) on switch.proto into netsparse_torch/switch/.
+
+    The only place the gRPC stubs are made: they are gitignored and never generated at import. Written
+    to a temporary directory first and moved in place with ``os.replace``, so a process importing the
+    package during a rebuild never sees half a file."""
+    from grpc_tools import protoc
+
+    # The repository root is protoc's import root, so the grpc stub imports netsparse_torch.switch.switch_pb2.
+    proto = os.path.join("netsparse_torch", "switch", "switch.proto")
+    with tempfile.TemporaryDirectory(dir=HERE) as tmp:
+        rc = protoc.main(["grpc_tools.protoc", f"-I{HERE}", f"--python_out={tmp}", f"--grpc_python_out={tmp}",
+                          os.path.join(HERE, proto)])
+        if rc != 0:
+            raise RuntimeError(f"protoc failed ({rc}) on {proto}")
+        for name in STUBS:
+            os.replace(os.path.join(tmp, os.path.dirname(proto), name),
+                       os.path.join(HERE, os.path.dirname(proto), name))
+
+
 class BuildPyWithStubs(build_py):
-    """Generates the switch service's gRPC stubs from switch.proto before the modules are collected
-    (this command also runs for editable installs)."""
+    """``pip install [-e] .``: the stubs exist before the modules are collected (editable installs run
+    this command too)."""
 
     def run(self):
-        path = os.path.join(HERE, "netsparse_torch", "switch", "stubs.py")
-        spec = importlib.util.spec_from_file_location("netsparse_switch_stubs", path)
-        stubs = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(stubs)
-        stubs.generate()
+        generate_stubs()
+        super().run()
+
+
+class BuildExtWithStubs(BuildExtension.with_options(use_ninja=True)):
+    """``setup.py build_ext --inplace`` (the second step of ``make install``) regenerates them too, so
+    a fresh clone has them whichever step runs, and an edited switch.proto is picked up."""
+
+    def run(self):
+        generate_stubs()
         super().run()
 
 
@@ -49,5 +77,5 @@ setup(
     package_dir={"netsparse_torch.configs": "configs"},
     package_data={"netsparse_torch.configs": ["*.yaml", "*/*.yaml"], "netsparse_torch.switch": ["switch.proto"]},
     ext_modules=EXTENSIONS,
-    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True), "build_py": BuildPyWithStubs},
+    cmdclass={"build_ext": BuildExtWithStubs, "build_py": BuildPyWithStubs},
 )

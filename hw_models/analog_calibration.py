@@ -18,6 +18,7 @@ import time
 from hw_models import definitions
 from netsparse_torch.graph import analogs
 from netsparse_torch.graph.pattern import Pattern
+from netsparse_torch.report import markdown as md
 
 NODES = 128
 """The paper's cluster (NetSparse Table 5), where Tables 1 and 4 are measured."""
@@ -68,17 +69,18 @@ def run(names: list[str], scale: float, seed: int = 0) -> list[dict]:
 def markdown(rows: list[dict], scale: float) -> list[str]:
     head = ["matrix", "rows", "nnz (paper)"] + [f"{HEADERS[s]} paper / analog" for s in STATS] \
         + ["generate s", "stats s"]
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        m = r["matrix"]
-        cells = [m.name, f"{r['rows']:,}", f"{r['nnz']:,} ({round(m.nnz * scale):,})"]
-        for s in STATS:
-            paper, value = m.targets()[s], r["stats"][s]
-            mark = "" if deviation(m.name, s, value, paper) <= 1 else " **out**"
-            cells.append(f"{paper:g} / {value:.4g} ({100 * (value / paper - 1):+.1f} %){mark}")
-        cells += [f"{r['generate_s']:.1f}", f"{r['statistics_s']:.1f}"]
-        out.append("| " + " | ".join(cells) + " |")
-    return out
+    return md.table(head, (_cells(r, scale) for r in rows))
+
+
+def _cells(r: dict, scale: float) -> list[str]:
+    """One matrix: sizes, each statistic as paper / analog (deviation; **out** past its tolerance), times."""
+    m = r["matrix"]
+    cells = [m.name, f"{r['rows']:,}", f"{r['nnz']:,} ({round(m.nnz * scale):,})"]
+    for s in STATS:
+        paper, value = m.targets()[s], r["stats"][s]
+        mark = "" if deviation(m.name, s, value, paper) <= 1 else " **out**"
+        cells.append(f"{paper:g} / {value:.4g} ({100 * (value / paper - 1):+.1f} %){mark}")
+    return cells + [f"{r['generate_s']:.1f}", f"{r['statistics_s']:.1f}"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,9 @@ import re
 import sys
 from pathlib import Path
 
+from netsparse_torch.report import markdown as md
+from netsparse_torch.report.plots import figure, legend_outside, one_x
+
 Column = tuple[str, str]
 """(header, dotted path into the report)."""
 
@@ -117,10 +120,7 @@ def markdown(kind: str, reports: list[dict]) -> list[str]:
     if kind not in TABLES:
         raise ValueError(f"unknown table {kind!r}; choose one of {', '.join([*TABLES, *SPECIAL])}")
     cols = TABLES[kind] + ([("run", "_file")] if kind in ("speedup", "sweep") else [])
-    lines = ["| " + " | ".join(h for h, _ in cols) + " |", "|" + "---|" * len(cols)]
-    for r in reports:
-        lines.append("| " + " | ".join(fmt(lookup(r, p), p in _MICRO) for _, p in cols) + " |")
-    return lines
+    return md.table([h for h, _ in cols], ([fmt(lookup(r, p), p in _MICRO) for _, p in cols] for r in reports))
 
 
 _SCALING = (("su_opt", "SUOpt"), ("sa_opt", "SAOpt"), ("netsparse", "NetSparse"))
@@ -131,12 +131,8 @@ def _strong_scaling(reports: list[dict]) -> list[str]:
     head = ["matrix", "compute", "nodes", "compute us"] + [f"{n} {what} us" for _, n in strats
                                                              for what in ("comm", "no-overlap", "full-overlap")]
     keys = ["compute_s"] + [f"{s}_{what}_s" for s, _ in strats for what in ("comm", "no_overlap", "full_overlap")]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in reports:
-        for row in _rows(r):
-            cells = [r["matrix"]["name"], row["compute_model"], str(row["nodes"])]
-            lines.append("| " + " | ".join(cells + [fmt(row.get(k), micro=True) for k in keys]) + " |")
-    return lines
+    return md.table(head, ([r["matrix"]["name"], row["compute_model"], row["nodes"]]
+                           + [fmt(row.get(k), micro=True) for k in keys] for r in reports for row in _rows(r)))
 
 
 def _rows(report: dict) -> list[dict]:
@@ -148,30 +144,30 @@ def _table8(reports: list[dict]) -> list[str]:
     is ``speedup vs SUOpt / traffic reduction vs SU / goodput``."""
     stages = [a["stage"] for a in next((r["ablation"] for r in reports if r.get("ablation")), [])]
     head = ["matrix", "nodes", "K"] + [s if i == 0 else f"+{s}" for i, s in enumerate(stages)]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in reports:
+    keys = ("speedup_vs_su_opt", "traffic_reduction_vs_su", "goodput")
+
+    def cells(r: dict) -> list[str]:
         by_stage = {a["stage"]: a for a in r.get("ablation") or []}
-        cells = [r["matrix"]["name"], fmt(r["cluster"]["nodes"]), fmt(r["k"])]
-        keys = ("speedup_vs_su_opt", "traffic_reduction_vs_su", "goodput")
-        cells += [" / ".join(fmt(by_stage[s][k]) for k in keys) if s in by_stage else "n/a" for s in stages]
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
+        return [r["matrix"]["name"], fmt(r["cluster"]["nodes"]), fmt(r["k"])] + [
+            " / ".join(fmt(by_stage[s][k]) for k in keys) if s in by_stage else "n/a" for s in stages]
+
+    return md.table(head, (cells(r) for r in reports))
 
 
 def _active_nodes(reports: list[dict]) -> list[str]:
     """NetSparse Fig. 19 in numbers: when the first node finishes and when the last does."""
     head = ["matrix", "nodes", "K", "first node done us", "half done us", "last node done us"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in reports:
+
+    def cells(r: dict) -> list[str]:
         series = r.get("active_nodes") or {}
         t, count = series.get("t_s") or [], series.get("count") or []
         n = r["cluster"]["nodes"]
         first = next((ti for ti, c in zip(t, count, strict=True) if c < n), None)
         half = next((ti for ti, c in zip(t, count, strict=True) if c <= n / 2), None)
         last = next((ti for ti, c in zip(t, count, strict=True) if c == 0), None)
-        cells = [r["matrix"]["name"], fmt(n), fmt(r["k"])] + [fmt(x, micro=True) for x in (first, half, last)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
+        return [r["matrix"]["name"], fmt(n), fmt(r["k"])] + [fmt(x, micro=True) for x in (first, half, last)]
+
+    return md.table(head, (cells(r) for r in reports))
 
 
 SPECIAL = {"strong_scaling": _strong_scaling, "table8": _table8, "active_nodes": _active_nodes}
@@ -180,45 +176,32 @@ SPECIAL = {"strong_scaling": _strong_scaling, "table8": _table8, "active_nodes":
 
 def plot(kind: str, reports: list[dict], out: Path) -> list[Path]:
     """PNG figures: speedup vs SUOpt per matrix (bars per K/topology/run), or strong scaling curves."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out.parent.mkdir(parents=True, exist_ok=True)
     if kind == "strong_scaling":
-        return [_plot_scaling(plt, reports, model, out.with_name(f"{out.stem}_{model}.png"))
+        return [_plot_scaling(reports, model, out.with_name(f"{out.stem}_{model}.png"))
                 for model in sorted({row["compute_model"] for r in reports for row in _rows(r)})]
     if kind == "active_nodes":
-        return [_plot_active(plt, reports, out)]
+        return [_plot_active(reports, out)]
     if kind == "table8":
-        return [_plot_ablation(plt, reports, out)]
+        return [_plot_ablation(reports, out)]
     if kind == "sweep":
-        return [_plot_sweep(plt, reports, out)]
+        return [_plot_sweep(reports, out)]
     matrices = sorted({r["matrix"]["name"] for r in reports})
     variants = sorted({_variant(r) for r in reports}, key=lambda v: (len(v), v))
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(matrices) * max(1, len(variants)) / 2), 3.5))
     width = 0.8 / (2 * len(variants))
-    for j, v in enumerate(variants):
-        for s, (key, label) in enumerate((("sa_opt_vs_su_opt", "SAOpt"), ("netsparse_vs_su_opt", "NetSparse"))):
-            ys = [next((r["speedup"][key] or 0 for r in reports if r["matrix"]["name"] == m and _variant(r) == v), 0)
-                  for m in matrices]
-            xs = [i + (2 * j + s) * width - 0.4 for i in range(len(matrices))]
-            ax.bar(xs, ys, width, label=f"{label} {v}", align="edge")
-    ax.set_xticks(range(len(matrices)), matrices, rotation=30, ha="right", fontsize=7)
-    ax.set_yscale("log")
-    ax.axhline(1.0, color="k", lw=0.8, ls="--", label="1x (SUOpt)")
-    ax.set_ylabel("speedup vs SUOpt (modeled)")
-    _legend_outside(ax)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    with figure(out, figsize=(max(6, 0.9 * len(matrices) * max(1, len(variants)) / 2), 3.5)) as (_, ax):
+        for j, v in enumerate(variants):
+            for s, (key, label) in enumerate((("sa_opt_vs_su_opt", "SAOpt"), ("netsparse_vs_su_opt", "NetSparse"))):
+                ys = [next((r["speedup"][key] or 0 for r in reports if r["matrix"]["name"] == m and _variant(r) == v),
+                           0) for m in matrices]
+                xs = [i + (2 * j + s) * width - 0.4 for i in range(len(matrices))]
+                ax.bar(xs, ys, width, label=f"{label} {v}", align="edge")
+        ax.set_xticks(range(len(matrices)), matrices, rotation=30, ha="right", fontsize=7)
+        ax.set_yscale("log")
+        one_x(ax)
+        ax.set_ylabel("speedup vs SUOpt (modeled)")
+        legend_outside(ax)
     return [out]
-
-
-def _legend_outside(ax, fontsize: int = 6) -> None:
-    """A legend right of the axes, where it cannot cover data."""
-    ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
 
 
 IGNORED_KEYS = ("tag", "report_dir", "report_path", "plots", "analog_cache", "hydra")
@@ -262,7 +245,7 @@ def _number(value) -> float | None:
         return None
 
 
-def _plot_sweep(plt, reports: list[dict], out: Path) -> Path:
+def _plot_sweep(reports: list[dict], out: Path) -> Path:
     """Figs. 15-18: NetSparse time and speedup over the swept value, one line per matrix (and per value of
     any second swept key); a log x axis for numeric values, infinity drawn right of the largest value."""
     keys, values = swept_values(reports)
@@ -279,34 +262,31 @@ def _plot_sweep(plt, reports: list[dict], out: Path) -> Path:
     else:
         order = list(dict.fromkeys(str(x) for x in xs_raw))
         xs = [order.index(str(x)) for x in xs_raw]
-    fig, (t_ax, s_ax) = plt.subplots(1, 2, figsize=(9, 3.3))
     series: dict[str, list[tuple]] = {}
     for r, v, x in zip(reports, values, xs, strict=True):
         others = ", ".join(f"{k}={v[k]}" for k in keys[1:])
         label = f"{r['matrix']['name']} K={r['k']}" + (f", {others}" if others else "")
         series.setdefault(label, []).append((x, lookup(r, "strategies.netsparse.comm_time_s"),
                                              lookup(r, "speedup.netsparse_vs_su_opt")))
-    for i, (label, pts) in enumerate(series.items()):
-        pts.sort()
-        for ax, j, scale in ((t_ax, 1, 1e6), (s_ax, 2, 1.0)):
-            xy = [(p[0], p[j] * scale) for p in pts if p[j] is not None]
-            if xy:
-                ax.plot(*zip(*xy, strict=True), marker="o", ms=3, color=f"C{i % 10}", label=label)
-    s_ax.axhline(1.0, color="k", lw=0.8, ls="--", label="1x (SUOpt)")
-    t_ax.set_ylabel("NetSparse comm time (us, modeled)")
-    s_ax.set_ylabel("NetSparse speedup vs SUOpt (modeled)")
-    for ax in (t_ax, s_ax):
-        ax.set_xlabel(xkey)
-        if numeric and all(x > 0 for x in xs):  # a negative swept value keeps a linear axis
-            ax.set_xscale("log")
-            ax.set_xticks(sorted(labels), [labels[x] for x in sorted(labels)], fontsize=7)
-            ax.minorticks_off()
-        elif not numeric:
-            ax.set_xticks(range(len(order)), order, fontsize=7, rotation=30, ha="right")
-    _legend_outside(s_ax)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    with figure(out, ncols=2, figsize=(9, 3.3)) as (_, (t_ax, s_ax)):
+        for i, (label, pts) in enumerate(series.items()):
+            pts.sort()
+            for ax, j, scale in ((t_ax, 1, 1e6), (s_ax, 2, 1.0)):
+                xy = [(p[0], p[j] * scale) for p in pts if p[j] is not None]
+                if xy:
+                    ax.plot(*zip(*xy, strict=True), marker="o", ms=3, color=f"C{i % 10}", label=label)
+        one_x(s_ax)
+        t_ax.set_ylabel("NetSparse comm time (us, modeled)")
+        s_ax.set_ylabel("NetSparse speedup vs SUOpt (modeled)")
+        for ax in (t_ax, s_ax):
+            ax.set_xlabel(xkey)
+            if numeric and all(x > 0 for x in xs):  # a negative swept value keeps a linear axis
+                ax.set_xscale("log")
+                ax.set_xticks(sorted(labels), [labels[x] for x in sorted(labels)], fontsize=7)
+                ax.minorticks_off()
+            elif not numeric:
+                ax.set_xticks(range(len(order)), order, fontsize=7, rotation=30, ha="right")
+        legend_outside(s_ax)
     return out
 
 
@@ -315,11 +295,18 @@ def _variant(r: dict) -> str:
     return f"K={r['k']} {r['cluster']['topology']}{tag}"
 
 
-def _plot_scaling(plt, reports: list[dict], model: str, out: Path) -> Path:
+def _plot_scaling(reports: list[dict], model: str, out: Path) -> Path:
     n = len(reports)
     cols = min(3, n)
-    fig, axes = plt.subplots((n + cols - 1) // cols, cols, figsize=(3.2 * cols, 2.6 * ((n + cols - 1) // cols)),
-                             squeeze=False)
+    rows = (n + cols - 1) // cols
+    with figure(out, dpi=110, layout_rect=(0, 0.1, 1, 1),  # room for the legend below the panels
+                nrows=rows, ncols=cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False) as (fig, axes):
+        _draw_scaling(fig, axes, reports, model)
+    return out
+
+
+def _draw_scaling(fig, axes, reports: list[dict], model: str) -> None:
+    n = len(reports)
     for ax, r in zip(axes.ravel(), reports, strict=False):
         rows = [row for row in r["strong_scaling"]["rows"] if row["compute_model"] == model]
         nodes = [row["nodes"] for row in rows]
@@ -340,43 +327,34 @@ def _plot_scaling(plt, reports: list[dict], model: str, out: Path) -> Path:
     handles, labels = axes.ravel()[0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=6, loc="lower center", ncol=4, bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(f"strong scaling, compute model {model}", fontsize=9)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))  # room for the legend below the panels
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+
+
+def _plot_active(reports: list[dict], out: Path) -> Path:
+    with figure(out, figsize=(5, 3)) as (_, ax):
+        for r in reports:
+            series = r.get("active_nodes") or {}
+            ax.step([t * 1e6 for t in series.get("t_s") or []], series.get("count") or [], where="post",
+                    label=f"{r['matrix']['name']} K={r['k']}")
+        ax.set_xlabel("time (us, modeled)")
+        ax.set_ylabel("active nodes")
+        legend_outside(ax)
     return out
 
 
-def _plot_active(plt, reports: list[dict], out: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(5, 3))
-    for r in reports:
-        series = r.get("active_nodes") or {}
-        ax.step([t * 1e6 for t in series.get("t_s") or []], series.get("count") or [], where="post",
-                label=f"{r['matrix']['name']} K={r['k']}")
-    ax.set_xlabel("time (us, modeled)")
-    ax.set_ylabel("active nodes")
-    _legend_outside(ax)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
-
-
-def _plot_ablation(plt, reports: list[dict], out: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+def _plot_ablation(reports: list[dict], out: Path) -> Path:
     stages = [a["stage"] for a in (reports[0].get("ablation") or [])]
     width = 0.8 / max(1, len(stages))
-    for j, stage in enumerate(stages):
-        ys = [next((a["speedup_vs_su_opt"] or 0 for a in r.get("ablation") or [] if a["stage"] == stage), 0)
-              for r in reports]
-        ax.bar([i + j * width - 0.4 for i in range(len(reports))], ys, width, label=stage, align="edge")
-    ax.set_xticks(range(len(reports)), [r["matrix"]["name"] for r in reports], rotation=30, ha="right", fontsize=7)
-    ax.set_yscale("log")
-    ax.axhline(1.0, color="k", lw=0.8, ls="--", label="1x (SUOpt)")
-    ax.set_ylabel("speedup vs SUOpt (modeled)")
-    _legend_outside(ax)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    with figure(out, figsize=(7, 3.5)) as (_, ax):
+        for j, stage in enumerate(stages):
+            ys = [next((a["speedup_vs_su_opt"] or 0 for a in r.get("ablation") or [] if a["stage"] == stage), 0)
+                  for r in reports]
+            ax.bar([i + j * width - 0.4 for i in range(len(reports))], ys, width, label=stage, align="edge")
+        ax.set_xticks(range(len(reports)), [r["matrix"]["name"] for r in reports], rotation=30, ha="right",
+                      fontsize=7)
+        ax.set_yscale("log")
+        one_x(ax)
+        ax.set_ylabel("speedup vs SUOpt (modeled)")
+        legend_outside(ax)
     return out
 
 

@@ -1,9 +1,10 @@
 """netsparse_torch: full-graph distributed GNN training with NetSparse in-network acceleration."""
 
 import importlib.abc
+import importlib.machinery
 import sys
 
-from netsparse_torch.errors import NetsparseError
+from netsparse_torch.errors import NetsparseError, NotBuiltError
 
 __all__ = ["NetsparseError", "comm_stats", "reset_comm_stats", "rig"]
 __version__ = "0.1.0"
@@ -20,14 +21,19 @@ def __getattr__(name: str):
 
 class _ExtensionNeedsTorchLibraries(importlib.abc.MetaPathFinder):
     """Loads torch's shared libraries right before ``netsparse_torch._C`` is imported (see
-    :mod:`netsparse_torch.native`); the normal finders then import the extension."""
+    :mod:`netsparse_torch.native`), and turns a missing extension into one :class:`NotBuiltError`."""
 
     def find_spec(self, fullname, path, target=None):
-        if fullname == "netsparse_torch._C":
-            from netsparse_torch.native import load_torch_libraries
+        if fullname != "netsparse_torch._C":
+            return None
+        from netsparse_torch.native import load_torch_libraries
 
-            load_torch_libraries()
-        return None
+        load_torch_libraries()
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None:
+            raise NotBuiltError("the C++ extension netsparse_torch._C is not built: run `make install` "
+                                "(or `python setup.py build_ext --inplace`)")
+        return spec
 
 
 sys.meta_path.insert(0, _ExtensionNeedsTorchLibraries())

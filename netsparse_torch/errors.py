@@ -36,3 +36,8 @@ class PartitionedDatasetError(GraphInputError):
 
 class ReportInputError(NetsparseError):
     """A file or directory given to a report tool (``netsparse-compare``) holds no usable report."""
+
+
+class NotBuiltError(NetsparseError, ImportError):
+    """A build product is missing (the C++ extension ``netsparse_torch._C`` or the switch service's gRPC
+    stubs): the package was not installed with ``make install`` / ``pip install``."""

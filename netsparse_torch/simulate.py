@@ -30,7 +30,9 @@ from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.graph import analogs, generate, read_mtx
 from netsparse_torch.graph.pattern import Pattern, as_pattern
 from netsparse_torch.progress import iterate
+from netsparse_torch.report import markdown as md
 from netsparse_torch.report import write_json
+from netsparse_torch.report.plots import figure, one_x
 from netsparse_torch.report.provenance import provenance
 
 log = logging.getLogger("netsparse_torch.simulate")
@@ -129,7 +131,7 @@ def with_link_layer(simulator, cfg: DictConfig):
     """``simulator`` with ``link_layer=flit`` and the ``flit.*`` settings bound (NetCrafter flits on the
     inter-rack links, issue 7); ``link_layer=packet`` returns it unchanged."""
     mode = str(cfg.get("link_layer") or "packet")
-    if mode == "packet" or simulator is None:
+    if mode == "packet":
         return simulator
     link_layer = {"mode": mode, "flit": _container(cfg.get("flit"))}
     from hw_models.seeds.netcrafter import sim_flit_config
@@ -206,26 +208,26 @@ def summary_lines(report: dict) -> list[str]:
         "",
         "All numbers are modeled (hw_models), none measured.",
         "",
-        "| quantity | value |",
-        "|---|---|",
-        f"| useful / SA PRs / SU transfers | {r['useful_transfers']:,} / {r['sa_prs']:,} / {r['su_transfers']:,} |",
-        f"| SU, SA redundant per useful (Table 1) | {_fmt(r['su_redundant_per_useful'])}, "
-        f"{_fmt(r['sa_redundant_per_useful'])} |",
-        f"| dest locality of 64 PRs (Table 4) | {_fmt(report['dest_locality_64'])} |",
-        f"| SA header fraction (Table 3) | {_fmt(100 * report['header_fraction_sa'], ' %')} |",
-        f"| SUOpt comm time | {_fmt(st['su_opt']['comm_time_s'] * 1e6, ' us')} |",
-        f"| SAOpt comm time, goodput | {_fmt(st['sa_opt']['comm_time_s'] * 1e6, ' us')}, "
-        f"{_fmt(100 * st['sa_opt']['goodput'], ' %')} |",
-        f"| SAOpt PRs ({st['sa_opt']['cores']} ranks per node, filtered per rank) | {st['sa_opt']['prs']:,} "
-        f"(per-node filtering: {st['sa_opt']['prs_per_node_filtering']:,}) |",
-        *[f"| {label} comm time | {_time_or_status(st[key])} |" for label, key in SEED_ROWS if key in st],
-        f"| NetSparse comm time{' (flits on inter-rack links)' if ns.get('link_layer') else ''} | "
-        f"{_time_or_status(ns)} |",
-        *_link_layer_lines(ns.get("link_layer")),
-        *_table7_lines(ns),
-        f"| speedup SAOpt vs SUOpt | {_fmt(report['speedup']['sa_opt_vs_su_opt'])} |",
-        f"| speedup NetSparse vs SUOpt, vs SAOpt | {_fmt(report['speedup']['netsparse_vs_su_opt'])}, "
-        f"{_fmt(report['speedup']['netsparse_vs_sa_opt'])} |",
+        *md.table(["quantity", "value"], [
+            ("useful / SA PRs / SU transfers", f"{r['useful_transfers']:,} / {r['sa_prs']:,} / {r['su_transfers']:,}"),
+            ("SU, SA redundant per useful (Table 1)",
+             f"{_fmt(r['su_redundant_per_useful'])}, {_fmt(r['sa_redundant_per_useful'])}"),
+            ("dest locality of 64 PRs (Table 4)", _fmt(report["dest_locality_64"])),
+            ("SA header fraction (Table 3)", _fmt(100 * report["header_fraction_sa"], " %")),
+            ("SUOpt comm time", _fmt(st["su_opt"]["comm_time_s"] * 1e6, " us")),
+            ("SAOpt comm time, goodput",
+             f"{_fmt(st['sa_opt']['comm_time_s'] * 1e6, ' us')}, {_fmt(100 * st['sa_opt']['goodput'], ' %')}"),
+            (f"SAOpt PRs ({st['sa_opt']['cores']} ranks per node, filtered per rank)",
+             f"{st['sa_opt']['prs']:,} (per-node filtering: {st['sa_opt']['prs_per_node_filtering']:,})"),
+            *[(f"{label} comm time", _time_or_status(st[key])) for label, key in SEED_ROWS if key in st],
+            (f"NetSparse comm time{' (flits on inter-rack links)' if ns.get('link_layer') else ''}",
+             _time_or_status(ns)),
+            *_link_layer_rows(ns.get("link_layer")),
+            *_table7_rows(ns),
+            ("speedup SAOpt vs SUOpt", _fmt(report["speedup"]["sa_opt_vs_su_opt"])),
+            ("speedup NetSparse vs SUOpt, vs SAOpt",
+             f"{_fmt(report['speedup']['netsparse_vs_su_opt'])}, {_fmt(report['speedup']['netsparse_vs_sa_opt'])}"),
+        ]),
         "",
         "Speedups are time ratios: above 1x faster, below 1x means slower.",
         *_skipped_lines(report),
@@ -244,31 +246,32 @@ def _skipped_lines(report: dict) -> list[str]:
     return lines
 
 
-def _table7_lines(ns: dict) -> list[str]:
+def _table7_rows(ns: dict) -> list[tuple[str, str]]:
     """NetSparse's PRs and its Table 7 statistics at the tail node (none without the simulator)."""
     if "tail" not in ns:
         return []
     t = ns["tail"]
     prs = (ns.get("simulator") or {}).get("read_prs")
     gput = _fmt(100 * t["goodput"], " %") if t.get("goodput") is not None else "n/a"
-    return [f"| NetSparse PRs | {prs:,} |" if prs is not None else "| NetSparse PRs | n/a |",
-            f"| NetSparse tail (Table 7): Gput, Trfc vs SU, #PR vs SA | {gput}, "
-            f"{_fmt(t.get('traffic_reduction_vs_su_opt'), 'x')}, {_fmt(t.get('pr_reduction_vs_sa_opt'), 'x')} |"]
+    return [("NetSparse PRs", f"{prs:,}" if prs is not None else "n/a"),
+            ("NetSparse tail (Table 7): Gput, Trfc vs SU, #PR vs SA",
+             f"{gput}, {_fmt(t.get('traffic_reduction_vs_su_opt'), 'x')}, "
+             f"{_fmt(t.get('pr_reduction_vs_sa_opt'), 'x')}")]
 
 
 SEED_ROWS = (("Two-Face", "two_face"), ("SmartNIC software (snic_sw)", "snic_sw"),
              ("ToR sums (switch_aggregate)", "switch_aggregate"))
 
 
-def _link_layer_lines(ll: dict | None) -> list[str]:
+def _link_layer_rows(ll: dict | None) -> list[tuple[str, str]]:
     """Summary rows of the NetCrafter flit layer (``link_layer=flit``), none in packet mode."""
     if not ll:
         return []
-    return [f"| NetSparse inter-rack flits ({ll['config']['flit_bytes']} B) | {ll['flits']:,} flits, "
-            f"{ll['wire_bytes']:,} B on the wire vs {ll['packet_wire_bytes']:,} B as packets "
-            f"({_fmt(ll['wire_bytes_vs_packet'])}x), padding {_fmt(100 * (ll['padding_fraction'] or 0), ' %')}, "
-            f"stitched {_fmt(100 * (ll['stitched_fraction'] or 0), ' %')} of packets |",
-            f"| flit layer timing | {ll['timing']}; last inter-rack flit at {_fmt(ll['flit_finish_s'] * 1e6, ' us')} |"]
+    return [(f"NetSparse inter-rack flits ({ll['config']['flit_bytes']} B)",
+             f"{ll['flits']:,} flits, {ll['wire_bytes']:,} B on the wire vs {ll['packet_wire_bytes']:,} B as packets "
+             f"({_fmt(ll['wire_bytes_vs_packet'])}x), padding {_fmt(100 * (ll['padding_fraction'] or 0), ' %')}, "
+             f"stitched {_fmt(100 * (ll['stitched_fraction'] or 0), ' %')} of packets"),
+            ("flit layer timing", f"{ll['timing']}; last inter-rack flit at {_fmt(ll['flit_finish_s'] * 1e6, ' us')}")]
 
 
 def _time_or_status(block: dict) -> str:
@@ -278,57 +281,37 @@ def _time_or_status(block: dict) -> str:
 def save_figures(report: dict, out_dir: Path) -> list[Path]:
     """Speedup bars, the ablation and active nodes over time (those the report has data for); speedups
     carry a 1x line (below it: slower than SUOpt), times are in microseconds."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out: list[Path] = []
+    out = [out_dir / "speedup.png"]
     su = report["strategies"]["su_opt"]["comm_time_s"]
     speed = {label: su / report["strategies"][key]["comm_time_s"] for label, key in _SPEEDUP_BARS
              if "comm_time_s" in report["strategies"].get(key, {}) and report["strategies"][key]["comm_time_s"]}
-    fig, ax = plt.subplots(figsize=(1.2 + 0.8 * len(speed), 3))
-    ax.bar(list(speed), list(speed.values()), color=[f"C{i}" for i in range(len(speed))])
-    _one_x(ax)
-    if max(speed.values()) / min(speed.values()) > 20:  # SAOpt is often 30x slower than SUOpt
-        ax.set_yscale("log")
-    ax.set_ylabel("speedup vs SUOpt (modeled)")
-    ax.tick_params(axis="x", labelrotation=20, labelsize=7)
-    ax.set_title(f"{report['matrix'].get('name', '')} K={report['k']}", fontsize=9)
-    out.append(_save(fig, out_dir / "speedup.png"))
-    if report["ablation"]:
-        fig, ax = plt.subplots(figsize=(5, 3))
-        ax.bar([a["stage"] for a in report["ablation"]], [a["speedup_vs_su_opt"] or 0 for a in report["ablation"]])
-        _one_x(ax)
+    with figure(out[-1], figsize=(1.2 + 0.8 * len(speed), 3)) as (_, ax):
+        ax.bar(list(speed), list(speed.values()), color=[f"C{i}" for i in range(len(speed))])
+        one_x(ax)
+        if max(speed.values()) / min(speed.values()) > 20:  # SAOpt is often 30x slower than SUOpt
+            ax.set_yscale("log")
         ax.set_ylabel("speedup vs SUOpt (modeled)")
-        ax.set_xlabel("mechanisms added cumulatively (Table 8)")
-        out.append(_save(fig, out_dir / "ablation.png"))
+        ax.tick_params(axis="x", labelrotation=20, labelsize=7)
+        ax.set_title(f"{report['matrix'].get('name', '')} K={report['k']}", fontsize=9)
+    if report["ablation"]:
+        out.append(out_dir / "ablation.png")
+        with figure(out[-1], figsize=(5, 3)) as (_, ax):
+            ax.bar([a["stage"] for a in report["ablation"]], [a["speedup_vs_su_opt"] or 0 for a in report["ablation"]])
+            one_x(ax)
+            ax.set_ylabel("speedup vs SUOpt (modeled)")
+            ax.set_xlabel("mechanisms added cumulatively (Table 8)")
     if report["active_nodes"]:
-        fig, ax = plt.subplots(figsize=(5, 3))
-        ax.step([t * 1e6 for t in report["active_nodes"]["t_s"]], report["active_nodes"]["count"], where="post")
-        ax.set_xlabel("time (us, modeled)")
-        ax.set_ylabel("active nodes")
-        ax.set_ylim(bottom=0)
-        out.append(_save(fig, out_dir / "active_nodes.png"))
+        out.append(out_dir / "active_nodes.png")
+        with figure(out[-1], figsize=(5, 3)) as (_, ax):
+            ax.step([t * 1e6 for t in report["active_nodes"]["t_s"]], report["active_nodes"]["count"], where="post")
+            ax.set_xlabel("time (us, modeled)")
+            ax.set_ylabel("active nodes")
+            ax.set_ylim(bottom=0)
     return out
 
 
 _SPEEDUP_BARS = (("SUOpt", "su_opt"), ("SAOpt", "sa_opt"), ("NetSparse", "netsparse"), ("Two-Face", "two_face"),
                  ("SNIC sw", "snic_sw"), ("ToR sums", "switch_aggregate"))
-
-
-def _one_x(ax) -> None:
-    """The 1x reference of a speedup plot: bars below it are slower than SUOpt."""
-    ax.axhline(1.0, color="k", lw=0.8, ls="--", label="1x (SUOpt)")
-
-
-def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return path
 
 
 @hydra.main(config_path=config_dir(), config_name="simulate", version_base="1.3")

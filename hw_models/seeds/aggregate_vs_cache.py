@@ -53,6 +53,7 @@ def compare(a, nodes: int, rack_size: int) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     from netsparse_torch.graph import read_mtx
+    from netsparse_torch.report import markdown as md
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--graphs", nargs="+", default=list(DEFAULT_GRAPHS))
@@ -60,11 +61,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rack-size", type=int, default=16)
     args = ap.parse_args(argv)
     print(f"Rows crossing the spine in one SpMM, {args.nodes} nodes, racks of {args.rack_size} (modeled)\n")
-    print("| graph | pull (SA) | pull + ToR cache (inf) | push | push + ToR sums |")
-    print("|---|---:|---:|---:|---:|")
-    for name in args.graphs:
-        r = compare(read_mtx(GRAPHS / f"{name}.mtx.gz"), args.nodes, args.rack_size)
-        print(f"| {name} | {r['pull']:,} | {r['pull_cache_inf']:,} | {r['push']:,} | {r['push_switch_aggregate']:,} |")
+    keys = ("pull", "pull_cache_inf", "push", "push_switch_aggregate")
+    results = {name: compare(read_mtx(GRAPHS / f"{name}.mtx.gz"), args.nodes, args.rack_size) for name in args.graphs}
+    rows = ([name] + [f"{r[k]:,}" for k in keys] for name, r in results.items())
+    print("\n".join(md.table(["graph", "pull (SA)", "pull + ToR cache (inf)", "push", "push + ToR sums"], rows,
+                             align="-rrrr")))
 
 
 if __name__ == "__main__":

@@ -188,15 +188,14 @@ def pool_sweep(windows: list[int], *, n: int = 20000, seed: int = 0, mean_gap: f
 
 
 def _sweep_markdown(windows: list[int], n: int, seed: int) -> str:
-    lines = ["| W | selective | flits | vs no stitching | padding | stitched | mean latency | page-table latency |",
-             "|---|---|---|---|---|---|---|---|"]
-    for selective in (-1, 1):
-        for r in pool_sweep(windows, n=n, seed=seed, selective_class=selective):
-            lines.append(f"| {r['W']} | {'class 1' if selective == 1 else 'off'} | {r['flits']} | "
-                         f"-{100 * r['flit_saving']:.1f}% | {100 * r['padding_fraction']:.1f}% | "
-                         f"{100 * r['stitched_fraction']:.1f}% | {r['mean_latency']:.1f} | "
-                         f"{r['class1_latency']:.1f} |")
-    return "\n".join(lines)
+    from netsparse_torch.report import markdown as md
+
+    head = ["W", "selective", "flits", "vs no stitching", "padding", "stitched", "mean latency", "page-table latency"]
+    rows = ([r["W"], "class 1" if selective == 1 else "off", r["flits"], f"-{100 * r['flit_saving']:.1f}%",
+             f"{100 * r['padding_fraction']:.1f}%", f"{100 * r['stitched_fraction']:.1f}%",
+             f"{r['mean_latency']:.1f}", f"{r['class1_latency']:.1f}"]
+            for selective in (-1, 1) for r in pool_sweep(windows, n=n, seed=seed, selective_class=selective))
+    return "\n".join(md.table(head, rows))
 
 
 if __name__ == "__main__":

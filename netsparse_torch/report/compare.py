@@ -26,6 +26,8 @@ from pathlib import Path
 
 from hw_models.collect import IGNORED_KEYS, flatten, natural, varying_keys
 from netsparse_torch.errors import NetsparseError, ReportInputError
+from netsparse_torch.report import markdown as md
+from netsparse_torch.report.plots import figure, legend_outside
 
 KINDS = ("train", "simulate")
 
@@ -195,8 +197,7 @@ def markdown(rows: list[dict]) -> list[str]:
     if not rows:
         return ["(no run matches)"]
     head = list(rows[0])
-    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
-            *("| " + " | ".join(cell(r[c]) for c in head) + " |" for r in rows)]
+    return md.table(head, ([cell(r[c]) for c in head] for r in rows))
 
 
 def write_csv(rows: list[dict], path: Path) -> None:
@@ -218,11 +219,6 @@ def plot(kind: str, rows: list[dict], out: Path) -> Path:
     that varies), one bar per strategy, for the median epoch time and the feature bytes per epoch;
     simulation reports as one group per matrix (and variant), one bar per modeled strategy, for the
     communication time and the tail node's bytes."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     if kind == "train":
         group_keys = [k for k in rows[0] if k not in ("strategy", "run") and k not in dict(RESULT_COLUMNS["train"])
                       and len({str(r[k]) for r in rows}) > 1]
@@ -245,23 +241,20 @@ def plot(kind: str, rows: list[dict], out: Path) -> Path:
                                                       "netsparse": "netsparse_tail_wire_bytes"}.get(bar, "")
             return row.get(key)
     groups = list(dict.fromkeys(", ".join(f"{k}={r[k]}" for k in group_keys) or "all" for r in rows))
-    fig, axes = plt.subplots(1, 2, figsize=(max(7.0, 1.2 * len(groups) * max(1, len(bars)) / 2 + 3), 3.4))
     width = 0.8 / max(1, len(bars))
-    for ax, (column, label, scale) in zip(axes, panels, strict=True):
-        for j, bar in enumerate(bars):
-            ys = []
-            for g in groups:
-                vals = [value(r, bar, column) for r in rows
-                        if (", ".join(f"{k}={r[k]}" for k in group_keys) or "all") == g]
-                vals = [v for v in vals if v is not None]
-                ys.append(sum(vals) / len(vals) * scale if vals else 0.0)  # repeated runs: their mean
-            ax.bar([i - 0.4 + j * width for i in range(len(groups))], ys, width, align="edge", label=bar)
-        ax.set_xticks(range(len(groups)), groups, rotation=20, ha="right", fontsize=7)
-        ax.set_ylabel(label)
-    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    with figure(out, ncols=2, figsize=(max(7.0, 1.2 * len(groups) * max(1, len(bars)) / 2 + 3), 3.4)) as (_, axes):
+        for ax, (column, label, scale) in zip(axes, panels, strict=True):
+            for j, bar in enumerate(bars):
+                ys = []
+                for g in groups:
+                    vals = [value(r, bar, column) for r in rows
+                            if (", ".join(f"{k}={r[k]}" for k in group_keys) or "all") == g]
+                    vals = [v for v in vals if v is not None]
+                    ys.append(sum(vals) / len(vals) * scale if vals else 0.0)  # repeated runs: their mean
+                ax.bar([i - 0.4 + j * width for i in range(len(groups))], ys, width, align="edge", label=bar)
+            ax.set_xticks(range(len(groups)), groups, rotation=20, ha="right", fontsize=7)
+            ax.set_ylabel(label)
+        legend_outside(axes[1], fontsize=7)
     return out
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from netsparse_torch.report.plots import figure
+
 
 def evaluations(report: dict) -> list[dict]:
     """The report's evaluations ``[{epoch, <metric>: value}]``, oldest first."""
@@ -25,13 +27,14 @@ def save_curves(report: dict, out_dir: Path) -> Path | None:
     epochs = report.get("epochs") or []
     if not epochs:
         return None
-    import matplotlib
+    out = Path(out_dir) / "curves.png"
+    with figure(out, dpi=110, ncols=3, figsize=(11, 3.2)) as (fig, axes):
+        _draw(fig, *axes, report, epochs)
+    return out
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+def _draw(fig, loss_ax, time_ax, eval_ax, report: dict, epochs: list[dict]) -> None:
     xs = [e["epoch"] for e in epochs]
-    fig, (loss_ax, time_ax, eval_ax) = plt.subplots(1, 3, figsize=(11, 3.2))
     loss_ax.plot(xs, [e["loss"] for e in epochs])
     loss_ax.set_ylabel("training loss")
     time_ax.plot(xs, [e["time_s"] * 1e3 for e in epochs])
@@ -53,8 +56,3 @@ def save_curves(report: dict, out_dir: Path) -> Path | None:
         ax.set_xlim(min(xs) - 0.5, max(xs) + 0.5)
     fig.suptitle(f"{report['model']} on {report['dataset']['name']}, strategy={report['strategy']}, "
                  f"world_size={report['world_size']}", fontsize=9)
-    fig.tight_layout()
-    out = Path(out_dir) / "curves.png"
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out

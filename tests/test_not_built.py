@@ -1,0 +1,45 @@
+"""A missing build product (the C++ extension, the gRPC stubs) is one clear NotBuiltError naming the fix,
+never a fallback: `make install` always builds both, and nothing is generated at import."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(code: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(cwd)})
+
+
+def test_missing_extension_is_one_clear_error(tmp_path):
+    # A source tree without the built _C*.so, as a fresh clone has before `make install`.
+    shutil.copytree(ROOT / "netsparse_torch", tmp_path / "netsparse_torch",
+                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    code = ("from netsparse_torch.errors import NotBuiltError\n"
+            "try:\n"
+            "    from netsparse_torch._C import units\n"
+            "except NotBuiltError as e:\n"
+            "    print(e)\n")
+    out = _run(code, tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "netsparse_torch._C is not built" in out.stdout and "run `make install`" in out.stdout
+
+
+def test_missing_stubs_are_one_clear_error_and_never_generated():
+    code = ("import sys\n"
+            "sys.modules['netsparse_torch.switch.switch_pb2'] = None\n"  # as if the file were missing
+            "import grpc_tools.protoc as p\n"
+            "p.main = lambda *a: sys.exit('protoc ran at import')\n"
+            "from netsparse_torch.errors import NotBuiltError\n"
+            "try:\n"
+            "    import netsparse_torch.switch\n"
+            "except NotBuiltError as e:\n"
+            "    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "gRPC stubs" in out.stdout and "run `make install`" in out.stdout
