@@ -23,15 +23,17 @@
 
 namespace netsparse::units {
 
+// No value lives here: the binding (csrc/bind/rig_node.cpp) sets every field from its arguments;
+// fields are value-initialised (zero) until then.
 struct RigNodeConfig {
-  int64_t n_units = 32;             // RIG units per node, half client and half server (issue 3 / paper §5)
-  int64_t n_client_units = -1;      // -1 = n_units / 2
-  int64_t batch_size = 32768;       // nonzeros per RIG command (issue 3 / paper §5.1); -1 = auto_batch_size
-  int64_t pending_capacity = 256;   // Pending PR Table entries per client unit (issue 3 / paper §5.3)
-  bool filter = true;
-  bool coalesce = true;
-  int64_t cycles_per_pr = 1;        // our assumption
-  ConcatConfig concat;              // n_dests is set to the node count; delay 500 = NIC default (§6.1.2)
+  int64_t n_units{};           // RIG units per node, half client and half server (paper §5)
+  int64_t n_client_units{};    // -1 = n_units / 2
+  int64_t batch_size{};        // nonzeros per RIG command (paper §5.1); -1 = auto_batch_size
+  int64_t pending_capacity{};  // Pending PR Table entries per client unit (paper §5.3)
+  bool filter{};
+  bool coalesce{};
+  int64_t cycles_per_pr{};     // virtual cycles per read PR in a round (our assumption: 1)
+  ConcatConfig concat;         // n_dests is set to the node count
 };
 
 struct RigNodeStats {
