@@ -49,6 +49,7 @@
 #include <stdexcept>
 
 #include "units/concatenator.h"
+#include "units/errors.h"
 #include "units/flit_link.h"
 #include "units/header_model.h"
 #include "units/rig_unit.h"
@@ -61,10 +62,13 @@ namespace {
 
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
+// In the order of NETSPARSE_SIM_EVENTS (simulator.h), which names them in the report.
 enum Kind : uint8_t {
   kIssue, kNicPush, kNicTimer, kSwitchTimer, kTxDone, kArrive, kSwitchDone, kWrite, kServe, kCredit, kFlitTick,
   kLinkArrive
 };
+static_assert(kLinkArrive + 1 == kEventKinds, "one Kind per entry of NETSPARSE_SIM_EVENTS");
+static_assert(kEventKinds <= 16, "an event key holds its kind in 4 bits");
 
 // A heap entry is 24 bytes: the payload of a PR never rides in the heap (the heap stays in cache).
 // key = seq << 4 | kind; seq is unique, so ordering by (t, key) is ordering by (t, seq).
@@ -246,7 +250,7 @@ struct Pool {
 };
 
 void check_pos(int64_t v, const char* name) {
-  if (v <= 0) throw std::invalid_argument(std::string("simulator: ") + name + " must be > 0, got " + std::to_string(v));
+  if (v <= 0) throw ConfigInvalid(std::string("simulator: ") + name + " must be > 0, got " + std::to_string(v));
 }
 
 class Sim;
@@ -401,15 +405,15 @@ Sim::Sim(const Csr& a, const std::vector<int64_t>& rb, const std::vector<int64_t
     : a_(a), cfg_(cfg), topo_(topo), nodes_(static_cast<int64_t>(rb.size()) - 1), map_(cb),
       snic_{cfg.snic_ghz}, sw_{cfg.switch_ghz}, hs_{cfg.upper_bytes, cfg.concat_bytes, cfg.pr_bytes} {
   if (nodes_ <= 0 || static_cast<int64_t>(cb.size()) != nodes_ + 1)
-    throw std::invalid_argument("simulator: row and column bounds must name the same number of nodes");
+    throw ConfigInvalid("simulator: row and column bounds must name the same number of nodes");
   if (topo.n_hosts != nodes_)
-    throw std::invalid_argument("simulator: topology has " + std::to_string(topo.n_hosts) + " hosts but the partition " +
+    throw ConfigInvalid("simulator: topology has " + std::to_string(topo.n_hosts) + " hosts but the partition " +
                                 std::to_string(nodes_) + " nodes");
   if (rb.front() != 0 || rb.back() != a.n_rows || a.indptr[0] != 0 || a.indptr[a.n_rows] != a.nnz)
-    throw std::invalid_argument("simulator: indptr does not match the row bounds / nnz");
+    throw ConfigInvalid("simulator: indptr does not match the row bounds / nnz");
   for (size_t p = 1; p < rb.size(); ++p)
     if (rb[p] < rb[p - 1] || a.indptr[rb[p]] < a.indptr[rb[p - 1]])
-      throw std::invalid_argument("simulator: row bounds and indptr must be non-decreasing");
+      throw ConfigInvalid("simulator: row bounds and indptr must be non-decreasing");
   check_pos(cfg.prop_bytes, "property bytes");
   check_pos(cfg.client_units, "RIG client units");
   check_pos(cfg.server_units, "RIG server units");
@@ -421,15 +425,15 @@ Sim::Sim(const Csr& a, const std::vector<int64_t>& rb, const std::vector<int64_t
   for (int64_t v : {cfg.l1_bytes, cfg.l2_bytes, cfg.llc_bytes, cfg.l1_ways, cfg.l2_ways, cfg.llc_ways})
     check_pos(v, "filter cache sizes and ways");
   check_pos(cfg.switch_buffer_bytes, "switch buffer bytes");
-  if (cfg.client_units > 65535) throw std::invalid_argument("simulator: at most 65535 RIG client units (u16 tid)");
-  if (!(cfg.snic_ghz > 0) || !(cfg.switch_ghz > 0)) throw std::invalid_argument("simulator: clocks must be > 0 GHz");
-  if (!(cfg.pcie_bytes_per_s > 0)) throw std::invalid_argument("simulator: PCIe bandwidth must be > 0");
+  if (cfg.client_units > 65535) throw ConfigInvalid("simulator: at most 65535 RIG client units (u16 tid)");
+  if (!(cfg.snic_ghz > 0) || !(cfg.switch_ghz > 0)) throw ConfigInvalid("simulator: clocks must be > 0 GHz");
+  if (!(cfg.pcie_bytes_per_s > 0)) throw ConfigInvalid("simulator: PCIe bandwidth must be > 0");
   if (cfg.pcie_ps < 0 || cfg.switch_ps < 0 || cfg.cache_latency_cycles < 0 || cfg.dram_ps < 0 ||
       cfg.l1_cycles < 0 || cfg.l2_cycles < 0 || cfg.llc_cycles < 0)
-    throw std::invalid_argument("simulator: latencies must be >= 0");
-  if (cfg.batch < -1) throw std::invalid_argument("simulator: batch must be > 0, 0 (one command) or -1 (auto)");
+    throw ConfigInvalid("simulator: latencies must be >= 0");
+  if (cfg.batch < -1) throw ConfigInvalid("simulator: batch must be > 0, 0 (one command) or -1 (auto)");
   for (int64_t b : {cfg.rx_buffer_bytes, cfg.tx_buffer_bytes})
-    if (b < cfg.mtu) throw std::invalid_argument("simulator: SNIC Rx/Tx buffers must hold one MTU packet");
+    if (b < cfg.mtu) throw ConfigInvalid("simulator: SNIC Rx/Tx buffers must hold one MTU packet");
   hs_.validate();
   cycle_ps_ = snic_.ps(1);
   lookup_cycles_ = cfg.cache_latency_cycles;
@@ -437,17 +441,17 @@ Sim::Sim(const Csr& a, const std::vector<int64_t>& rb, const std::vector<int64_t
   horizon_ps_ = std::max(cfg.pcie_ps, cycle_ps_);
   const int64_t n_links = static_cast<int64_t>(topo.link_src.size());
   if (static_cast<int64_t>(topo.routes.size()) != nodes_ * nodes_ * topo.max_hops || topo.max_hops <= 0)
-    throw std::invalid_argument("simulator: route table must be [hosts, hosts, max_hops]");
+    throw ConfigInvalid("simulator: route table must be [hosts, hosts, max_hops]");
   for (int64_t l : topo.routes)
-    if (l >= n_links) throw std::invalid_argument("simulator: route names an unknown link");
+    if (l >= n_links) throw ConfigInvalid("simulator: route names an unknown link");
   for (int64_t l = 0; l < n_links; ++l)
     if (topo.link_src[l ^ 1] != topo.link_dst[l] || topo.link_dst[l ^ 1] != topo.link_src[l])
-      throw std::invalid_argument("simulator: links must come in cable pairs (2k, 2k+1 = both directions)");
+      throw ConfigInvalid("simulator: links must come in cable pairs (2k, 2k+1 = both directions)");
   const int64_t n_cols = map_.n_cols();
   auto check_cols = [&](const auto* idx) {
     for (int64_t i = 0; i < a.nnz; ++i)
       if (idx[i] < 0 || idx[i] >= n_cols)
-        throw std::invalid_argument("simulator: column index " + std::to_string(idx[i]) + " out of range [0, " +
+        throw ConfigInvalid("simulator: column index " + std::to_string(idx[i]) + " out of range [0, " +
                                     std::to_string(n_cols) + ")");
   };
   if (a.narrow) check_cols(static_cast<const int32_t*>(a.indices));
@@ -465,7 +469,7 @@ Sim::Sim(const Csr& a, const std::vector<int64_t>& rb, const std::vector<int64_t
     if (topo.link_src[l] >= h) out_port_[l] = ports[topo.link_src[l] - h]++;
   }
   for (int64_t x = 0; x < h; ++x) {
-    if (host_sw[x] < 0 || down_link_[x] < 0) throw std::invalid_argument("simulator: a host has no switch link");
+    if (host_sw[x] < 0 || down_link_[x] < 0) throw ConfigInvalid("simulator: a host has no switch link");
     sw_hosts_[host_sw[x]].push_back(x);
   }
   out_q_.resize(n_links);
@@ -523,7 +527,7 @@ Sim::Sim(const Csr& a, const std::vector<int64_t>& rb, const std::vector<int64_t
   nc.delay_cycles = !cfg.concat_nic ? 0 : (cfg.nic_delay_cycles < 0 ? -1 : cfg.nic_delay_cycles);
   const int64_t lines_per_filter = (n_cols + 8 * cfg.line_bytes - 1) / (8 * cfg.line_bytes);
   if (lines_per_filter > int64_t{UINT32_MAX})
-    throw std::invalid_argument("simulator: the Idx Filter has more than 2^32 lines (too many columns)");
+    throw ConfigInvalid("simulator: the Idx Filter has more than 2^32 lines (too many columns)");
   // The LLC holds at most the node's filter lines: sized to them (never more than its capacity) it
   // hits and misses exactly like the full cache, with a fraction of the memory (set = line mod sets).
   const int64_t llc_lines = std::min(cfg.llc_bytes / cfg.line_bytes,
@@ -1034,9 +1038,9 @@ void Sim::run_pipe(uint32_t pipe, uint32_t p, int64_t t) {
   const SwitchPipeCounters before = sp.counters;
   sp.process(k.bytes.data(), static_cast<int64_t>(k.bytes.size()), std::max(sw_.cycle(t), sp.concatenator().now()));
   SwitchCounters& sc = res_.switches[s];
-  sc.lookups += sp.counters.read_prs - before.read_prs;
-  sc.hits += sp.counters.hits - before.hits;
-  sc.inserted += sp.counters.inserted - before.inserted;
+  sc.read_lookups += sp.counters.read_prs - before.read_prs;
+  sc.read_hits += sp.counters.hits - before.hits;
+  sc.inserts += sp.counters.inserted - before.inserted;
   free_packet(p);
   take(sp.concatenator(), [&](uint32_t q) { switch_out(s, q, t); });
   arm_switch(pipe, t);
