@@ -1,9 +1,10 @@
 """NetSparse on the modeled cluster: wrapper of the C++ packet-level discrete-event simulator.
 
-The event loop, links, switches and every NetSparse unit run in C++ (``csrc/sim/simulator.cpp``,
-which drives the issue-3 units: RIG client/server units, NIC concatenator, switch pipes with their
-property caches, header model). This module only flattens :class:`HardwareParams` and the topology of
-:mod:`hw_models.topology` into arrays and turns the counters into an :class:`analysis.NetSparseRun`.
+The event loop, links, switches and every NetSparse unit run in C++ (``csrc/sim/``: workload, nodes,
+switches and network around one event queue, driving the issue-3 units: RIG client/server units, NIC
+concatenator, switch pipes with their property caches, header model). This module builds the C++
+``SimConfig`` from :class:`HardwareParams` (:func:`sim_config`, the only place), flattens the topology
+of :mod:`hw_models.topology` into arrays and turns the counters into an :class:`analysis.NetSparseRun`.
 Timing rules and counter definitions: ``docs/simulator.md`` and :mod:`hw_models.analytic`.
 
 The matrix reaches C++ as it is: a :class:`~netsparse_torch.graph.pattern.Pattern`'s ``indptr``
