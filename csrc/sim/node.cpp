@@ -54,11 +54,18 @@ Nodes::Nodes(SimContext& x, Workload& work, Network& net) : x_(x), cfg_(x.cfg), 
   for (int64_t p = 0; p < x.nodes; ++p) max_owned = std::max(max_owned, cb[p + 1] - cb[p]);
   local_.assign(static_cast<size_t>(max_owned * cfg.prop_bytes), 0);
   halo_.assign(static_cast<size_t>(cfg.prop_bytes), 0);
-  ConcatConfig nc;
-  nc.n_dests = x.nodes;
-  nc.mtu = cfg.mtu;
-  nc.upper_bytes = cfg.upper_bytes;
-  nc.delay_cycles = !cfg.concat_nic ? 0 : (cfg.nic_delay_cycles < 0 ? -1 : cfg.nic_delay_cycles);
+  RigNodeConfig rc;
+  rc.n_units = cfg.client_units + cfg.server_units;
+  rc.n_client_units = cfg.client_units;
+  rc.batch_size = -1;     // unused: the workload hands out the commands
+  rc.pending_capacity = cfg.pending_entries;
+  rc.filter = cfg.filter;
+  rc.coalesce = cfg.coalesce;
+  rc.cycles_per_pr = 0;   // unused: this model times every PR
+  rc.concat.mtu = cfg.mtu;
+  rc.concat.upper_bytes = cfg.upper_bytes;
+  rc.concat.delay_cycles = !cfg.concat_nic ? 0 : (cfg.nic_delay_cycles < 0 ? -1 : cfg.nic_delay_cycles);
+  rc.event_driven = true;
   const int64_t n_cols = x.map.n_cols();
   const int64_t lines_per_filter = (n_cols + 8 * cfg.line_bytes - 1) / (8 * cfg.line_bytes);
   if (lines_per_filter > int64_t{UINT32_MAX})
@@ -69,21 +76,11 @@ Nodes::Nodes(SimContext& x, Workload& work, Network& net) : x_(x), cfg_(x.cfg), 
                                      (lines_per_filter + cfg.llc_ways - 1) / cfg.llc_ways * cfg.llc_ways);
   node_.resize(x.nodes);
   for (int64_t p = 0; p < x.nodes; ++p) {
-    auto nd = std::make_unique<Node>();
-    nd->filter.reset(n_cols, false);  // timing only: every idx lands in halo slot 0
-    RigContext& c = nd->ctx;
-    c.node = static_cast<uint32_t>(p);
-    c.map = &x.map;
-    c.row_start = cb[p];
-    c.row_end = cb[p + 1];
-    c.filter = &nd->filter;
-    c.filter_on = cfg.filter;
-    c.coalesce_on = cfg.coalesce;
-    c.prop_bytes = static_cast<uint32_t>(cfg.prop_bytes);
-    c.halo = halo_.data();
-    c.n_slots = 1;
-    c.local = local_.data();
-    for (int64_t u = 0; u < cfg.client_units; ++u) nd->units.emplace_back(static_cast<uint16_t>(u), cfg.pending_entries);
+    auto nd = std::make_unique<Node>(static_cast<uint32_t>(p), cb, rc);
+    // Property values are irrelevant to timing: every idx lands in one shared halo slot, and every
+    // node serves from one zero array.
+    const int64_t owned_bytes = (cb[p + 1] - cb[p]) * cfg.prop_bytes;
+    nd->rig.begin_kernel(cfg.prop_bytes, halo_.data(), cfg.prop_bytes, local_.data(), owned_bytes);
     nd->cl.resize(cfg.client_units);
     for (auto& u : nd->cl) {
       u.lsq.assign(cfg.lsq_entries, 0);
@@ -93,11 +90,8 @@ Nodes::Nodes(SimContext& x, Workload& work, Network& net) : x_(x), cfg_(x.cfg), 
       }
     }
     if (cfg.filter) nd->llc = LineCache(std::max<int64_t>(1, llc_lines), cfg.llc_ways);
-    nd->servers.resize(cfg.server_units);
     nd->sv.resize(cfg.server_units);
     for (auto& s : nd->sv) s.lsq.assign(cfg.lsq_entries, 0);
-    nd->nic = std::make_unique<Concatenator>(nc);
-    nd->nic->begin(static_cast<uint32_t>(cfg.prop_bytes));
     x.res.nodes[p].batch = work.batch(p);
     node_[p] = std::move(nd);
   }
@@ -136,7 +130,7 @@ void Nodes::handle(const Event& e) {
       Node& n = *node_[e.a];
       if (n.timer != e.t) break;  // superseded by an earlier timer
       n.timer = kNever;
-      n.nic->advance(std::max(x_.snic.cycle(e.t), n.nic->now()));
+      n.rig.nic().advance(std::max(x_.snic.cycle(e.t), n.rig.nic().now()));
       nic_send(e.a, e.t);
       arm_nic(e.a, e.t);
       break;
@@ -157,7 +151,7 @@ void Nodes::handle(const Event& e) {
 // the SNIC's LLC, else DRAM; every level on the way keeps the line (LRU).
 int64_t Nodes::filter_load(Node& n, Client& u, uint64_t idx) {
   const uint32_t line = static_cast<uint32_t>(idx / static_cast<uint64_t>(8 * cfg_.line_bytes));
-  NodeCounters& c = x_.res.nodes[n.ctx.node];
+  NodeCounters& c = x_.res.nodes[n.rig.node()];
   if (u.l1.access(line)) {
     ++c.mem_l1;
     return cfg_.l1_cycles;
@@ -178,7 +172,7 @@ int64_t Nodes::filter_load(Node& n, Client& u, uint64_t idx) {
 void Nodes::assign(uint32_t node, uint32_t unit, int64_t t_host) {
   Node& n = *node_[node];
   Client& u = n.cl[unit];
-  const int64_t len = work_.next_command(node, n.units[unit]);
+  const int64_t len = work_.next_command(node, n.rig.clients()[unit]);
   const int64_t at_host = t_host + 2 * cfg_.pcie_ps;  // MMIO lands, the unit's DMA request reaches the host
   const int64_t start = std::max(at_host, n.dma_free);
   const double ser = static_cast<double>(len * cfg_.idx_bytes) * 1e12 / cfg_.pcie_bytes_per_s;
@@ -203,7 +197,7 @@ void Nodes::complete(uint32_t node, uint32_t unit, int64_t t) {
 void Nodes::issue(uint32_t node, uint32_t unit, int64_t t) {
   Node& n = *node_[node];
   Client& u = n.cl[unit];
-  RigClientUnit& ru = n.units[unit];
+  RigClientUnit& ru = n.rig.clients()[unit];
   if (n.tx_bytes >= cfg_.tx_buffer_bytes && ru.scanning()) {  // Tx full: no new PRs (busy stays set)
     n.tx_waiters.push_back(unit);
     ++x_.res.nodes[node].tx_waits;
@@ -213,7 +207,7 @@ void Nodes::issue(uint32_t node, uint32_t unit, int64_t t) {
   Engine clk{*this, n, u, x_.snic.up(t), x_.snic.up(limit_ps)};
   int64_t pr_cycle = -1;
   ru.issue(
-      n.ctx,
+      n.rig.context(),
       [&](uint32_t dest, const PR& pr) {
         pr_cycle = std::max(u.decided, u.last_pr + 1);  // one read PR per cycle
         u.decided = u.last_pr = pr_cycle;
@@ -247,7 +241,7 @@ void Nodes::write_back(uint32_t p, int64_t t) {
     const PR pr = v.pr(i);
     if (pr.src != host || pr.src_tid >= cfg_.client_units)
       throw std::logic_error("simulator: response delivered to the wrong node or unit");
-    n.units[pr.src_tid].on_response(n.ctx, pr, v.payload(i));
+    n.rig.clients()[pr.src_tid].on_response(n.rig.context(), pr, v.payload(i));
     Client& u = n.cl[pr.src_tid];
     if (!u.busy) {  // wake an idle unit: it may resume, finish its command, or complete it
       u.busy = true;
@@ -291,7 +285,7 @@ void Nodes::serve(uint32_t host, uint32_t p, int64_t t) {
     if (n.sv[i].free < n.sv[u].free) u = i;
   Server& s = n.sv[u];
   const PacketView v = x_.pkts.view(p);
-  n.servers[u].serve(n.ctx, v, [&](uint32_t dest, const PR& pr, const uint8_t*) {
+  n.rig.servers()[u].serve(n.rig.context(), v, [&](uint32_t dest, const PR& pr, const uint8_t*) {
     // One property read per SNIC cycle, at most lsq_entries PCIe reads in flight (Table 5 LSQ).
     int64_t start = std::max(t, s.free) + cycle_ps_;
     int64_t& slot = s.lsq[s.lsq_pos];
@@ -358,7 +352,7 @@ void Nodes::tx_drained(uint32_t host, int64_t t) {
 void Nodes::nic_push(uint32_t node, uint16_t type, uint32_t dest, const PR& pr, int64_t t) {
   Node& n = *node_[node];
   const uint8_t* payload = type == kResponseType ? local_.data() : nullptr;
-  n.nic->push(type, dest, pr, payload, x_.snic.cycle(t));
+  n.rig.nic().push(type, dest, pr, payload, x_.snic.cycle(t));
   nic_send(node, t);
   arm_nic(node, t);
 }
@@ -366,7 +360,7 @@ void Nodes::nic_push(uint32_t node, uint16_t type, uint32_t dest, const PR& pr, 
 // Sends every packet the node's NIC concatenator flushed into the Tx buffer and onto the uplink.
 void Nodes::nic_send(uint32_t node, int64_t t) {
   Node& n = *node_[node];
-  x_.pkts.take(*n.nic, [&](uint32_t p) {
+  x_.pkts.take(n.rig.nic(), [&](uint32_t p) {
     Packet& k = x_.pkts[p];
     k.route_src = node;
     NodeCounters& nc = x_.res.nodes[node];
@@ -383,7 +377,7 @@ void Nodes::nic_send(uint32_t node, int64_t t) {
 
 void Nodes::arm_nic(uint32_t node, int64_t t) {
   Node& n = *node_[node];
-  const int64_t e = n.nic->next_expiration();
+  const int64_t e = n.rig.nic().next_expiration();
   if (e == INT64_MAX) return;
   const int64_t at = std::max(t, x_.snic.ps(e));
   if (at < n.timer) {
@@ -394,15 +388,15 @@ void Nodes::arm_nic(uint32_t node, int64_t t) {
 
 void Nodes::drain_all(int64_t t) {
   for (int64_t x = 0; x < x_.nodes; ++x) {
-    node_[x]->nic->flush_all(std::max(x_.snic.cycle(t), node_[x]->nic->now()));
+    Concatenator& nic = node_[x]->rig.nic();
+    nic.flush_all(std::max(x_.snic.cycle(t), nic.now()));
     nic_send(static_cast<uint32_t>(x), t);
   }
 }
 
 void Nodes::finish() {
   for (int64_t p = 0; p < x_.nodes; ++p) {
-    RigCounters rc;
-    for (const auto& u : node_[p]->units) rc.add(u.counters);
+    const RigCounters rc = node_[p]->rig.stats().rig;
     NodeCounters& nc = x_.res.nodes[p];
     nc.idxs = rc.idxs;
     nc.local = rc.local;

@@ -1,8 +1,8 @@
 #pragma once
 // The nodes (ASTRA-sim's system layer): per node the host's RIG command loop, the client RIG units
 // with their Logic Engine timing and Idx Filter memory, the server RIG units, the NIC concatenator and
-// the SNIC's Rx/Tx buffer waits. The RIG units and the concatenator are the issue-3 units
-// (csrc/units/); this file only times them. Timing rules: the top of simulator.cpp.
+// the SNIC's Rx/Tx buffer waits. The RIG units and the concatenator are one units::RigNode per node,
+// the composition the training path uses; this file only times them. Timing rules: the top of simulator.cpp.
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -11,6 +11,7 @@
 #include "sim/context.h"
 #include "sim/workload.h"
 #include "units/concatenator.h"
+#include "units/rig_node.h"
 #include "units/rig_unit.h"
 
 namespace netsparse::sim {
@@ -76,14 +77,14 @@ struct Server {
   std::deque<Response> q;
 };
 
+// One node: the RIG node the training path uses (units::RigNode: client and server units, Idx Filter,
+// NIC concatenator), event-driven, plus the timing state this model keeps beside it.
 struct Node {
-  units::RigContext ctx;
-  units::IdxFilter filter;
-  std::vector<units::RigClientUnit> units;
-  std::vector<Client> cl;
-  std::vector<units::RigServerUnit> servers;
-  std::vector<Server> sv;
-  std::unique_ptr<units::Concatenator> nic;
+  Node(uint32_t p, const std::vector<int64_t>& col_bounds, const units::RigNodeConfig& c)
+      : rig(p, col_bounds, c) {}
+  units::RigNode rig;
+  std::vector<Client> cl;  // per client unit
+  std::vector<Server> sv;  // per server unit
   LineCache llc;
   int64_t timer = kNever, serve_at = kNever;
   int64_t dma_free = 0, host_seen = 0, active_units = 0;
