@@ -5,10 +5,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
-
-#include <initializer_list>
 #include <utility>
 
 #include "bind/bindings.h"
