@@ -38,6 +38,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("crow"), py::arg("col"), py::arg("X"), py::arg("Y"), py::arg("heads"));
   m.def("num_threads", [] { return at::get_num_threads(); });
   auto units = m.def_submodule("units", "Hardware units (one C++ implementation each)");
+  bind_errors(units);
   bind_flit_link(units);
   bind_protocol(units);
   bind_header_model(units);

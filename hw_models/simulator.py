@@ -1,9 +1,10 @@
 """NetSparse on the modeled cluster: wrapper of the C++ packet-level discrete-event simulator.
 
-The event loop, links, switches and every NetSparse unit run in C++ (``csrc/sim/simulator.cpp``,
-which drives the issue-3 units: RIG client/server units, NIC concatenator, switch pipes with their
-property caches, header model). This module only flattens :class:`HardwareParams` and the topology of
-:mod:`hw_models.topology` into arrays and turns the counters into an :class:`analysis.NetSparseRun`.
+The event loop, links, switches and every NetSparse unit run in C++ (``csrc/sim/``: workload, nodes,
+switches and network around one event queue, driving the issue-3 units: RIG client/server units, NIC
+concatenator, switch pipes with their property caches, header model). This module builds the C++
+``SimConfig`` from :class:`HardwareParams` (:func:`sim_config`, the only place), flattens the topology
+of :mod:`hw_models.topology` into arrays and turns the counters into an :class:`analysis.NetSparseRun`.
 Timing rules and counter definitions: ``docs/simulator.md`` and :mod:`hw_models.analytic`.
 
 The matrix reaches C++ as it is: a :class:`~netsparse_torch.graph.pattern.Pattern`'s ``indptr``
@@ -63,8 +64,7 @@ def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, par
     routes, _ = topo.path_table()
     if routes.shape[2] == 0:  # one node: no path has a link
         routes = np.full((topo.n_hosts, topo.n_hosts, 1), -1, dtype=np.int64)
-    cfg = sim_config(params, k, mech, w.n_cols)
-    cfg.update(netcrafter.sim_flit_config(link_layer))
+    cfg = sim_config(params, k, mech, w.n_cols, netcrafter.flit_link_config(link_layer))
     out = _units.simulate(
         pat.indptr, pat.indices, np.asarray(w.row_bounds, np.int64),
         np.asarray(w.col_bounds, np.int64), cfg, topo.link_src, topo.link_dst,
@@ -90,43 +90,45 @@ def _client_units(params: HardwareParams) -> int:
     return max(1, params.snic.rig_units // 2)
 
 
-def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], n_cols: int) -> dict:
-    """The flat C++ ``SimConfig`` of ``params`` (Table 5 defaults) for properties of ``k`` elements."""
+def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], n_cols: int, flit=None):
+    """The C++ ``SimConfig`` of ``params`` for properties of ``k`` elements: the one place where
+    :class:`HardwareParams` (every default and its source) becomes the simulator's parameters.
+    ``flit``: a ``FlitLinkConfig`` puts the NetCrafter flit layer on the inter-switch links."""
+    from netsparse_torch._C import units as _units
+
     prop_bytes = k * params.headers.element_bytes
     clients = _client_units(params)
-    pc, snic, mem = params.property_cache, params.snic, params.snic_memory
-    mtu = params.headers.mtu_bytes
+    pc, snic, mem, sw, hd = params.property_cache, params.snic, params.snic_memory, params.switch, params.headers
     for name in ("rx_buffer_bytes", "tx_buffer_bytes"):
-        if getattr(snic, name) < mtu:
-            raise ConfigError(f"snic.{name}={getattr(snic, name)} must hold one MTU packet ({mtu} B)")
+        if getattr(snic, name) < hd.mtu_bytes:
+            raise ConfigError(f"snic.{name}={getattr(snic, name)} must hold one MTU packet ({hd.mtu_bytes} B)")
     batch = snic.rig_batch_size
-    return {
-        "filter": mech["filter"], "coalesce": mech["coalesce"], "concat_nic": mech["concat_nic"],
-        "switch": mech["switch"] and params.switch.netsparse_in_tor,
-        "prop_bytes": prop_bytes, "client_units": clients,
-        "server_units": max(1, snic.rig_units - clients),
-        "pending_entries": snic.pending_pr_table, "lsq_entries": snic.lsq_entries,
-        "batch": -1 if batch == "auto" else 0 if math.isinf(batch) else int(batch),
-        "snic_ghz": snic.clock_ghz, "switch_ghz": params.switch.clock_ghz,
-        "nic_delay_cycles": _cycles(snic.concat_delay_cycles),
-        "switch_delay_cycles": _cycles(params.switch.concat_delay_cycles),
-        "cache_latency_cycles": int(pc.latency_cycles),
-        "cache_bytes": _cache_bytes(pc.size_bytes, params.switch.pipes, prop_bytes, n_cols, pc.ways,
-                                    pc.segment_bytes, pc.max_line_bytes),
-        "cache_ways": pc.ways, "cache_segment": pc.segment_bytes, "cache_max_line": pc.max_line_bytes,
-        "switch_pipes": params.switch.pipes, "switch_ports": params.switch.ports,
-        "pcie_ps": round(params.pcie.latency_ns * 1000), "pcie_bytes_per_s": params.pcie.bandwidth_gbytes_per_s * 1e9,
-        "idx_bytes": snic.idx_bytes, "line_bytes": mem.line_bytes,
-        "l1_bytes": mem.l1_bytes, "l1_ways": mem.l1_ways, "l1_cycles": mem.l1_cycles,
-        "l2_bytes": mem.l2_bytes, "l2_ways": mem.l2_ways, "l2_cycles": mem.l2_cycles,
-        "llc_bytes": mem.llc_bytes, "llc_ways": mem.llc_ways, "llc_cycles": mem.llc_cycles,
-        "dram_ps": round(mem.dram_latency_ns * 1000),
-        "switch_ps": round(params.switch.latency_ns * 1000),
-        "mtu": mtu, "upper_bytes": params.headers.upper_bytes,
-        "concat_bytes": params.headers.concat_bytes, "pr_bytes": params.headers.pr_bytes,
-        "switch_buffer_bytes": params.switch.buffer_bytes,
-        "rx_buffer_bytes": snic.rx_buffer_bytes, "tx_buffer_bytes": snic.tx_buffer_bytes,
-    }
+    c = _units.SimConfig()
+    c.filter, c.coalesce, c.concat_nic = mech["filter"], mech["coalesce"], mech["concat_nic"]
+    c.switch_on = mech["switch"] and sw.netsparse_in_tor
+    c.prop_bytes, c.client_units, c.server_units = prop_bytes, clients, max(1, snic.rig_units - clients)
+    c.pending_entries, c.lsq_entries = snic.pending_pr_table, snic.lsq_entries
+    c.batch = -1 if batch == "auto" else 0 if math.isinf(batch) else int(batch)
+    c.snic_ghz, c.switch_ghz = snic.clock_ghz, sw.clock_ghz
+    c.nic_delay_cycles, c.switch_delay_cycles = _cycles(snic.concat_delay_cycles), _cycles(sw.concat_delay_cycles)
+    c.cache_latency_cycles = int(pc.latency_cycles)
+    c.cache_bytes = _cache_bytes(pc.size_bytes, sw.pipes, prop_bytes, n_cols, pc.ways, pc.segment_bytes,
+                                 pc.max_line_bytes)
+    c.cache_ways, c.cache_segment, c.cache_max_line = pc.ways, pc.segment_bytes, pc.max_line_bytes
+    c.switch_pipes, c.switch_ports = sw.pipes, sw.ports
+    c.pcie_ps, c.pcie_bytes_per_s = round(params.pcie.latency_ns * 1000), params.pcie.bandwidth_gbytes_per_s * 1e9
+    c.idx_bytes, c.line_bytes = snic.idx_bytes, mem.line_bytes
+    c.l1_bytes, c.l1_ways, c.l1_cycles = mem.l1_bytes, mem.l1_ways, mem.l1_cycles
+    c.l2_bytes, c.l2_ways, c.l2_cycles = mem.l2_bytes, mem.l2_ways, mem.l2_cycles
+    c.llc_bytes, c.llc_ways, c.llc_cycles = mem.llc_bytes, mem.llc_ways, mem.llc_cycles
+    c.dram_ps, c.switch_ps = round(mem.dram_latency_ns * 1000), round(sw.latency_ns * 1000)
+    c.mtu, c.upper_bytes, c.concat_bytes, c.pr_bytes = hd.mtu_bytes, hd.upper_bytes, hd.concat_bytes, hd.pr_bytes
+    c.switch_buffer_bytes = sw.buffer_bytes
+    c.rx_buffer_bytes, c.tx_buffer_bytes = snic.rx_buffer_bytes, snic.tx_buffer_bytes
+    c.flit_layer = flit is not None
+    if flit is not None:
+        c.flit = flit
+    return c
 
 
 def _cycles(x: float) -> int:
@@ -181,3 +183,38 @@ def _to_run(out: dict, params: HardwareParams) -> analysis.NetSparseRun:
 
 def _div(num: float, den: float) -> float | None:
     return None if den == 0 else float(num) / float(den)
+
+
+COUNTER_TABLE_BEGIN = "<!-- counter table: generated by python -m hw_models.simulator docs/simulator.md -->"
+COUNTER_TABLE_END = "<!-- end of counter table -->"
+
+
+def counter_table() -> str:
+    """The Markdown table of every simulator counter and event kind, from the C++ lists
+    (``NETSPARSE_NODE_COUNTERS``, ``NETSPARSE_SWITCH_COUNTERS``, ``NETSPARSE_SIM_EVENTS`` in
+    ``csrc/sim/simulator.h``), where each is declared once with its meaning."""
+    from netsparse_torch._C import units as _units
+
+    where = {"nodes": "`counters.nodes.{}` (per node)", "switches": "`counters.switches.{}` (per switch)",
+             "events_by_kind": "`counters.events_by_kind.{}`"}
+    rows = ["| counter | meaning |", "|---|---|"]
+    for scope, items in _units.SIM_COUNTERS.items():
+        rows += [f"| {where[scope].format(name)} | {meaning} |" for name, meaning in items]
+    return "\n".join([COUNTER_TABLE_BEGIN, *rows, COUNTER_TABLE_END])
+
+
+def _write_counter_table(path: str) -> None:
+    """Replaces the generated counter table in ``path`` (between its two marker comments)."""
+    from pathlib import Path
+
+    doc = Path(path)
+    text = doc.read_text()
+    head, _, rest = text.partition(COUNTER_TABLE_BEGIN)
+    _, _, tail = rest.partition(COUNTER_TABLE_END)
+    doc.write_text(head + counter_table() + tail)
+
+
+if __name__ == "__main__":
+    import sys
+
+    _write_counter_table(sys.argv[1])

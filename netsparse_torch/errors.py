@@ -17,6 +17,15 @@ class ConfigError(NetsparseError):
     """A configuration value is out of range or inconsistent."""
 
 
+class PacketError(NetsparseError, ValueError):
+    """A packet or frame that breaks the NetSparse wire protocol (paper Fig. 6). The C++ units raise
+    subclasses (``netsparse_torch._C.units.MalformedPacket``, ``NPrsMismatch``, ``OversizePacket``,
+    ``UnknownDestination``, ``BadSource``, ``WrongPropertySize``); ``kind`` names what is wrong (the
+    switch service counts rejected frames by it)."""
+
+    kind = "malformed"
+
+
 class RigTimeoutError(NetsparseError, TimeoutError):
     """A RIG command's watchdog (``rig.timeout_s``, paper §7.1) expired with responses missing.
 

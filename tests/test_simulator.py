@@ -366,10 +366,13 @@ def test_bad_input():
     with pytest.raises(ConfigError, match="larger than the graph's 4 rows"):
         run(a, params=HardwareParams.from_dict({"cluster": {"nodes": 8, "rack_size": 2}}))  # nodes > rows
     from netsparse_torch._C import units
-    with pytest.raises(ValueError, match="unknown config key"):
-        units.simulate(np.array([0, 0]), np.zeros(0, np.int64), np.array([0, 1]), np.array([0, 1]), {"nope": 1},
-                       np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64),
-                       np.zeros(0, np.int64), np.full((1, 1, 1), -1))
+    with pytest.raises(AttributeError):  # the config is a C++ struct: no field but the declared ones
+        units.SimConfig().nope = 1
+    # a config nobody filled (all zero) is refused, as a ConfigError (typed C++ error), not run
+    with pytest.raises(ConfigError, match="property bytes must be > 0"):
+        units.simulate(np.array([0, 0]), np.zeros(0, np.int64), np.array([0, 1]), np.array([0, 1]),
+                       units.SimConfig(), np.array([0, 1]), np.array([1, 0]), np.ones(2), np.zeros(2, np.int64),
+                       np.zeros(1, np.int64), np.full((1, 1, 1), -1))
 
 
 def test_paper_shape_luxembourg_osm():

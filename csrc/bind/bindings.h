@@ -3,6 +3,7 @@
 // csrc/module.cpp. One line per unit; add yours with a small insertion.
 #include <pybind11/pybind11.h>
 
+void bind_errors(pybind11::module_& units);     // typed unit errors -> _C.units (py::register_exception)
 void bind_flit_link(pybind11::module_& units);  // NetCrafter link layer -> _C.units
 void bind_protocol(pybind11::module_& units);        // NetSparse wire protocol (Fig. 6) -> _C.units
 void bind_header_model(pybind11::module_& units);    // header model (Table 5 / Fig. 6) -> _C.units

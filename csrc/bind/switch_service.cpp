@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bind/bindings.h"
+#include "units/errors.h"
 #include "units/protocol.h"
 #include "units/switch_pipe.h"
 
@@ -23,27 +24,26 @@ using I64 = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
 
 std::string_view view_of(const py::bytes& b) { return std::string_view(b); }
 
-// Validates every packet of a frame. Returns (packets, read_prs, response_prs). Errors (ValueError)
-// start with "malformed packet:" (from decode_packet), "unknown destination:", "bad source:" or
-// "wrong property size:" so the service can count them by kind.
+// Validates every packet of a frame. Returns (packets, read_prs, response_prs). Errors are the typed
+// PacketError kinds of units/errors.h, which the service counts by kind.
 py::tuple scan_frame(const py::bytes& data, int64_t n_dests, int64_t prop_bytes, int64_t expected_src, int64_t mtu,
                      int64_t upper) {
   const std::string_view s = view_of(data);
   const auto* buf = reinterpret_cast<const uint8_t*>(s.data());
-  if (s.empty()) throw std::invalid_argument("malformed packet: empty frame");
+  if (s.empty()) throw MalformedPacket("malformed packet: empty frame");
   int64_t packets = 0, prs[2] = {0, 0};
   for_each_packet(buf, static_cast<int64_t>(s.size()), mtu - upper, [&](const PacketView& v) {
     if (v.dest >= n_dests)
-      throw std::invalid_argument("unknown destination: node " + std::to_string(v.dest) + " (the fabric has " +
+      throw UnknownDestination("unknown destination: node " + std::to_string(v.dest) + " (the fabric has " +
                                   std::to_string(n_dests) + " nodes)");
     if (v.len != prop_bytes)
-      throw std::invalid_argument("wrong property size: packet len " + std::to_string(v.len) +
+      throw WrongPropertySize("wrong property size: packet len " + std::to_string(v.len) +
                                   " differs from the configured property size " + std::to_string(prop_bytes));
     for (int64_t i = 0; i < v.n_prs; ++i) {
       const uint32_t src = load_u32(v.prs + i * v.pr_stride());
-      if (src >= n_dests) throw std::invalid_argument("bad source: PR source " + std::to_string(src) + " unknown");
+      if (src >= n_dests) throw BadSource("bad source: PR source " + std::to_string(src) + " unknown");
       if (v.type == kReadType && expected_src >= 0 && src != expected_src)
-        throw std::invalid_argument("bad source: read PR source " + std::to_string(src) + " is not the attached node " +
+        throw BadSource("bad source: read PR source " + std::to_string(src) + " is not the attached node " +
                                     std::to_string(expected_src));
     }
     ++packets;
@@ -64,10 +64,10 @@ py::tuple split_frame(const py::bytes& data, const I64& port_of_dest, int64_t n_
   const int64_t n_dests = port_of_dest.size();
   for_each_packet(buf, static_cast<int64_t>(s.size()), mtu - upper, [&](const PacketView& v) {
     if (!by_type && v.dest >= n_dests)
-      throw std::invalid_argument("unknown destination: node " + std::to_string(v.dest));
+      throw UnknownDestination("unknown destination: node " + std::to_string(v.dest));
     const int64_t port = by_type ? static_cast<int64_t>(v.type) : port_of_dest.at(v.dest);
     if (port < 0 || port >= n_ports)
-      throw std::invalid_argument("unknown destination: node " + std::to_string(v.dest) + " has no port");
+      throw UnknownDestination("unknown destination: node " + std::to_string(v.dest) + " has no port");
     out[port].append(reinterpret_cast<const char*>(v.prs) - kConcatHeaderBytes, static_cast<size_t>(v.bytes));
     ++packets[port];
     prs[port] += v.n_prs;

@@ -16,43 +16,64 @@
 
 namespace netsparse::sim {
 
+// Every SimConfig field once: X(type, name, meaning). No value lives here: hw_models/simulator.py
+// (`sim_config`) fills every field from HardwareParams, which names each value's source (NetSparse
+// Table 5 or our assumption); fields are value-initialised (zero) until then. The binding exposes the
+// struct as netsparse_torch._C.units.SimConfig with one attribute per field.
+#define NETSPARSE_SIM_CONFIG(X)                                                                                 \
+  X(bool, filter, "Idx Filter on (Table 8 stage filter)")                                                      \
+  X(bool, coalesce, "Pending PR Table coalescing on (Table 8 stage coalesce)")                                 \
+  X(bool, concat_nic, "NIC concatenation on (Table 8 stage concat_nic); off = one PR per packet")              \
+  X(bool, switch_on, "ToR property cache and concatenation on (Table 8 stage switch)")                         \
+  X(int64_t, prop_bytes, "bytes of one gathered property (K x element bytes)")                                 \
+  X(int64_t, client_units, "RIG client units per node")                                                        \
+  X(int64_t, server_units, "RIG server units per node")                                                        \
+  X(int64_t, pending_entries, "Pending PR Table entries per client unit")                                      \
+  X(int64_t, lsq_entries, "LSQ entries per RIG unit: filter loads (client), PCIe reads (server)")              \
+  X(int64_t, batch, "nonzeros per RIG command: > 0 fixed, 0 = the node's whole stream, -1 = auto (§8)")        \
+  X(double, snic_ghz, "SmartNIC clock (GHz)")                                                                  \
+  X(double, switch_ghz, "switch clock (GHz)")                                                                  \
+  X(int64_t, nic_delay_cycles, "NIC concatenation delay (SNIC cycles); < 0 = infinite")                        \
+  X(int64_t, switch_delay_cycles, "switch concatenation delay (switch cycles); < 0 = infinite")                \
+  X(int64_t, cache_latency_cycles, "property cache lookup latency (switch cycles)")                            \
+  X(int64_t, cache_bytes, "property cache of one middle pipe (bytes)")                                         \
+  X(int64_t, cache_ways, "property cache ways")                                                                \
+  X(int64_t, cache_segment, "property cache segment (bytes)")                                                  \
+  X(int64_t, cache_max_line, "property cache widest line (bytes)")                                             \
+  X(int64_t, switch_pipes, "middle pipes per extended switch")                                                 \
+  X(int64_t, switch_ports, "ports per switch")                                                                 \
+  X(int64_t, pcie_ps, "one-way PCIe latency (ps)")                                                             \
+  X(double, pcie_bytes_per_s, "idx DMA bandwidth (bytes/s)")                                                   \
+  X(int64_t, idx_bytes, "bytes per idx in a RIG command")                                                      \
+  X(int64_t, line_bytes, "Idx Filter memory line (bytes)")                                                     \
+  X(int64_t, l1_bytes, "client unit L1 (bytes)")                                                               \
+  X(int64_t, l1_ways, "client unit L1 ways")                                                                   \
+  X(int64_t, l1_cycles, "client unit L1 latency (SNIC cycles)")                                                \
+  X(int64_t, l2_bytes, "client unit L2 (bytes)")                                                               \
+  X(int64_t, l2_ways, "client unit L2 ways")                                                                   \
+  X(int64_t, l2_cycles, "client unit L2 latency (SNIC cycles)")                                                \
+  X(int64_t, llc_bytes, "SNIC LLC (bytes)")                                                                    \
+  X(int64_t, llc_ways, "SNIC LLC ways")                                                                        \
+  X(int64_t, llc_cycles, "SNIC LLC latency (SNIC cycles)")                                                     \
+  X(int64_t, dram_ps, "SNIC DRAM latency (ps)")                                                                \
+  X(int64_t, switch_ps, "switch latency (ps)")                                                                 \
+  X(int64_t, mtu, "MTU (bytes)")                                                                               \
+  X(int64_t, upper_bytes, "upper-layer header (bytes)")                                                        \
+  X(int64_t, concat_bytes, "concatenation header (bytes)")                                                     \
+  X(int64_t, pr_bytes, "PR header (bytes)")                                                                    \
+  X(int64_t, switch_buffer_bytes, "shared packet buffer of a switch (bytes)")                                  \
+  X(int64_t, rx_buffer_bytes, "SNIC Rx buffer (bytes)")                                                        \
+  X(int64_t, tx_buffer_bytes, "SNIC Tx buffer (bytes)")                                                        \
+  X(bool, flit_layer, "NetCrafter flit layer on the inter-switch links (then `flit` holds its parameters)")
+
 struct SimConfig {
-  // Mechanism toggles (NetSparse Table 8 stages).
-  bool filter = true, coalesce = true, concat_nic = true, switch_on = true;
-  int64_t prop_bytes = 64;        // bytes of one gathered property (K x element bytes)
-  int64_t client_units = 16;      // RIG client units per node (half of Table 5's 32 RIG units)
-  int64_t server_units = 16;      // RIG server units per node
-  int64_t pending_entries = 256;  // Pending PR Table per client unit (Table 5)
-  int64_t lsq_entries = 64;       // LSQ per RIG unit (Table 5): filter loads (client), PCIe reads (server)
-  // Nonzeros per RIG command (§8): > 0 fixed; 0 = the node's whole stream in one command (inf);
-  // -1 = auto, units::auto_batch_size(node nonzeros, largest node nonzeros, client units) (issue 14).
-  int64_t batch = -1;
-  double snic_ghz = 2.2, switch_ghz = 2.0;          // Table 5
-  int64_t nic_delay_cycles = 500;                   // Table 5; < 0 = infinite
-  int64_t switch_delay_cycles = 125;                // Table 5; < 0 = infinite
-  int64_t cache_latency_cycles = 16;                // Table 5
-  // Property cache of one middle pipe (the switch's Table 5 capacity / pipes, hw_models/simulator.py).
-  int64_t cache_bytes = int64_t{4} << 20, cache_ways = 16, cache_segment = 16, cache_max_line = 512;
-  int64_t switch_pipes = 8, switch_ports = 32;      // Table 5: 8 middle pipes, 32 ports (4 per pipe)
-  int64_t pcie_ps = 200000;                         // one-way PCIe latency (Table 5: 200 ns)
-  double pcie_bytes_per_s = 128e9;                  // idx DMA bandwidth (our assumption: Gen6 x16)
-  int64_t idx_bytes = 4;                            // bytes per idx in a RIG command (our assumption)
-  // The client unit's Idx Filter memory (L1/L2 per unit, §8.2; LLC per SNIC; latencies ours).
-  int64_t line_bytes = 64;
-  int64_t l1_bytes = 32768, l1_ways = 4, l1_cycles = 4;
-  int64_t l2_bytes = 131072, l2_ways = 8, l2_cycles = 12;
-  int64_t llc_bytes = int64_t{16} << 20, llc_ways = 16, llc_cycles = 40;
-  int64_t dram_ps = 100000;
-  int64_t switch_ps = 300000;                       // switch latency (Table 5: 300 ns)
-  int64_t mtu = 1500, upper_bytes = 50, concat_bytes = 12, pr_bytes = 18;  // Table 5
-  // Buffers (Table 5): one shared packet buffer per switch, Rx and Tx buffers per SNIC.
-  int64_t switch_buffer_bytes = int64_t{96} << 20;
-  int64_t rx_buffer_bytes = int64_t{2} << 20, tx_buffer_bytes = int64_t{2} << 20;
-  // NetCrafter (ISCA'25) flit link layer on the inter-switch (inter-rack) links, issue 7, in the event
-  // loop: each such link is a units::FlitLinkState; a packet enters its egress queue (class 0 = read
-  // PRs, 1 = responses) and arrives at the next switch link latency after the flit holding its last
-  // byte left (stitching, pooling and sequencing decide when).
-  bool flit_layer = false;
+#define NETSPARSE_SIM_FIELD(type, name, meaning) type name{};
+  NETSPARSE_SIM_CONFIG(NETSPARSE_SIM_FIELD)
+#undef NETSPARSE_SIM_FIELD
+  // NetCrafter (ISCA'25) flit link layer on the inter-switch (inter-rack) links, in the event loop:
+  // each such link is a units::FlitLinkState; a packet enters its egress queue (class 0 = read PRs,
+  // 1 = responses) and arrives at the next switch link latency after the flit holding its last byte
+  // left (stitching, pooling and sequencing decide when).
   units::FlitLinkConfig flit;
 };
 
@@ -69,24 +90,79 @@ struct Topo {
   int64_t max_hops = 0;
 };
 
+// Every simulator counter once: X(name, meaning). The binding returns them by these names, and the
+// counter table of docs/simulator.md is generated from these lists (hw_models.simulator.counter_table).
+#define NETSPARSE_NODE_COUNTERS(X)                                                                     \
+  X(idxs, "nonzeros (idxs) the node's client units read")                                              \
+  X(local, "idxs of rows the node owns (no PR)")                                                       \
+  X(filtered, "remote idxs dropped by the Idx Filter (response already written)")                      \
+  X(coalesced, "remote idxs merged into a pending read PR (Pending PR Table)")                         \
+  X(read_prs, "read PRs the client units issued")                                                      \
+  X(responses, "responses the client units absorbed")                                                  \
+  X(stalls, "times a client unit stalled on a full Pending PR Table")                                  \
+  X(served, "read PRs answered by this node's server units")                                           \
+  X(packets_tx, "packets the NIC sent")                                                                \
+  X(packets_rx, "packets the node received")                                                           \
+  X(prs_tx, "PRs (read and response) in the packets sent")                                             \
+  X(header_tx, "header bytes sent (Table 5 upper + concatenation + PR headers)")                       \
+  X(payload_tx, "payload bytes sent (properties)")                                                     \
+  X(wire_tx, "wire bytes sent (header + payload)")                                                     \
+  X(header_rx, "header bytes received")                                                                \
+  X(payload_rx, "payload bytes received")                                                              \
+  X(wire_rx, "wire bytes received")                                                                    \
+  X(commands, "RIG commands run")                                                                      \
+  X(batch, "the node's RIG batch size (nonzeros per command)")                                         \
+  X(mem_l1, "Idx Filter loads that hit the unit's L1")                                                 \
+  X(mem_l2, "Idx Filter loads that hit the unit's L2")                                                 \
+  X(mem_llc, "Idx Filter loads that hit the SNIC LLC")                                                 \
+  X(mem_dram, "Idx Filter loads that went to DRAM")                                                    \
+  X(tx_waits, "client-unit calls that waited for Tx buffer room")                                      \
+  X(rx_waits, "read packets that waited in the Rx buffer for a server unit or Tx room")                \
+  X(rx_peak, "Rx buffer occupancy peak (bytes)")                                                       \
+  X(tx_peak, "Tx buffer occupancy peak (bytes)")                                                       \
+  X(credit_waits, "times the ToR -> host link waited for Rx credit")
+
+#define NETSPARSE_SWITCH_COUNTERS(X)                                                                   \
+  X(read_lookups, "read PRs looked up in the property caches")                                         \
+  X(read_hits, "read PRs answered from a property cache")                                              \
+  X(inserts, "properties inserted into the property caches")                                           \
+  X(packets_in, "packets that arrived")                                                                \
+  X(packets_out, "packets the middle pipes made")                                                      \
+  X(pipe_prs, "PRs through the middle pipes")                                                          \
+  X(pipe_wait_cycles, "switch cycles packets queued for a middle pipe")                                \
+  X(buffer_peak, "shared packet buffer peak (bytes)")                                                  \
+  X(credit_waits, "times a host -> switch link waited for buffer credit")
+
+// Event kinds in handling order of their enum; events_by_kind counts each by this name.
+#define NETSPARSE_SIM_EVENTS(X)                                                                        \
+  X(issue, "a client unit's call; the read PR it issued enters the NIC at this event")          \
+  X(nic_push, "a server unit's response enters the NIC concatenator")                                  \
+  X(nic_timer, "the NIC concatenator's earliest queue expires")                                        \
+  X(switch_timer, "a middle pipe's concatenator's earliest queue expires")                             \
+  X(tx_done, "a link is free and a packet waits behind the one on the wire")                            \
+  X(arrive, "a packet off a flit link at the next vertex (flit layer)")                                    \
+  X(pipe_done, "a middle pipe is done with a packet")                   \
+  X(write, "a response packet in host memory")                                              \
+  X(serve, "a server unit free for a waiting read packet")                                     \
+  X(credit, "a credit reached a blocked sender")                                       \
+  X(flit_tick, "a flit link's next flit event (flit layer)")                                                        \
+  X(link_arrive, "a packet at the next vertex: for a switch, switch latency after its last bit")
+
 struct NodeCounters {
-  int64_t idxs = 0, local = 0, filtered = 0, coalesced = 0, read_prs = 0, responses = 0, stalls = 0;
-  int64_t served = 0;  // read PRs answered by this node's server units
-  int64_t packets_tx = 0, packets_rx = 0, prs_tx = 0;
-  int64_t header_tx = 0, payload_tx = 0, wire_tx = 0, header_rx = 0, payload_rx = 0, wire_rx = 0;
-  int64_t commands = 0, batch = 0;                            // RIG commands run, the node's batch size
-  int64_t mem_l1 = 0, mem_l2 = 0, mem_llc = 0, mem_dram = 0;  // Idx Filter loads by the level that hit
-  int64_t tx_waits = 0;     // client-unit calls that waited for Tx buffer room
-  int64_t rx_waits = 0;     // read packets that waited in the Rx buffer for a server unit or Tx room
-  int64_t rx_peak = 0, tx_peak = 0;  // buffer occupancy peaks (bytes)
-  int64_t credit_waits = 0;          // times the ToR -> host link waited for Rx credit
+#define NETSPARSE_COUNTER(name, meaning) int64_t name = 0;
+  NETSPARSE_NODE_COUNTERS(NETSPARSE_COUNTER)
 };
 
 struct SwitchCounters {
-  int64_t lookups = 0, hits = 0, inserted = 0, packets_in = 0, packets_out = 0;
-  int64_t pipe_prs = 0, pipe_wait_cycles = 0;  // PRs through the middle pipes; cycles packets queued for a pipe
-  int64_t buffer_peak = 0, credit_waits = 0;   // shared packet buffer peak (bytes); host links that waited
+  NETSPARSE_SWITCH_COUNTERS(NETSPARSE_COUNTER)
+#undef NETSPARSE_COUNTER
 };
+
+constexpr int kEventKinds = 0
+#define NETSPARSE_COUNT_KIND(name, meaning) +1
+    NETSPARSE_SIM_EVENTS(NETSPARSE_COUNT_KIND)
+#undef NETSPARSE_COUNT_KIND
+    ;
 
 // One inter-switch link under the flit layer: the flit unit's accounting of the packets it carried.
 struct FlitLinkResult {
@@ -104,7 +180,7 @@ struct SimResult {
   std::vector<int64_t> active_t_ps, active_count;
   int64_t events = 0, max_packet_wire = 0, drains = 0;
   int64_t max_queue = 0;  // most events pending at once
-  int64_t events_by_kind[16] = {};
+  int64_t events_by_kind[kEventKinds] = {};
   std::vector<FlitLinkResult> flit_links;  // only with SimConfig::flit_layer
   double wall_s = 0;
 };

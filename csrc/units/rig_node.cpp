@@ -17,7 +17,8 @@ RigNode::RigNode(uint32_t node, std::vector<int64_t> row_bounds, RigNodeConfig c
     : cfg_(cfg),
       map_(std::move(row_bounds)),
       reads_(with_dests(cfg.concat, map_.n_nodes())),
-      responses_(with_dests(cfg.concat, map_.n_nodes())) {
+      // event-driven: responses share reads_, so this one stays a one-destination stub
+      responses_(with_dests(cfg.concat, cfg.event_driven ? 1 : map_.n_nodes())) {
   if (node >= map_.n_nodes())
     throw std::invalid_argument("node " + std::to_string(node) + " out of range [0, " +
                                 std::to_string(map_.n_nodes()) + ")");
@@ -37,8 +38,10 @@ RigNode::RigNode(uint32_t node, std::vector<int64_t> row_bounds, RigNodeConfig c
   ctx_.filter = &filter_;
   ctx_.filter_on = cfg_.filter;
   ctx_.coalesce_on = cfg_.coalesce;
-  filter_.reset(map_.n_cols());
-  reads_.keep_log = false;  // the packet log is for unit tests; a node's stream would grow it without bound
+  filter_.reset(map_.n_cols(), !cfg_.event_driven);
+  // The packet log is for unit tests and the event loop (which empties it); a round-based node's
+  // stream would grow it without bound.
+  reads_.keep_log = cfg_.event_driven;
   responses_.keep_log = false;
 }
 
@@ -59,7 +62,7 @@ void RigNode::begin_kernel(int64_t prop_bytes, uint8_t* halo, int64_t halo_bytes
   reads_.begin(static_cast<uint32_t>(prop_bytes));  // throws when a response PR cannot fit the MTU
   responses_.begin(static_cast<uint32_t>(prop_bytes));
   for (auto& u : clients_) u.reset();
-  filter_.reset(map_.n_cols());
+  filter_.reset(map_.n_cols(), !cfg_.event_driven);
   ctx_.prop_bytes = static_cast<uint32_t>(prop_bytes);
   ctx_.halo = halo;
   ctx_.n_slots = halo_bytes / prop_bytes;

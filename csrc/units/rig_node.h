@@ -23,15 +23,22 @@
 
 namespace netsparse::units {
 
+// No value lives here: the binding (csrc/bind/rig_node.cpp) sets every field from its arguments;
+// fields are value-initialised (zero) until then.
 struct RigNodeConfig {
-  int64_t n_units = 32;             // RIG units per node, half client and half server (issue 3 / paper §5)
-  int64_t n_client_units = -1;      // -1 = n_units / 2
-  int64_t batch_size = 32768;       // nonzeros per RIG command (issue 3 / paper §5.1); -1 = auto_batch_size
-  int64_t pending_capacity = 256;   // Pending PR Table entries per client unit (issue 3 / paper §5.3)
-  bool filter = true;
-  bool coalesce = true;
-  int64_t cycles_per_pr = 1;        // our assumption
-  ConcatConfig concat;              // n_dests is set to the node count; delay 500 = NIC default (§6.1.2)
+  int64_t n_units{};           // RIG units per node, half client and half server (paper §5)
+  int64_t n_client_units{};    // -1 = n_units / 2
+  int64_t batch_size{};        // nonzeros per RIG command (paper §5.1); -1 = auto_batch_size
+  int64_t pending_capacity{};  // Pending PR Table entries per client unit (paper §5.3)
+  bool filter{};
+  bool coalesce{};
+  int64_t cycles_per_pr{};     // virtual cycles per read PR in a round (our assumption: 1)
+  ConcatConfig concat;         // n_dests is set to the node count
+  // The simulator's node (csrc/sim/node.*), which times the units itself: one NIC concatenator
+  // carries reads and responses (nic()) and logs what it flushes for the event loop, and the Idx
+  // Filter keeps no halo slots (every idx lands in slot 0; only timing matters). The training path
+  // and the switch service leave it off.
+  bool event_driven{};
 };
 
 struct RigNodeStats {
@@ -56,12 +63,17 @@ class RigNode {
   int64_t clock() const { return clock_; }
 
   std::vector<uint8_t>& stream(uint16_t type, uint32_t dest) {
-    return (type == kReadType ? reads_ : responses_).stream(type, dest);
+    return (type == kReadType || cfg_.event_driven ? reads_ : responses_).stream(type, dest);
   }
   RigNodeStats stats() const;
   void reset_stats();  // zero every counter (e.g. per layer / direction); the clock keeps running
   const RigNodeConfig& config() const { return cfg_; }
   const NodeMap& map() const { return map_; }
+  // The parts an event-driven model (the simulator) drives one at a time.
+  RigContext& context() { return ctx_; }
+  std::vector<RigClientUnit>& clients() { return clients_; }
+  std::vector<RigServerUnit>& servers() { return servers_; }
+  Concatenator& nic() { return reads_; }  // with event_driven: reads and responses
   uint32_t node() const { return ctx_.node; }
   int64_t n_client_units() const { return static_cast<int64_t>(clients_.size()); }
 

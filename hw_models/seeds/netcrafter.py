@@ -244,6 +244,15 @@ def sim_flit_config(link_layer: dict | None) -> dict:
     return {"flit_layer": True, **{f"flit_{k}" if k != "flit_bytes" else k: getattr(cfg, k) for k in SIM_FLIT_KEYS}}
 
 
+def flit_link_config(link_layer: dict | None) -> _units.FlitLinkConfig | None:
+    """The simulator's C++ flit link parameters for ``link_layer`` (``None`` in packet mode), validated
+    as :func:`sim_flit_config` validates them; settings not given keep :class:`LinkConfig`'s defaults."""
+    keys = sim_flit_config(link_layer)
+    if not keys:
+        return None
+    return LinkConfig(**{k: keys[k if k == "flit_bytes" else f"flit_{k}"] for k in SIM_FLIT_KEYS}).to_cpp()
+
+
 def link_layer_report(flit_links: dict, link_layer: dict | None) -> dict:
     """``strategies.netsparse.link_layer``: the flit unit's totals over the inter-switch links, beside
     the same packets' bytes as NetSparse packets (what ``link_layer=packet`` puts on those links)."""

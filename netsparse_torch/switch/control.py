@@ -1,9 +1,9 @@
 """Control plane of the switch service (modeled on P4Runtime): configuration and counters.
 
 ``SwitchConfig`` is the validated form of a ``ConfigureRequest``; ``PortCounters`` and
-``SwitchCounters`` hold what ``ReadCounters`` returns. Paper defaults: cache 32 MB / 16 ways / 16 B
-segments / 512 B lines (§6.2.2), switch concatenation delay 125 cycles (§6.1.2), MTU 1500 B (§6.1.2),
-upper-layer header 50 B (Table 5).
+``SwitchCounters`` hold what ``ReadCounters`` returns. A field a request leaves at 0 takes its value
+from :class:`hw_models.params.HardwareParams`, which names each source (property cache §6.2.2 /
+Table 5, switch concatenation delay §6.1.2, MTU and upper-layer header Table 5).
 """
 
 from __future__ import annotations
@@ -11,12 +11,16 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from hw_models.params import HardwareParams
 from netsparse_torch.switch._proto import pb
 
-DEFAULT_DELAY_CYCLES = 125  # switch concatenation delay, paper §6.1.2
-DEFAULT_CACHE = {"capacity_bytes": 32 << 20, "ways": 16, "segment_bytes": 16, "max_line_bytes": 512}  # §6.2.2
-DEFAULT_MTU = 1500  # paper §6.1.2
-DEFAULT_UPPER_BYTES = 50  # paper Table 5
+_HW = HardwareParams()
+DEFAULT_DELAY_CYCLES = int(_HW.switch.concat_delay_cycles)
+DEFAULT_CACHE = {"capacity_bytes": int(_HW.property_cache.size_bytes), "ways": _HW.property_cache.ways,
+                 "segment_bytes": _HW.property_cache.segment_bytes,
+                 "max_line_bytes": _HW.property_cache.max_line_bytes}
+DEFAULT_MTU = _HW.headers.mtu_bytes
+DEFAULT_UPPER_BYTES = _HW.headers.upper_bytes
 
 
 class ConfigInvalid(ValueError):

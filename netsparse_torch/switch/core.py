@@ -25,6 +25,7 @@ import numpy as np
 
 from netsparse_torch import units
 from netsparse_torch._C import units as _cu
+from netsparse_torch.errors import PacketError
 from netsparse_torch.switch.control import PortCounters, SwitchConfig, SwitchCounters, counters_message
 
 log = logging.getLogger("netsparse.switch")
@@ -39,21 +40,6 @@ class FrameRejected(ValueError):
     def __init__(self, kind: str, msg: str):
         super().__init__(msg)
         self.kind = kind
-
-
-def classify(msg: str) -> str:
-    """Error-counter key of a C++ validation message (see csrc/bind/switch_service.cpp, protocol.cpp)."""
-    if "disagrees with the length" in msg:
-        return "n_prs_mismatch"
-    if "truncated: n_prs=" in msg and "buffer has 0" not in msg:
-        # the header is intact but fewer PRs follow than it announces (a cut-off packet looks the same)
-        return "n_prs_mismatch"
-    if "larger than the MTU" in msg:
-        return "oversize"
-    for key in ("unknown destination", "bad source", "wrong property size"):
-        if msg.startswith(key):
-            return key.replace(" ", "_")
-    return "malformed"
 
 
 @dataclass
@@ -171,8 +157,8 @@ class SwitchCore:
         try:
             n_pk, n_rd, n_rs = _cu.scan_frame(data, n_dests=cfg.n_nodes, prop_bytes=cfg.prop_bytes,
                                               expected_src=expected_src, mtu=cfg.mtu, upper_bytes=cfg.upper_bytes)
-        except ValueError as e:
-            raise FrameRejected(classify(str(e)), str(e)) from None
+        except PacketError as e:  # the C++ frame check raises one subclass per error-counter key
+            raise FrameRejected(e.kind, str(e)) from None
         with self._lock:
             c = port.counters
             c.packets_in += n_pk

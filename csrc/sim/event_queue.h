@@ -1,0 +1,140 @@
+#pragma once
+// The one event queue the simulator's parts share (workload, nodes, switches, network), its event
+// kinds, and the clock domains. Events are ordered by (time, seq), seq a global insertion counter, so
+// ties resolve in insertion order and a config always gives the same report.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "sim/simulator.h"
+
+namespace netsparse::sim {
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+// In the order of NETSPARSE_SIM_EVENTS (simulator.h), which names them in the report.
+enum Kind : uint8_t {
+  kIssue, kNicPush, kNicTimer, kSwitchTimer, kTxDone, kArrive, kSwitchDone, kWrite, kServe, kCredit, kFlitTick,
+  kLinkArrive
+};
+static_assert(kLinkArrive + 1 == kEventKinds, "one Kind per entry of NETSPARSE_SIM_EVENTS");
+static_assert(kEventKinds <= 16, "an event key holds its kind in 4 bits");
+
+// A heap entry is 24 bytes: the payload of a PR never rides in the heap (the heap stays in cache).
+// key = seq << 4 | kind; seq is unique, so ordering by (t, key) is ordering by (t, seq).
+struct Event {
+  int64_t t;
+  uint64_t key;
+  uint32_t a, b;
+  uint32_t kind() const { return static_cast<uint32_t>(key & 15); }
+  uint64_t seq() const { return key >> 4; }
+};
+
+// Min-heap of events on (t, key), 4-ary: half the depth of a binary heap and a node's four children
+// in two cache lines. Keys are unique, so any correct heap pops the same order.
+class EventQueue {
+ public:
+  bool empty() const { return v_.empty(); }
+  size_t size() const { return v_.size(); }
+  void push(const Event& e) {
+    size_t i = v_.size();
+    v_.push_back(e);
+    while (i > 0) {
+      const size_t up = (i - 1) / 4;
+      if (!before(e, v_[up])) break;
+      v_[i] = v_[up];
+      i = up;
+    }
+    v_[i] = e;
+  }
+  Event pop() {
+    const Event top = v_[0];
+    const Event last = v_.back();
+    v_.pop_back();
+    const size_t n = v_.size();
+    if (n == 0) return top;
+    size_t i = 0;
+    for (;;) {
+      const size_t c = 4 * i + 1;
+      if (c >= n) break;
+      size_t best = c;
+      const size_t end = std::min(c + 4, n);
+      for (size_t j = c + 1; j < end; ++j)
+        if (before(v_[j], v_[best])) best = j;
+      if (!before(v_[best], last)) break;
+      v_[i] = v_[best];
+      i = best;
+    }
+    v_[i] = last;
+    return top;
+  }
+
+ private:
+  static bool before(const Event& x, const Event& y) { return x.t != y.t ? x.t < y.t : x.key < y.key; }
+  std::vector<Event> v_;
+};
+
+// An event of a stream whose times never decrease (a link's arrivals, a middle pipe's output): only
+// the stream's head waits in the heap, with the seq it got when it was scheduled, so the order is
+// exactly that of one heap event each (k-way merge) while the heap stays small.
+struct Timed {
+  int64_t t;
+  uint64_t seq;
+  uint32_t p;
+};
+
+// The shared queue: every part schedules through it. push() takes the next seq; a stream (times never
+// decreasing) keeps only its head in the heap, with the seq it got when it was scheduled.
+class Events {
+ public:
+  void push(int64_t t, uint32_t kind, uint32_t a, uint32_t b = 0) { push_seq(t, seq_++, kind, a, b); }
+  void push_seq(int64_t t, uint64_t seq, uint32_t kind, uint32_t a, uint32_t b) {
+    heap_.push(Event{t, seq << 4 | kind, a, b});
+  }
+  uint64_t next_seq() { return seq_++; }
+  void stream_push(std::deque<Timed>& q, int64_t t, uint32_t kind, uint32_t a, uint32_t p) {
+    const uint64_t seq = seq_++;
+    if (!q.empty() && t < q.back().t) throw std::logic_error("simulator: a stream's times must not decrease");
+    if (q.empty()) push_seq(t, seq, kind, a, 0);
+    q.push_back(Timed{t, seq, p});
+  }
+  uint32_t stream_pop(std::deque<Timed>& q, const Event& e) {
+    const Timed x = q.front();
+    if (x.seq != e.seq() || x.t != e.t) throw std::logic_error("simulator: event stream out of order");
+    q.pop_front();
+    if (!q.empty()) push_seq(q.front().t, q.front().seq, e.kind(), e.a, 0);
+    return x.p;
+  }
+  bool empty() const { return heap_.empty(); }
+  size_t size() const { return heap_.size(); }
+  Event pop() { return heap_.pop(); }
+
+ private:
+  EventQueue heap_;
+  uint64_t seq_ = 0;
+};
+
+// Integer cycle <-> picosecond conversion of one clock domain (monotone, exact round trip).
+struct Clock {
+  double ghz;
+  // The cycle that has started by `ps`.
+  int64_t cycle(int64_t ps) const { return static_cast<int64_t>(std::floor(static_cast<long double>(ps) * ghz / 1000.0L)); }
+  // The first picosecond of cycle `cyc`.
+  int64_t ps(int64_t cyc) const {
+    int64_t p = static_cast<int64_t>(std::ceil(static_cast<long double>(cyc) * 1000.0L / ghz));
+    while (cycle(p) < cyc) ++p;
+    while (p > 0 && cycle(p - 1) >= cyc) --p;
+    return p;
+  }
+  // The first cycle that starts at or after `ps`.
+  int64_t up(int64_t ps_) const {
+    const int64_t c = cycle(ps_);
+    return this->ps(c) == ps_ ? c : c + 1;
+  }
+};
+
+}  // namespace netsparse::sim

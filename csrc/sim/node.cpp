@@ -1,0 +1,412 @@
+// The nodes: host command loop, client and server RIG units, NIC concatenator (see node.h and the
+// timing rules at the top of simulator.cpp).
+#include "sim/node.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "units/errors.h"
+
+#include "sim/network.h"
+
+namespace netsparse::sim {
+using namespace netsparse::units;
+
+// The Timing policy RigClientUnit::issue asks before each idx (see the top of simulator.cpp).
+struct Engine {
+  Nodes& nodes;
+  Node& n;
+  Client& u;
+  int64_t now, limit;  // SNIC cycles: decisions are >= now; a decision at or after limit waits
+  bool admit(uint64_t idx, bool mem);
+  void consumed() { u.head = false; }
+};
+
+bool Engine::admit(uint64_t idx, bool mem) {
+  if (!u.head) {  // read the idx: its filter load (if any) goes out now
+    int64_t s = u.next_in, lat = 0;
+    if (mem) {
+      lat = nodes.filter_load(n, u, idx);
+      s = std::max(s, u.lsq[u.lsq_pos]);  // the LSQ entry frees when the idx it held was decided
+      u.head_slot = u.lsq_pos;
+      u.lsq_pos = u.lsq_pos + 1 == u.lsq.size() ? 0 : u.lsq_pos + 1;
+    }
+    u.head_mem = mem;
+    u.next_in = s + 1;
+    u.head_d = std::max(u.decided, s + 1 + lat);
+    u.head = true;
+  }
+  const int64_t d = std::max(u.head_d, now);
+  if (d >= limit) return false;  // a response write may land first: decide on the next call
+  u.decided = d;
+  if (u.head_mem) u.lsq[u.head_slot] = d;
+  return true;
+}
+
+Nodes::Nodes(SimContext& x, Workload& work, Network& net) : x_(x), cfg_(x.cfg), work_(work), net_(net) {
+  const SimConfig& cfg = cfg_;
+  cycle_ps_ = x.snic.ps(1);
+  dram_cycles_ = x.snic.up(cfg.dram_ps);
+  horizon_ps_ = std::max(cfg.pcie_ps, cycle_ps_);
+  const std::vector<int64_t>& cb = x.map.bounds;
+  int64_t max_owned = 1;
+  for (int64_t p = 0; p < x.nodes; ++p) max_owned = std::max(max_owned, cb[p + 1] - cb[p]);
+  local_.assign(static_cast<size_t>(max_owned * cfg.prop_bytes), 0);
+  halo_.assign(static_cast<size_t>(cfg.prop_bytes), 0);
+  RigNodeConfig rc;
+  rc.n_units = cfg.client_units + cfg.server_units;
+  rc.n_client_units = cfg.client_units;
+  rc.batch_size = -1;     // unused: the workload hands out the commands
+  rc.pending_capacity = cfg.pending_entries;
+  rc.filter = cfg.filter;
+  rc.coalesce = cfg.coalesce;
+  rc.cycles_per_pr = 0;   // unused: this model times every PR
+  rc.concat.mtu = cfg.mtu;
+  rc.concat.upper_bytes = cfg.upper_bytes;
+  rc.concat.delay_cycles = !cfg.concat_nic ? 0 : (cfg.nic_delay_cycles < 0 ? -1 : cfg.nic_delay_cycles);
+  rc.event_driven = true;
+  const int64_t n_cols = x.map.n_cols();
+  const int64_t lines_per_filter = (n_cols + 8 * cfg.line_bytes - 1) / (8 * cfg.line_bytes);
+  if (lines_per_filter > int64_t{UINT32_MAX})
+    throw units::ConfigInvalid("simulator: the Idx Filter has more than 2^32 lines (too many columns)");
+  // The LLC holds at most the node's filter lines: sized to them (never more than its capacity) it
+  // hits and misses exactly like the full cache, with a fraction of the memory (set = line mod sets).
+  const int64_t llc_lines = std::min(cfg.llc_bytes / cfg.line_bytes,
+                                     (lines_per_filter + cfg.llc_ways - 1) / cfg.llc_ways * cfg.llc_ways);
+  node_.resize(x.nodes);
+  for (int64_t p = 0; p < x.nodes; ++p) {
+    auto nd = std::make_unique<Node>(static_cast<uint32_t>(p), cb, rc);
+    // Property values are irrelevant to timing: every idx lands in one shared halo slot, and every
+    // node serves from one zero array.
+    const int64_t owned_bytes = (cb[p + 1] - cb[p]) * cfg.prop_bytes;
+    nd->rig.begin_kernel(cfg.prop_bytes, halo_.data(), cfg.prop_bytes, local_.data(), owned_bytes);
+    nd->cl.resize(cfg.client_units);
+    for (auto& u : nd->cl) {
+      u.lsq.assign(cfg.lsq_entries, 0);
+      if (cfg.filter) {
+        u.l1 = LineCache(cfg.l1_bytes / cfg.line_bytes, cfg.l1_ways);
+        u.l2 = LineCache(cfg.l2_bytes / cfg.line_bytes, cfg.l2_ways);
+      }
+    }
+    if (cfg.filter) nd->llc = LineCache(std::max<int64_t>(1, llc_lines), cfg.llc_ways);
+    nd->sv.resize(cfg.server_units);
+    for (auto& s : nd->sv) s.lsq.assign(cfg.lsq_entries, 0);
+    x.res.nodes[p].batch = work.batch(p);
+    node_[p] = std::move(nd);
+  }
+}
+
+void Nodes::start() {
+  for (int64_t p = 0; p < x_.nodes; ++p) {
+    Node& n = *node_[p];
+    for (int64_t u = 0; u < cfg_.client_units && work_.has_command(p); ++u) {
+      ++n.active_units;
+      assign(static_cast<uint32_t>(p), static_cast<uint32_t>(u), 0);
+    }
+  }
+}
+
+bool Nodes::running() const {
+  for (const auto& n : node_)
+    if (n->active_units > 0) return true;
+  return false;
+}
+
+void Nodes::handle(const Event& e) {
+  switch (e.kind()) {
+    case kIssue: {
+      Client& u = node_[e.a]->cl[e.b];
+      if (u.has_pr) {  // the fused NIC push of the PR issued at this time counts as its own event
+        u.has_pr = false;
+        ++x_.res.events;
+        nic_push(e.a, kReadType, u.pr_dest, u.pr, e.t);
+      }
+      issue(e.a, e.b, e.t);
+      break;
+    }
+    case kNicPush: respond(e.a, e.b, e); break;
+    case kNicTimer: {
+      Node& n = *node_[e.a];
+      if (n.timer != e.t) break;  // superseded by an earlier timer
+      n.timer = kNever;
+      n.rig.nic().advance(std::max(x_.snic.cycle(e.t), n.rig.nic().now()));
+      nic_send(e.a, e.t);
+      arm_nic(e.a, e.t);
+      break;
+    }
+    case kServe: {
+      Node& n = *node_[e.a];
+      if (n.serve_at != e.t) break;
+      n.serve_at = kNever;
+      serve_ready(e.a, e.t);
+      break;
+    }
+    case kWrite: write_back(e.a, e.t); break;
+    default: throw std::logic_error("simulator: not a node event");
+  }
+}
+
+// The latency in SNIC cycles of a client unit's Idx Filter load of `idx`'s bit: L1 and L2 of the unit,
+// the SNIC's LLC, else DRAM; every level on the way keeps the line (LRU).
+int64_t Nodes::filter_load(Node& n, Client& u, uint64_t idx) {
+  const uint32_t line = static_cast<uint32_t>(idx / static_cast<uint64_t>(8 * cfg_.line_bytes));
+  NodeCounters& c = x_.res.nodes[n.rig.node()];
+  if (u.l1.access(line)) {
+    ++c.mem_l1;
+    return cfg_.l1_cycles;
+  }
+  if (u.l2.access(line)) {
+    ++c.mem_l2;
+    return cfg_.l2_cycles;
+  }
+  if (n.llc.access(line)) {
+    ++c.mem_llc;
+    return cfg_.llc_cycles;
+  }
+  ++c.mem_dram;
+  return dram_cycles_;
+}
+
+// The host hands unit `unit` the next command at t_host: MMIO write, then the unit's idx DMA.
+void Nodes::assign(uint32_t node, uint32_t unit, int64_t t_host) {
+  Node& n = *node_[node];
+  Client& u = n.cl[unit];
+  const int64_t len = work_.next_command(node, n.rig.clients()[unit]);
+  const int64_t at_host = t_host + 2 * cfg_.pcie_ps;  // MMIO lands, the unit's DMA request reaches the host
+  const int64_t start = std::max(at_host, n.dma_free);
+  const double ser = static_cast<double>(len * cfg_.idx_bytes) * 1e12 / cfg_.pcie_bytes_per_s;
+  n.dma_free = start + static_cast<int64_t>(std::ceil(ser - 1e-6));
+  const int64_t ready = n.dma_free + cfg_.pcie_ps;  // the last idx byte reached the SNIC
+  u.active = true;
+  u.next_in = std::max(u.next_in, x_.snic.up(ready));
+  u.busy = true;
+  x_.events.push(ready, kIssue, node, unit);
+}
+
+// The unit's command completed at t: its completion notification reaches the host one PCIe latency later.
+void Nodes::complete(uint32_t node, uint32_t unit, int64_t t) {
+  Node& n = *node_[node];
+  n.cl[unit].active = false;
+  const int64_t seen = t + cfg_.pcie_ps;
+  n.host_seen = std::max(n.host_seen, seen);
+  if (work_.has_command(node)) return assign(node, unit, seen);
+  if (--n.active_units == 0) x_.res.node_done_ps[node] = n.host_seen;
+}
+
+void Nodes::issue(uint32_t node, uint32_t unit, int64_t t) {
+  Node& n = *node_[node];
+  Client& u = n.cl[unit];
+  RigClientUnit& ru = n.rig.clients()[unit];
+  if (n.tx_bytes >= cfg_.tx_buffer_bytes && ru.scanning()) {  // Tx full: no new PRs (busy stays set)
+    n.tx_waiters.push_back(unit);
+    ++x_.res.nodes[node].tx_waits;
+    return;
+  }
+  const int64_t limit_ps = std::min(t + horizon_ps_, n.writes.empty() ? kNever : n.writes.front());
+  Engine clk{*this, n, u, x_.snic.up(t), x_.snic.up(limit_ps)};
+  int64_t pr_cycle = -1;
+  ru.issue(
+      n.rig.context(),
+      [&](uint32_t dest, const PR& pr) {
+        pr_cycle = std::max(u.decided, u.last_pr + 1);  // one read PR per cycle
+        u.decided = u.last_pr = pr_cycle;
+        u.pr = pr;
+        u.pr_dest = dest;
+        u.has_pr = true;
+      },
+      1, clk);
+  if (pr_cycle >= 0) {  // the PR enters the NIC concatenator at its decision, in the next call's event
+    x_.events.push(x_.snic.ps(pr_cycle), kIssue, node, unit);
+    return;
+  }
+  if (u.head && !ru.stalled()) {  // the call reached the horizon: go on from the idx it read
+    x_.events.push(x_.snic.ps(std::max(u.head_d, clk.limit)), kIssue, node, unit);
+    return;
+  }
+  u.busy = false;  // stalled or waiting for responses: a response write wakes the unit
+  if (u.active && ru.commands_done() == ru.commands_enqueued())
+    complete(node, unit, std::max(t, x_.snic.ps(u.decided)));
+}
+
+void Nodes::write_back(uint32_t p, int64_t t) {
+  const Packet& k = x_.pkts[p];
+  const uint32_t host = k.dst;
+  const int64_t wire = k.wire;
+  Node& n = *node_[host];
+  if (n.writes.empty() || n.writes.front() != t) throw std::logic_error("simulator: response writes out of order");
+  n.writes.pop_front();
+  const PacketView v = x_.pkts.view(p);
+  for (int64_t i = 0; i < v.n_prs; ++i) {
+    const PR pr = v.pr(i);
+    if (pr.src != host || pr.src_tid >= cfg_.client_units)
+      throw std::logic_error("simulator: response delivered to the wrong node or unit");
+    n.rig.clients()[pr.src_tid].on_response(n.rig.context(), pr, v.payload(i));
+    Client& u = n.cl[pr.src_tid];
+    if (!u.busy) {  // wake an idle unit: it may resume, finish its command, or complete it
+      u.busy = true;
+      x_.events.push(t, kIssue, host, pr.src_tid);
+    }
+  }
+  net_.release(host, wire, t);  // the packet leaves the Rx buffer
+  x_.pkts.free(p);
+}
+
+// Read packets waiting in the Rx buffer go to the server unit free first, while one is free and the
+// Tx buffer has room.
+void Nodes::serve_ready(uint32_t host, int64_t t) {
+  Node& n = *node_[host];
+  while (!n.rx_wait.empty()) {
+    if (n.tx_bytes >= cfg_.tx_buffer_bytes) {
+      n.serve_on_drain = true;
+      return;
+    }
+    int64_t first = kNever;
+    for (const Server& s : n.sv) first = std::min(first, s.free);
+    if (first > t) return arm_serve(host, first);
+    const uint32_t p = n.rx_wait.front();
+    n.rx_wait.pop_front();
+    serve(host, p, t);
+  }
+}
+
+void Nodes::arm_serve(uint32_t host, int64_t t) {
+  Node& n = *node_[host];
+  if (t < n.serve_at) {
+    n.serve_at = t;
+    x_.events.push(t, kServe, host);
+  }
+}
+
+void Nodes::serve(uint32_t host, uint32_t p, int64_t t) {
+  Node& n = *node_[host];
+  uint32_t u = 0;
+  for (uint32_t i = 1; i < n.sv.size(); ++i)
+    if (n.sv[i].free < n.sv[u].free) u = i;
+  Server& s = n.sv[u];
+  const PacketView v = x_.pkts.view(p);
+  n.rig.servers()[u].serve(n.rig.context(), v, [&](uint32_t dest, const PR& pr, const uint8_t*) {
+    // One property read per SNIC cycle, at most lsq_entries PCIe reads in flight (Table 5 LSQ).
+    int64_t start = std::max(t, s.free) + cycle_ps_;
+    int64_t& slot = s.lsq[s.lsq_pos];
+    start = std::max(start, slot);
+    s.free = start;
+    slot = start + 2 * cfg_.pcie_ps;
+    s.lsq_pos = s.lsq_pos + 1 == s.lsq.size() ? 0 : s.lsq_pos + 1;
+    if (dest != pr.src) throw std::logic_error("simulator: a response must go back to its requester");
+    if (!s.q.empty() && slot <= s.q.back().t) throw std::logic_error("simulator: server unit push times must increase");
+    const uint64_t seq = x_.events.next_seq();
+    if (s.q.empty()) x_.events.push_seq(slot, seq, kNicPush, host, u);
+    s.q.push_back(Response{slot, seq, pr});
+  });
+  x_.res.nodes[host].served += v.n_prs;
+  net_.release(host, x_.pkts[p].wire, s.free);  // the packet leaves the Rx buffer once its last read started
+  x_.pkts.free(p);
+}
+
+// The head response of server unit `unit` enters the NIC concatenator; the next one becomes the head.
+void Nodes::respond(uint32_t node, uint32_t unit, const Event& e) {
+  auto& q = node_[node]->sv[unit].q;
+  const Response r = q.front();
+  if (r.seq != e.seq() || r.t != e.t) throw std::logic_error("simulator: response stream out of order");
+  q.pop_front();
+  if (!q.empty()) x_.events.push_seq(q.front().t, q.front().seq, kNicPush, node, unit);
+  nic_push(node, kResponseType, r.pr.src, r.pr, e.t);
+}
+
+void Nodes::receive(uint32_t host, uint32_t p, int64_t t) {
+  const Packet& k = x_.pkts[p];
+  NodeCounters& nc = x_.res.nodes[host];
+  ++nc.packets_rx;
+  nc.header_rx += k.header;
+  nc.payload_rx += k.payload;
+  nc.wire_rx += k.wire;
+  Node& n = *node_[host];
+  if (k.type == kResponseType) {
+    n.writes.push_back(t + cfg_.pcie_ps);
+    x_.events.push(t + cfg_.pcie_ps, kWrite, p, host);
+    return;
+  }
+  n.rx_wait.push_back(p);
+  serve_ready(host, t);
+  if (!n.rx_wait.empty()) ++nc.rx_waits;  // FIFO: if anything still waits, this packet does
+}
+
+void Nodes::tx_left(uint32_t host, int64_t wire, int64_t t) {
+  Node& n = *node_[host];
+  n.tx_bytes -= wire;
+  if (n.tx_bytes < cfg_.tx_buffer_bytes && (!n.tx_waiters.empty() || n.serve_on_drain)) tx_drained(host, t);
+}
+
+// The host's Tx buffer went below its size: waiting client units and read packets go on.
+void Nodes::tx_drained(uint32_t host, int64_t t) {
+  Node& n = *node_[host];
+  for (uint32_t u : n.tx_waiters) x_.events.push(t, kIssue, host, u);
+  n.tx_waiters.clear();
+  if (n.serve_on_drain) {
+    n.serve_on_drain = false;
+    arm_serve(host, t);
+  }
+}
+
+void Nodes::nic_push(uint32_t node, uint16_t type, uint32_t dest, const PR& pr, int64_t t) {
+  Node& n = *node_[node];
+  const uint8_t* payload = type == kResponseType ? local_.data() : nullptr;
+  n.rig.nic().push(type, dest, pr, payload, x_.snic.cycle(t));
+  nic_send(node, t);
+  arm_nic(node, t);
+}
+
+// Sends every packet the node's NIC concatenator flushed into the Tx buffer and onto the uplink.
+void Nodes::nic_send(uint32_t node, int64_t t) {
+  Node& n = *node_[node];
+  x_.pkts.take(n.rig.nic(), [&](uint32_t p) {
+    Packet& k = x_.pkts[p];
+    k.route_src = node;
+    NodeCounters& nc = x_.res.nodes[node];
+    ++nc.packets_tx;
+    nc.prs_tx += k.n_prs;
+    nc.header_tx += k.header;
+    nc.payload_tx += k.payload;
+    nc.wire_tx += k.wire;
+    n.tx_bytes += k.wire;
+    nc.tx_peak = std::max(nc.tx_peak, n.tx_bytes);
+    net_.enqueue(net_.route(node, k.dst, 0), p, t);
+  });
+}
+
+void Nodes::arm_nic(uint32_t node, int64_t t) {
+  Node& n = *node_[node];
+  const int64_t e = n.rig.nic().next_expiration();
+  if (e == INT64_MAX) return;
+  const int64_t at = std::max(t, x_.snic.ps(e));
+  if (at < n.timer) {
+    n.timer = at;
+    x_.events.push(at, kNicTimer, node);
+  }
+}
+
+void Nodes::drain_all(int64_t t) {
+  for (int64_t x = 0; x < x_.nodes; ++x) {
+    Concatenator& nic = node_[x]->rig.nic();
+    nic.flush_all(std::max(x_.snic.cycle(t), nic.now()));
+    nic_send(static_cast<uint32_t>(x), t);
+  }
+}
+
+void Nodes::finish() {
+  for (int64_t p = 0; p < x_.nodes; ++p) {
+    const RigCounters rc = node_[p]->rig.stats().rig;
+    NodeCounters& nc = x_.res.nodes[p];
+    nc.idxs = rc.idxs;
+    nc.local = rc.local;
+    nc.filtered = rc.filtered;
+    nc.coalesced = rc.coalesced;
+    nc.read_prs = rc.prs;
+    nc.responses = rc.responses;
+    nc.stalls = rc.stalls;
+    nc.commands = rc.commands;
+  }
+}
+
+}  // namespace netsparse::sim

@@ -1,0 +1,39 @@
+#pragma once
+// The extended ToR switches (§6.2.1): one middle pipe per 4 ports, each a units::SwitchPipe with its
+// own property cache and concatenator, timed here in switch cycles. Plain switches need nothing here:
+// the network forwards their packets.
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "sim/context.h"
+#include "units/switch_pipe.h"
+
+namespace netsparse::sim {
+
+class Network;
+
+class Switches {
+ public:
+  Switches(SimContext& x, Network& net);
+  bool extended(int64_t s) const { return pipe_[s * pipes_] != nullptr; }
+  void arrive(int64_t s, uint32_t p, int64_t in_link, int64_t t);  // a packet at extended switch s
+  void handle(const Event& e);  // switch_timer, pipe_done
+  void drain_all(int64_t t);    // flush every pipe's concatenator (infinite delays)
+
+ private:
+  int64_t pipe_of(int64_t s, const Packet& k, int64_t in_link) const;
+  void run_pipe(uint32_t pipe, uint32_t p, int64_t t);
+  void out(int64_t s, uint32_t p, int64_t t);
+  void arm(uint32_t pipe, int64_t t);
+
+  SimContext& x_;
+  Network& net_;
+  int64_t pipes_ = 1, ports_per_pipe_ = 1, lookup_cycles_ = 0;
+  std::vector<std::unique_ptr<units::SwitchPipe>> pipe_;  // pipe s * pipes_ + i of switch s
+  std::vector<int64_t> pipe_timer_, pipe_free_;
+  std::vector<std::deque<Timed>> pipe_out_;  // packets in a middle pipe, by the time it is done with them
+};
+
+}  // namespace netsparse::sim

@@ -1,0 +1,39 @@
+#pragma once
+// Typed errors of the units, so Python catches them by class, never by message. The binding
+// (csrc/bind/errors.cpp) registers each with py::register_exception as a subclass of ValueError and of
+// the netsparse_torch.errors class it belongs to: ConfigInvalid -> ConfigError; the packet errors ->
+// PacketError, whose `kind` is the switch service's error-counter key.
+#include <stdexcept>
+#include <string>
+
+namespace netsparse::units {
+
+// A parameter out of range or inconsistent (the message names it and the allowed values).
+struct ConfigInvalid : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// A packet or frame that breaks the wire protocol (paper Fig. 6), by what is wrong with it.
+struct PacketError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+struct MalformedPacket : PacketError {  // truncated header, unknown type, PRs of the wrong size
+  using PacketError::PacketError;
+};
+struct NPrsMismatch : PacketError {  // whole PRs, but not as many as the header announces
+  using PacketError::PacketError;
+};
+struct OversizePacket : PacketError {  // larger than the MTU allows
+  using PacketError::PacketError;
+};
+struct UnknownDestination : PacketError {  // a destination node the fabric does not have
+  using PacketError::PacketError;
+};
+struct BadSource : PacketError {  // a PR source the fabric does not have, or a forged one
+  using PacketError::PacketError;
+};
+struct WrongPropertySize : PacketError {  // a len field other than the kernel's property size
+  using PacketError::PacketError;
+};
+
+}  // namespace netsparse::units
