@@ -1,5 +1,5 @@
 """Peak memory and wall time of the analysis pipeline of ``netsparse-simulate`` (everything except the
-C++ event loop) on a paper-scale analog (issue 14 point 2, the analysis side).
+C++ event loop) on a paper-scale analog.
 
     python benchmarks/analysis_memory.py --matrix paper:arabic [--k 16] [--nodes 128]
 

@@ -1,4 +1,5 @@
-"""``batch_size=auto`` against every fixed power-of-two RIG batch size (issue 14 point 3).
+"""``batch_size=auto`` against every fixed power-of-two RIG batch size (NetSparse §9.3,
+Fig. 15: the best batch is input-sensitive).
 
 For each matrix: one NetSparse simulation (all mechanisms, NetSparse Table 5 cluster, 128 nodes,
 K=16) per fixed batch size and one with ``auto``; prints the modeled kernel time of each, the best
@@ -8,8 +9,7 @@ fixed size and auto's ratio to it (target: auto within 10 % of the best). Everyt
     .venv/bin/python benchmarks/batch_size_sweep.py                     # the six shared graphs
     .venv/bin/python benchmarks/batch_size_sweep.py --paper arabic@0.05,europe@0.05
 
-``--paper`` uses the paper-scale analog generators (``netsparse_torch.graph.analogs``, issue 14
-point 1).
+``--paper`` uses the paper-scale analog generators.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ BATCHES = tuple(2**i for i in range(8, 17))  # 256 .. 65536
 
 
 def paper_matrix(spec: str):
-    """A paper analog ``NAME@scale`` (issue 14 point 1, helper A's generators)."""
+    """A paper analog ``NAME@scale`` (a share of the rows of a NetSparse Table 6 analog)."""
     from netsparse_torch.graph import analogs
 
     return analogs.generate(spec)

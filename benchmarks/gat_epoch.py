@@ -1,4 +1,4 @@
-"""GAT training epoch (issue 17): ``DistGATConv`` at 1 and ``--ranks`` ranks against PyG's ``GATConv``.
+"""GAT training epoch: ``DistGATConv`` at 1 and ``--ranks`` ranks against PyG's ``GATConv``.
 
     python benchmarks/gat_epoch.py [--graph ego-twitter] [--ranks 4] [--repeats 7]
 

@@ -1,4 +1,4 @@
-"""Counter-based dropout (issue 15, point 5) against torch's dropout: the op alone and a training epoch.
+"""Counter-based dropout (docs/invariance.md) against torch's dropout: the op alone and a training epoch.
 
     python benchmarks/keyed_dropout.py [--graph ego-twitter] [--ranks 2] [--hidden 64] [--repeats 15]
 

@@ -1,4 +1,4 @@
-"""Local SpMM kernels (issue 8): the C++ CPU kernel against torch.sparse.mm (CSR), plus a roofline.
+"""Local SpMM kernels: the C++ CPU kernel against torch.sparse.mm (CSR), plus a roofline.
 
     python benchmarks/local_spmm.py [--all] [--graphs ego-twitter ...] [--k 16 64 128] [--threads 1 2]
                                     [--repeats 7] [--dtype float32] [--isa auto]

@@ -1,4 +1,4 @@
-"""RIG node pipeline (issue 3): client units, Idx Filter, coalescing, concatenation and encoding, in C++.
+"""RIG node pipeline (NetSparse §5-§6.1): client units, Idx Filter, coalescing, concatenation and encoding, in C++.
 
     python benchmarks/rig_pipeline.py [--graph ego-twitter] [--nodes 16] [--k 16] [--repeats 3]
 

@@ -28,7 +28,7 @@ from common import write_result  # noqa: E402
 from netsparse_torch.graph import generate, with_generated_features  # noqa: E402
 from netsparse_torch.partition import partition_graph, write_partitioned  # noqa: E402
 
-TARGET = 0.4  # issue 15: peak RSS per rank at 4 parts <= 0.4x the single-rank peak
+TARGET = 0.4  # our target: peak RSS per rank at 4 parts <= 0.4x the single-rank peak
 
 
 def make_graph(nodes: int, avg_degree: float, features: int, seed: int):

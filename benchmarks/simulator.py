@@ -1,10 +1,10 @@
-"""Benchmark of the C++ discrete-event simulator (issues 4 and 14).
+"""Benchmark of the C++ discrete-event simulator (numbers: docs/benchmarks.md, Simulator).
 
 Default: a 128-node NetSparse simulation (all mechanisms, NetSparse Table 5 cluster) of ego-twitter
 at K=16. ``--large`` adds a synthetic matrix of ``--nnz`` nonzeros (power-law by default: the
 ``netsparse_torch.graph`` Chung-Lu generator; ``--shape uniform``: uniform random columns, the worst
 case for filtering, coalescing and the cache). ``--paper`` runs the full-size analogs of NetSparse
-Table 6 (issue 14 point 1, ``matrix=paper:NAME``), target <= 10 min wall with generation and
+Table 6 (``matrix=paper:NAME``), target <= 10 min wall with generation and
 <= 16 GiB peak RSS each.
 
 Every case runs in its own process, so its peak RSS (``resource.getrusage``) is its own. Prints, per

@@ -1,4 +1,4 @@
-"""Switch service (issue 5): PRs/s through one gRPC ToR on loopback, plus latency percentiles.
+"""Switch service: PRs/s through one gRPC ToR on loopback, plus latency percentiles.
 
     python benchmarks/switch_service.py [--clients 4] [--seconds 5] [--prop-bytes 64] [--frame-packets 32]
 
@@ -14,7 +14,7 @@ a GIL with the load generators. Each client sends frames of ``--frame-packets`` 
 Latency: a probe client sends one single-PR read packet at a time and waits for its answer, while the
 load runs ("loaded") and alone ("idle"); percentiles over the probes. Writes
 benchmarks/results/switch_service.json. Reference point: about 80k packets/s for the bmv2 software
-switch (issue 5); target >= 1 M PRs/s.
+switch (P4's reference software switch); our target >= 1 M PRs/s.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from netsparse_torch import units  # noqa: E402
 from netsparse_torch.switch import ControlClient, SwitchClient, configure_request  # noqa: E402
 
 N_ROWS = 4096
-BMV2_PACKETS_PER_S = 80_000  # issue 5: the bmv2 software switch forwards about 80k packets/s
+BMV2_PACKETS_PER_S = 80_000  # the bmv2 software switch forwards about 80k packets/s
 
 
 def start_tor() -> tuple[subprocess.Popen, str]:

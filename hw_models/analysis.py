@@ -1,4 +1,4 @@
-"""Assembles the modeled-communication report of issue 4 point 6 from the hw_models pieces.
+"""Assembles the modeled-communication report (schema: docs/simulator.md) from the hw_models pieces.
 
 Everything in the report is *modeled*, never measured: the workload definitions
 (:mod:`hw_models.definitions`), the analytic optima (:mod:`hw_models.baselines`) and, when a
@@ -90,7 +90,7 @@ def gathered_k(k: int, kernel: str) -> int:
 
 
 EXTRA_STRATEGIES = ("two_face", "snic_sw", "switch_aggregate")
-"""Modeled alternatives next to SUOpt and SAOpt: Two-Face (issue 6), ``snic_sw`` (BF3 offload) and
+"""Modeled alternatives next to SUOpt and SAOpt: Two-Face (docs/twoface.md), ``snic_sw`` (BF3 offload) and
 ``switch_aggregate`` (SmartFuse push with ToR sums; SpMM only)."""
 
 
@@ -99,7 +99,7 @@ def analyze(a: Pattern | sp.spmatrix | sp.sparray, params: HardwareParams, k: in
             mechanisms: dict[str, bool] | None = None, ablation: bool = True,
             progress: Callable[[Sequence[str]], Sequence[str]] | None = None,
             extras: Sequence[str] = EXTRA_STRATEGIES, snic_sw_options: dict | None = None) -> dict:
-    """The report dict of issue 4 point 6 for matrix ``a`` on the cluster ``params``.
+    """The report dict (docs/simulator.md, report schema) for matrix ``a`` on the cluster ``params``.
 
     ``mechanisms`` switches NetSparse mechanisms for the main run (all on by default); ``ablation``
     adds one run per cumulative stage of Table 8. ``extras`` picks the modeled alternatives reported
@@ -307,7 +307,7 @@ def _ratio(num: float, den: float) -> float | None:
 def modeled_training(a: Pattern | sp.spmatrix | sp.sparray, params: HardwareParams,
                      gathers: Sequence[int | tuple[int, str]], compute_model: object | None = None,
                      partition: str = "rows", simulator: NetSparseSimulator | None = None) -> dict:
-    """The ``modeled`` block of a training report (issue 4 point 9): one epoch on the target cluster.
+    """The ``modeled`` block of a training report: one epoch on the target cluster.
 
     ``gathers`` lists every gather of one epoch, forward and backward, as its K (an SpMM gather) or a
     ``(K, kernel)`` pair (e.g. a 2-layer GCN: ``[f_in, hidden]`` forward plus the backward gathers of

@@ -1,10 +1,10 @@
 """Zero-load (contention-free) timing of one property request: the analytic cross-check of the simulator.
 
-Issue 4 requires the discrete-event simulator to agree with an analytic calculation on
-contention-free cases. This module is that calculation; the simulator's hand-checked tests compare
+The discrete-event simulator must agree with an analytic calculation on contention-free cases.
+This module is that calculation; the simulator's hand-checked tests compare
 against it. Model of one read PR from node ``src`` for a property owned by ``dst`` and its response,
 with nothing else in flight: the node's whole RIG stream is that one idx (every assumption here is
-ours, chosen to be what the simulator models; issue 14 added the host side and the filter load):
+ours, chosen to be what the simulator models, host side and filter load included):
 
 1. host side of the RIG command (NetSparse §5.1): the MMIO write of the command (``pcie.latency_ns``),
    then the unit's DMA of its idxs (request ``pcie.latency_ns``, ``snic.idx_bytes`` per idx at

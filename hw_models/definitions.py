@@ -1,4 +1,4 @@
-"""The exact workload definitions of issue 4 point 7 (NetSparse Tables 1, 3 and 4), streamed node by node.
+"""The exact workload definitions of NetSparse Tables 1, 3 and 4 (docs/simulator.md), streamed node by node.
 
 Conventions, shared by the simulator report:
 

@@ -191,7 +191,7 @@ class SNICParams(_Validated):
     clock_ghz: float = _p(2.2)
     """SNIC clock. NetSparse Table 5 (2.2 GHz)."""
     rig_units: int = _p(32)
-    """RIG units per SNIC (half client, half server, as in the issue-3 RIG unit). NetSparse Table 5 (32)."""
+    """RIG units per SNIC (half client, half server, as in ``units.RigNode``). NetSparse Table 5 (32)."""
     pending_pr_table: int = _p(256)
     """Pending PR Table entries per RIG unit. NetSparse Table 5 (256)."""
     lsq_entries: int = _p(64)
@@ -199,7 +199,7 @@ class SNICParams(_Validated):
     rig_batch_size: float | str = "auto"
     """Nonzeros per RIG command: ``"auto"`` (default), a positive whole number, or ``inf`` (the node's
     whole stream in one command). ``auto`` picks a power of two from the node's nonzeros and its client
-    unit count (:func:`hw_models.simulator.auto_batch_size`, rule in docs/simulator.md, issue 14); the
+    unit count (:func:`hw_models.simulator.auto_batch_size`, rule in docs/simulator.md); the
     paper's batches are input-sensitive (32k for arabic/queen/stokes, 8k for europe/uk, NetSparse §9.3 /
     Fig. 15)."""
     concat_delay_cycles: float = _p(500, zero_ok=True, inf_ok=True)
@@ -227,7 +227,7 @@ class SNICParams(_Validated):
 
 @dataclass(frozen=True)
 class SNICMemoryParams(_Validated):
-    """Memory behind a client RIG unit's Idx Filter loads (issue 14): per unit an L1 and an L2 (shared
+    """Memory behind a client RIG unit's Idx Filter loads: per unit an L1 and an L2 (shared
     by a client/server pair, NetSparse §8.2; the server's property reads go to host memory over PCIe,
     so the filter lines get them whole), then the SNIC's LLC, then DRAM; LRU over 64 B lines.
     Sizes named in NetSparse are used; the rest, and every latency, are our assumptions, taken from an
@@ -274,8 +274,9 @@ class PCIeParams(_Validated):
 
 @dataclass(frozen=True)
 class HeaderParams(_Validated):
-    """Modeled header sizes and MTU (NetSparse Table 5). The encoded wire format of the issue-3
-    protocol unit uses the Fig. 6 sizes instead (14 B concatenation header); this model uses Table 5."""
+    """Modeled header sizes and MTU (NetSparse Table 5). The encoded wire format of the
+    protocol unit (``csrc/units/protocol.h``) uses the Fig. 6 sizes instead (14 B concatenation header);
+    this model uses Table 5."""
 
     upper_bytes: int = _p(50, zero_ok=True)
     """Upper-layer headers (Ethernet/IP/UDP...) per packet. NetSparse Table 5 (50 B)."""

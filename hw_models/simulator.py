@@ -1,7 +1,7 @@
 """NetSparse on the modeled cluster: wrapper of the C++ packet-level discrete-event simulator.
 
 The event loop, links, switches and every NetSparse unit run in C++ (``csrc/sim/``: workload, nodes,
-switches and network around one event queue, driving the issue-3 units: RIG client/server units, NIC
+switches and network around one event queue, driving the ``csrc/units/`` units: RIG client/server units, NIC
 concatenator, switch pipes with their property caches, header model). This module builds the C++
 ``SimConfig`` from :class:`HardwareParams` (:func:`sim_config`, the only place), flattens the topology
 of :mod:`hw_models.topology` into arrays and turns the counters into an :class:`analysis.NetSparseRun`.
@@ -12,7 +12,7 @@ The matrix reaches C++ as it is: a :class:`~netsparse_torch.graph.pattern.Patter
 scipy matrix is converted once by :func:`~netsparse_torch.graph.pattern.as_pattern`.
 
 Our assumptions (not NetSparse numbers) are in :mod:`hw_models.params`, each beside its field; the
-one made here: half the RIG units are clients and half servers (as in issue 3). Per-node byte
+one made here: half the RIG units are clients and half servers (as in ``units.RigNode``). Per-node byte
 statistics of the tail node count the bytes the node *receives*, like SUOpt's.
 """
 

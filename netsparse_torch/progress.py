@@ -1,4 +1,4 @@
-"""Progress of a long loop that reads well anywhere (issue 16 point 2).
+"""Progress of a long loop that reads well anywhere: a terminal, a pipe or a log file.
 
 On a terminal: one live tqdm bar whose postfix shows the latest values (loss, epoch time). When stdout
 is not a terminal (a pipe, ``| tee``, CI, a batch scheduler's log file): no bar and no carriage

@@ -43,7 +43,7 @@ class Table:
     rows: Callable[[], list[Row]]
 
 
-# The paper values, typed from the papers as quoted in issue 7.
+# The paper values, typed from the papers' tables.
 NETCRAFTER_TABLE1 = {  # NetCrafter Table 1 (16 B flits): occupied, needed, padding, flits
     "Read Req": (16, 12, 4, 1),
     "Write Req": (80, 76, 4, 5),

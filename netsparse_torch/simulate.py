@@ -4,7 +4,7 @@ kernel on a NetSparse cluster (Hydra app, ``configs/simulate.yaml``).
     python -m netsparse_torch.simulate matrix=../shared/data/graphs/ego-twitter.mtx.gz k=16 nodes=128
     python -m netsparse_torch.simulate matrix=synthetic synthetic.shape=road synthetic.n=50000 topology=hyperx
 
-Writes a JSON report (keys of issue 4 point 6, all values *modeled*), prints a Markdown summary and
+Writes a JSON report (schema in docs/simulator.md, all values *modeled*), prints a Markdown summary and
 saves PNG figures beside the report. The workload definitions and the SUOpt/SAOpt optima are
 analytic (``hw_models``); the NetSparse block needs the C++ simulator and says so while it is absent.
 """
@@ -129,7 +129,7 @@ def run(cfg: DictConfig, out_dir: Path | None = None) -> dict:
 
 def with_link_layer(simulator, cfg: DictConfig):
     """``simulator`` with ``link_layer=flit`` and the ``flit.*`` settings bound (NetCrafter flits on the
-    inter-rack links, issue 7); ``link_layer=packet`` returns it unchanged."""
+    inter-rack links, docs/seeds.md); ``link_layer=packet`` returns it unchanged."""
     mode = str(cfg.get("link_layer") or "packet")
     if mode == "packet":
         return simulator
@@ -236,7 +236,8 @@ def summary_lines(report: dict) -> list[str]:
 
 
 def _skipped_lines(report: dict) -> list[str]:
-    """What this run did not model and the override that adds it (issue 16 point 10)."""
+    """What this run did not model and the override that adds it (the ablation and the extra
+    strategies are extra simulations, run only when asked)."""
     lines = []
     if not report["ablation"] and "comm_time_s" in report["strategies"].get("netsparse", {}):
         lines.append(f"Skipped: the Table 8 ablation ({len(STAGES)} more simulations); add ablation=true.")

@@ -1,4 +1,4 @@
-"""Paper-scale analogs (issue 14 point 1): deterministic canonical patterns whose Table 1 / Table 4
+"""Paper-scale analogs of NetSparse Table 6: deterministic canonical patterns whose Table 1 / Table 4
 statistics hold at reduced scale, the cache, and bad input."""
 
 import json

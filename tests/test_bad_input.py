@@ -73,7 +73,7 @@ def test_missing_mtx_file(tmp_path):
 
 
 @pytest.mark.parametrize("override,words", [
-    ("strategy=nosuch", ["unknown strategy 'nosuch'", "choose one of", "twoface"]),  # one line (issue 16)
+    ("strategy=nosuch", ["unknown strategy 'nosuch'", "choose one of", "twoface"]),  # one line, not Hydra's
     ("dataset=nosuch", ["unknown dataset 'nosuch'", "choose one of", "cora"]),
     ("strategy.name=nosuch", ["unknown strategy 'nosuch'"]),
 ])

@@ -1,4 +1,4 @@
-"""netsparse-compare (issue 16 point 1) on real reports: a training multirun and simulation runs made
+"""netsparse-compare on real reports: a training multirun and simulation runs made
 here by the CLIs, never hand-written JSON."""
 
 import csv

@@ -1,4 +1,4 @@
-"""Issue 16, point 6: metrics gathered exactly across ranks (ROC-AUC equal to scikit-learn's on all the
+"""Evaluation: metrics gathered exactly across ranks (ROC-AUC equal to scikit-learn's on all the
 predictions together), the best validation epoch and early stopping."""
 
 import numpy as np

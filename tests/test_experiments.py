@@ -1,4 +1,4 @@
-"""Every experiment config (issue 4 point 8) runs through the C++ simulator with one command, and
+"""Every experiment config (docs/experiments.md) runs through the C++ simulator with one command, and
 hw_models.collect turns its reports into the documented tables. Shrunk here to 400 rows on 4 nodes
 (the paper analogs the configs sweep are replaced by that small matrix; their specs are checked to
 parse)."""

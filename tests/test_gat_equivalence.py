@@ -1,4 +1,4 @@
-"""DistGATConv matches single-process PyG GATConv (issue 17): forward values, the input-feature
+"""DistGATConv matches single-process PyG GATConv: forward values, the input-feature
 gradient and every weight gradient within 1e-5, for heads 1 and 8, concat on and off, self loops on
 and off, at world sizes 1-4, with every strategy that can gather (su, sa, netsparse, twoface), on
 in-memory partitions (rows, nnz, metis) and on partitioned datasets read from disk."""

@@ -67,7 +67,7 @@ def test_sa_opt_hand_case():
 
 
 def test_one_core_is_per_node_filtering():
-    """cores=1: one rank per node filters the node's repeats (the model before issue 14, whose perfect
+    """cores=1: one rank per node filters the node's repeats (the earlier per-node model, whose perfect
     spread over 64 cores gives the same time: the calibrated cost scales with the cores)."""
     a = sp.coo_matrix((np.ones(8), ([0, 0, 1, 1, 2, 3, 3, 3], [2, 3, 2, 0, 0, 0, 1, 3])), shape=(4, 4))
     w = D.workload(a, 2, cores=1)

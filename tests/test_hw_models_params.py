@@ -24,7 +24,7 @@ def test_defaults_are_netsparse_table5():
     assert (c.size_bytes, c.ways, c.latency_cycles, c.policy) == (32 * 1024 * 1024, 16, 16, "lru")
     n = p.snic
     assert (n.clock_ghz, n.rig_units, n.pending_pr_table, n.lsq_entries) == (2.2, 32, 256, 64)
-    assert (n.rig_batch_size, n.concat_delay_cycles) == ("auto", 500)  # issue 14: auto, not a fixed 32768
+    assert (n.rig_batch_size, n.concat_delay_cycles) == ("auto", 500)  # auto, not the paper's fixed 32768 (§9.3)
     assert (n.rx_buffer_bytes, n.tx_buffer_bytes, s.buffer_bytes) == (2 * 2**20, 2 * 2**20, 96 * 2**20)
     assert (p.snic_memory.l1_bytes, p.snic_memory.l2_bytes) == (32 * 2**10, 128 * 2**10)  # §8.2
     assert (p.pcie.generation, p.pcie.latency_ns) == (6, 200.0)

@@ -1,4 +1,4 @@
-"""Issue 15 acceptance: with dropout on, the same seed trains the same model at every world size,
+"""docs/invariance.md: with dropout on, the same seed trains the same model at every world size,
 partition and strategy (counter-based dropout, netsparse_torch/nn/dropout.py)."""
 
 import itertools

@@ -1,4 +1,4 @@
-"""Logs that read well anywhere and tracked metrics (issue 16 points 2 and 3).
+"""Logs that read well anywhere (a terminal, a pipe, a log file) and tracked metrics.
 
 Through a pipe (CI, ``| tee``, a scheduler's log): whole plain lines, one every ``log_every`` epochs and
 one for the last, no bar and no carriage return. Through a pseudo-terminal: one live bar with the loss

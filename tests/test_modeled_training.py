@@ -1,4 +1,4 @@
-"""netsparse-train cluster=<target>: the modeled block (issue 4 point 9).
+"""netsparse-train cluster=<target>: the modeled block (one epoch's gathers on the target cluster).
 
 The gathers come from the training's own model (probe), so they are checked twice: against K lists
 worked out by hand from the layer definitions, and against the bytes the real training *measured*

@@ -1,5 +1,5 @@
-"""Reports you can put in a paper (issue 16 point 7) and a netsparse-simulate that runs what the user
-asked for (point 10)."""
+"""Reports you can put in a paper (provenance, strict JSON, figures) and a netsparse-simulate that runs
+what the user asked for."""
 
 import json
 import math

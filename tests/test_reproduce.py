@@ -1,4 +1,4 @@
-"""netsparse-reproduce: the tables the CLI prints match the paper numbers typed here from issue 7."""
+"""netsparse-reproduce: the tables the CLI prints match the paper numbers typed here from the papers' tables."""
 
 import json
 import subprocess

@@ -89,7 +89,7 @@ def test_one_unit_issues_each_remote_column_once():
 
 def test_defaults_and_packing():
     node = units.RigNode(0, [0, 10, 20])
-    assert node.n_client_units == 16  # 32 units, half client (issue 3)
+    assert node.n_client_units == 16  # 32 units (Table 5), half client
     x = np.zeros((20, 16), np.float32)
     idxs = np.arange(10, 20, dtype=np.int64)
     streams = [(np.zeros(0, np.int64), np.zeros(0, np.int64), 0), (idxs - 10, idxs - 10, 10)]

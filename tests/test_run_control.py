@@ -1,4 +1,4 @@
-"""Issue 16, points 5 and 9: config errors before any rank starts, resume that refuses another run,
+"""Run control: config errors before any rank starts, resume that refuses another run,
 the default checkpoint folder, and SIGTERM/SIGINT that stop every process of a run.
 
 The stop tests tag the launcher's environment; the forkserver, the ranks (which get the launcher's

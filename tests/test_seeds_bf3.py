@@ -31,7 +31,7 @@ def test_leader_based_onloading():
         bf3.leader_offload_share(0.3, 4)
 
 
-# BF3 paper Table 2, typed from issue 7: max improvement (%) for k (rows) x c = 15, 30, 60 % (columns).
+# BF3 paper Table 2: max improvement (%) for k (rows) x c = 15, 30, 60 % (columns).
 TABLE2 = {4.33: (16, 13, 7.5), 3.28: (19, 16.3, 9.3), 3.21: (20, 17, 9.5)}
 
 

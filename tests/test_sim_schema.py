@@ -1,4 +1,4 @@
-"""One parameter schema (issue 18 point 2): the C++ SimConfig is built from HardwareParams in one
+"""One parameter schema: the C++ SimConfig is built from HardwareParams in one
 place, and the counter table of docs/simulator.md is the C++ counter list."""
 
 from __future__ import annotations

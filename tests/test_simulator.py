@@ -1,4 +1,4 @@
-"""The C++ discrete-event simulator (issue 4 point 2): hand-worked timings, invariants, analytic
+"""The C++ discrete-event simulator (docs/simulator.md): hand-worked timings, invariants, analytic
 cross-check, determinism and bad input. Expected times are worked out here from Table 5 numbers."""
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def column_reads(n_rows: int, rows: np.ndarray, cols: np.ndarray) -> sp.csr_matr
 
 @pytest.mark.parametrize("lsq", [64, 16])
 def test_every_idx_costs_a_cycle_and_the_lsq_bounds_filter_loads(lsq):
-    """Issue 14 point 5, by hand: the Logic Engine reads one idx per SNIC cycle, skipped ones too, and
+    """NetSparse §5.3, by hand: the Logic Engine reads one idx per SNIC cycle, skipped ones too, and
     the LSQ holds `lsq` Idx Filter loads, each freed when its idx is decided. Node 0 (rows 0-19999 of
     80000, one RIG command) reads column 79999 (node 3) from each of its 20000 rows: one read PR, then
     19999 repeats (coalesced, then filtered once the response is in)."""
@@ -142,8 +142,8 @@ def test_every_idx_costs_a_cycle_and_the_lsq_bounds_filter_loads(lsq):
 
 
 def test_skipped_local_idxs_cost_a_cycle_each():
-    """1000 local idxs before the remote one delay its PR by 1000 cycles (they were free before
-    issue 14) and add 4000 B to the command's DMA."""
+    """1000 local idxs before the remote one delay its PR by 1000 cycles (the Logic Engine reads
+    every idx, NetSparse §5.3) and add 4000 B to the command's DMA."""
     a = column_reads(80_000, np.zeros(1001, np.int64), np.r_[np.arange(1000), 79_999])
     r = run(a, params=P4.replace(snic={"rig_batch_size": "inf"}))  # one command
     # 3 x 200 ns + 1001 x 4 B / 128 GB/s (31,281.25 ps, rounded up) = 631,282 ps -> SNIC cycle 1389.
@@ -153,7 +153,7 @@ def test_skipped_local_idxs_cost_a_cycle_each():
 
 
 def test_commands_go_to_the_free_unit_and_pay_the_host_round_trip():
-    """Issue 14 point 5, by hand: batch 1, two client units, node 0's idxs [6 (node 3), 0 (local),
+    """NetSparse §5.1, by hand: batch 1, two client units, node 0's idxs [6 (node 3), 0 (local),
     4 (node 2)] are three commands. Unit 0 takes [6], unit 1 takes [0], finishes it at once, and the host
     hands it [4] (dynamic; round-robin would have queued it behind [6]'s round trip). Every command pays
     MMIO + DMA before its first idx and a completion notification after its last."""
@@ -173,7 +173,7 @@ def test_commands_go_to_the_free_unit_and_pay_the_host_round_trip():
 
 @pytest.mark.parametrize(("owner_col", "waits"), [(4, [1, 0]), (6, [0, 1])])
 def test_middle_pipes_take_one_pr_per_cycle(owner_col, waits):
-    """Issue 14 point 5, by hand: nodes 0 and 1 (rack 0) read one property of node 2 (column 4) or of
+    """NetSparse §6.2.1 (8 middle pipes), by hand: nodes 0 and 1 (rack 0) read one property of node 2 (column 4) or of
     node 3 (column 6) at the same moment. Ports of a ToR are its links in id order: hosts 0-1 (ToR 0)
     or 2-3 (ToR 1), then spines 0, 1, 2, ...; 4 ports per middle pipe. Routes use spine (src + dst) mod
     2 + ...: 0 -> 2 via spine 0 and 1 -> 2 via spine 1 (ToR 0 ports 2 and 3: both pipe 0, so the second
@@ -395,7 +395,7 @@ def answered_exactly_once(r) -> None:
 
 
 def test_credits_return_one_link_latency_after_the_bytes_leave():
-    """Table 5 SNIC Rx buffer with delayed credits (issue 14 point 5), by hand. Node 0 reads columns 6
+    """Table 5 SNIC Rx buffer with delayed credits, by hand. Node 0 reads columns 6
     and 7 (node 3) with K=256: each response is 50 + 12 + 18 + 1024 = 1104 B, one per packet, and they
     leave node 3 back to back. With a 1500 B Rx buffer at node 0 the second response waits at the ToR
     until the first is written to host memory (PCIe, 200 ns) and the credit is back at the ToR (one

@@ -1,4 +1,4 @@
-"""``netsparse-simulate link_layer=flit``: NetCrafter flits on the inter-rack links (issue 7 point 2).
+"""``netsparse-simulate link_layer=flit``: NetCrafter flits on the inter-rack links (docs/seeds.md).
 
 The tiny case is worked by hand: 2 racks x 1 node on the leaf-spine (host 0 - ToR 0 - spine - ToR 1 -
 host 1, so every remote packet crosses two switch-switch links), K=1 (4 B properties), NIC

@@ -2,7 +2,7 @@
 ``tests/golden/simulator.json``, apart from wall-clock fields.
 
 The goldens were produced by the simulator before its refactor into workload / node / switch /
-network (issue 18 points 2 and 3); they pin behaviour, not correctness (the hand-worked tests in
+network (docs/benchmarks.md, simulator split); they pin behaviour, not correctness (the hand-worked tests in
 test_simulator.py do that). After a deliberate behaviour change, regenerate them and say why in the
 commit:
 

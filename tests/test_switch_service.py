@@ -1,4 +1,4 @@
-"""The gRPC switch service (issue 5): real NetSparse packets through ToR/spine processes on loopback.
+"""The gRPC switch service: real NetSparse packets through ToR/spine processes on loopback.
 
 Nodes are driven by the C++ RigNode (client units, filter, server units); the switch data plane is the
 C++ SwitchPipe. Expected halo rows come from the feature matrix itself (not from the service), and

@@ -1,4 +1,5 @@
-"""The modeling CLI starts without importing torch (issue 14: netsparse-simulate's fixed overhead).
+"""The modeling CLI starts without importing torch (netsparse-simulate's fixed overhead,
+docs/benchmarks.md).
 
 Importing torch costs ~1.2 s of the <= 5 s budget on ego-twitter; the extension only loads torch's
 shared libraries. A package ``__init__`` that imports a torch-using module at the top would bring it

@@ -1,4 +1,4 @@
-"""Issue 15, point 4: two torchrun agents on loopback, as two nodes, train exactly like one process.
+"""Multi-node, tested: two torchrun agents on loopback, as two nodes, train exactly like one process.
 
 Each agent is a separate ``torchrun --nnodes=2`` with a c10d rendezvous on 127.0.0.1, as a user
 starts one per machine (README, "Several machines"). Only rank 0 writes the report and prints the

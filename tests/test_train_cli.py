@@ -13,7 +13,7 @@ def test_cora_gcn_two_ranks_reaches_paper_accuracy(tmp_path):
     proc, report = train(tmp_path, "dataset=cora", "model=gcn", "world_size=2", "epochs=200")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert report["final"]["test_acc"] >= 0.79
-    # The report schema the issue asks for.
+    # The report schema of the README.
     assert set(report["final"]) >= {"test_acc", "val_acc", "train_loss"}
     assert len(report["epochs"]) == 200 and set(report["epochs"][0]) == {"epoch", "loss", "time_s"}
     assert report["strategy"] == "sa" and report["world_size"] == 2
@@ -123,7 +123,7 @@ def test_normalize_features_is_pygs_transform():
 
 @pytest.mark.slow
 def test_cora_gat_two_ranks_reaches_pyg_example_accuracy(tmp_path):
-    # Issue 17: PyG's examples/gat.py reaches about 0.81-0.83 on Cora.
+    # PyG's examples/gat.py reaches about 0.81-0.83 on Cora.
     proc, report = train(tmp_path, "dataset=cora", "model=gat", "world_size=2")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert report["final"]["test_acc"] >= 0.80

@@ -12,7 +12,7 @@ void bind_property_cache(pybind11::module_& units);  // switch property cache (�
 void bind_rig_unit(pybind11::module_& units);        // RIG client unit (§5.1-5.3) -> _C.units
 void bind_switch_pipe(pybind11::module_& units);     // switch middle pipe (§6.2.1) -> _C.units
 void bind_rig_node(pybind11::module_& units);        // one node's RIG pipeline -> _C.units
-void bind_switch_service(pybind11::module_& units);  // switch service frame helpers (issue 5) -> _C.units
-void bind_switch_fabric(pybind11::module_& units);   // switch fabric client helpers (issue 5) -> _C.units
-void bind_sim(pybind11::module_& units);             // discrete-event simulator core (issue 4) -> _C.units
+void bind_switch_service(pybind11::module_& units);  // switch service frame helpers -> _C.units
+void bind_switch_fabric(pybind11::module_& units);   // switch fabric client helpers -> _C.units
+void bind_sim(pybind11::module_& units);             // discrete-event simulator core -> _C.units
 void bind_graph(pybind11::module_& graph);           // paper-scale analogs, streaming workload stats -> _C.graph

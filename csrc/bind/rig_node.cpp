@@ -101,7 +101,7 @@ void bind_rig_node(py::module_& units) {
              RigNodeConfig c;
              c.n_units = n_units;
              c.n_client_units = n_client_units;
-             // "auto" = units::auto_batch_size per submit (issue 14); otherwise a whole number of nonzeros
+             // "auto" = units::auto_batch_size per submit (docs/simulator.md); otherwise a whole number of nonzeros
              if (py::isinstance<py::str>(batch_size)) {
                if (batch_size.cast<std::string>() != "auto")
                  throw std::invalid_argument("batch_size must be a positive integer or 'auto'");

@@ -117,7 +117,7 @@ void bind_sim(py::module_& units) {
 #undef ITEM
   units.def("auto_batch_size", &netsparse::units::auto_batch_size,
             "RIG batch size of batch_size=auto for a node with node_idxs nonzeros when the largest node has "
-            "max_node_idxs (issue 14; docs/simulator.md)",
+            "max_node_idxs (rule in docs/simulator.md)",
             py::arg("node_idxs"), py::arg("max_node_idxs"), py::arg("client_units"));
   units.def(
       "simulate",
@@ -155,7 +155,7 @@ void bind_sim(py::module_& units) {
         }
         return to_dict(r);
       },
-      "Packet-level discrete-event simulation of NetSparse (issues 4, 14); see hw_models.simulator. indptr "
+      "Packet-level discrete-event simulation of NetSparse (docs/simulator.md); see hw_models.simulator. indptr "
       "(int64) and indices (int32 or int64) are read in place.",
       py::arg("indptr"), py::arg("indices"), py::arg("row_bounds"), py::arg("col_bounds"), py::arg("cfg"),
       py::arg("link_src"), py::arg("link_dst"), py::arg("link_bytes_per_s"), py::arg("link_latency_ps"),

@@ -1,4 +1,4 @@
-// Generators of paper-scale analogs of NetSparse Table 6 matrices (issue 14 point 1).
+// Generators of paper-scale analogs of NetSparse Table 6 matrices (fit: docs/experiments.md).
 //
 // Each writes a canonical CSR pattern (columns ascending within a row, no duplicates, int32 column
 // ids) row by row: a first pass generates every row to count it, a prefix sum makes indptr, a second

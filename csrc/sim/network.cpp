@@ -205,7 +205,7 @@ void Network::arrive(uint32_t p, int64_t link, int64_t t) {
   enqueue(k.route_src < 0 ? down_link_[k.dst] : route(k.route_src, k.dst, k.hop), p, t);
 }
 
-// ---- flit layer (NetCrafter, issue 7) ----
+// ---- flit layer (NetCrafter, docs/seeds.md) ----
 
 // The flit layer covers every switch -> switch link (ToR <-> spine in a leaf-spine: the inter-rack links).
 void Network::flit_setup() {

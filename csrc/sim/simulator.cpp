@@ -1,4 +1,4 @@
-// Packet-level discrete-event simulator of NetSparse (issue 4 point 2, issue 14); design in
+// Packet-level discrete-event simulator of NetSparse; design in
 // docs/simulator.md. Split like the hardware, after ASTRA-sim's workload / system / network layers,
 // around one event queue (event_queue.h): the workload (workload.*: each node's idx stream as RIG
 // commands), the nodes (node.*: host, RIG units, NIC), the extended switches (switch.*: middle pipes)

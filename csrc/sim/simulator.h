@@ -1,9 +1,9 @@
 #pragma once
-// Packet-level discrete-event simulator of NetSparse on a cluster (issue 4 point 2, issue 14;
+// Packet-level discrete-event simulator of NetSparse on a cluster (design:
 // docs/simulator.md).
 //
-// The simulator owns time, queues, links and buffers only. Every NetSparse mechanism is the issue-3
-// unit: RIG client units (filter, coalesce, Pending PR Table) and RIG server units per node, one NIC
+// The simulator owns time, queues, links and buffers only. Every NetSparse mechanism is a
+// csrc/units/ unit: RIG client units (filter, coalesce, Pending PR Table) and RIG server units per node, one NIC
 // Concatenator per node, one SwitchPipe (property cache + concatenator) per middle pipe of an extended
 // ToR switch, and the header model for wire bytes. Time is integer picoseconds; events are ordered by
 // (time, seq) so runs are deterministic. Timing rules are those of hw_models/analytic.py (the analytic

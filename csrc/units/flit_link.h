@@ -21,7 +21,7 @@ struct FlitLinkConfig {
   int64_t piece_overhead = 4;
   bool stitching = true;
   // Flit pooling window W in cycles: a partially filled flit waits up to W cycles for a stitching
-  // candidate. Default 32 cycles (NetCrafter flit pooling, as quoted in issue 7). 0 disables pooling.
+  // candidate. Default 32 cycles (NetCrafter's flit pooling default). 0 disables pooling.
   int64_t pool_cycles = 32;
   // Selective pooling: packets of this class never wait in the pool, and a pooled flit that takes
   // one of them leaves at once. -1 = no exempt class.

@@ -16,7 +16,7 @@ FLIT_BYTES = 16
 """Flit size of NetCrafter Table 1 (16 B; 8 B is the paper's other option)."""
 
 DEFAULT_POOL_CYCLES = 32
-"""Flit pooling window W in cycles (NetCrafter flit pooling; the default quoted in issue 7)."""
+"""Flit pooling window W in cycles (NetCrafter's flit pooling default, docs/seeds.md)."""
 
 DEFAULT_PIECE_OVERHEAD = 4
 """ID+Size bytes of a stitched piece. Our assumption (2 B ID + 2 B size); the paper's worked example

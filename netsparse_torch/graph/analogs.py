@@ -1,4 +1,4 @@
-"""Analogs of the five matrices of NetSparse Table 6 at the paper's scale (issue 14 point 1).
+"""Analogs of the five matrices of NetSparse Table 6 at the paper's scale (their fit: docs/experiments.md).
 
 ``matrix=paper:<name>[@scale]`` in ``netsparse-simulate`` selects one; ``scale`` in (0, 1] keeps the
 shape with that share of the rows and nonzeros (``paper:arabic@0.05``). The C++ generators

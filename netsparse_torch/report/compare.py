@@ -1,4 +1,4 @@
-"""``netsparse-compare``: the reports of many runs side by side (issue 16 point 1).
+"""``netsparse-compare``: the reports of many runs side by side.
 
     netsparse-train -m strategy=su,sa world_size=2,4 epochs=5
     netsparse-compare multirun/                       # one Markdown table, one row per run

@@ -1,4 +1,4 @@
-"""``curves.png`` beside a training report (issue 16 point 7): loss, epoch time and the evaluations.
+"""``curves.png`` beside a training report: loss, epoch time and the evaluations.
 
 Three panels over the epochs: the training loss, the measured epoch time (ms), and the accuracies of
 every evaluation the report holds (``evals: [{epoch, train_acc, val_acc, test_acc, ...}]`` when the run

@@ -1,4 +1,4 @@
-"""Tracked per-epoch metrics (issue 16 point 3): ``logger=none|csv|tensorboard`` of ``netsparse-train``.
+"""Tracked per-epoch metrics: ``logger=none|csv|tensorboard`` of ``netsparse-train``.
 
 Rank 0 writes one record per epoch into the run's output directory (the Hydra run directory):
 

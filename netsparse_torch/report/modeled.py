@@ -1,4 +1,4 @@
-"""The ``modeled`` block of a training report (issue 4 point 9): ``netsparse-train cluster=leafspine128``.
+"""The ``modeled`` block of a training report: ``netsparse-train cluster=leafspine128``.
 
 The training itself is measured on this machine. This block is *modeled*: it charges one epoch's SpMM
 gathers (forward and backward, each layer's K) to a target cluster of ``cluster.nodes`` *virtual*

@@ -1,4 +1,4 @@
-"""Where a report came from (issue 16 point 7): enough to rerun it and to trust a table made of it.
+"""Where a report came from: enough to rerun it and to trust a table made of it.
 
 The ``provenance`` block of every report: package version, git commit of the source checkout (when
 the package runs from one; ``dirty`` when it has uncommitted changes), Python and torch versions,

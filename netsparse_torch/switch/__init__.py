@@ -1,4 +1,4 @@
-"""The gRPC switch service (issue 5): ToR and spine switches that NetSparse packets flow through.
+"""The gRPC switch service: ToR and spine switches that NetSparse packets flow through.
 
 - ``switch.proto`` (package ``netsparse.switch.v1``): the data plane (one bidirectional ``Attach``
   stream per node, frames of back-to-back Fig. 6 packets) and the P4Runtime-like control plane

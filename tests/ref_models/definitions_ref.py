@@ -1,4 +1,4 @@
-"""The whole-matrix definitions that hw_models.definitions replaced (before issue 14): vectorised numpy
+"""The whole-matrix definitions that hw_models.definitions replaced (before it streamed node by node): vectorised numpy
 over per-remote-nonzero arrays, plus a brute-force per-rank filter. Tests only: they check the
 streaming C++ pass on shared graphs and random matrices."""
 
