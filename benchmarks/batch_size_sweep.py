@@ -25,8 +25,8 @@ from hw_models import definitions
 from hw_models.params import HardwareParams
 from hw_models.simulator import auto_batch_size, simulate
 from netsparse_torch.graph.mtx import default_data_root, read_mtx
-from netsparse_torch.graph.pattern import as_pattern
 from netsparse_torch.malloc import keep_freed_memory
+from netsparse_torch.plan.pattern import as_pattern
 
 GRAPHS = ("ego-twitter", "soc-slashdot0902", "cage11", "delaunay_n16", "ct2010", "luxembourg_osm")
 BATCHES = tuple(2**i for i in range(8, 17))  # 256 .. 65536

@@ -17,7 +17,7 @@ import time
 
 from hw_models import definitions
 from netsparse_torch.graph import analogs
-from netsparse_torch.graph.pattern import Pattern
+from netsparse_torch.plan.pattern import Pattern
 from netsparse_torch.report import markdown as md
 
 NODES = 128

@@ -62,7 +62,7 @@ class NodeWork:
 
 def node_work(a, nodes: int, partition: str = "rows") -> NodeWork:
     """Rows, nonzeros and distinct columns per node for a 1D row partition (one streaming pass over the
-    :class:`~netsparse_torch.graph.pattern.Pattern`; a scipy matrix is converted once)."""
+    :class:`~netsparse_torch.plan.pattern.Pattern`; a scipy matrix is converted once)."""
     from hw_models.definitions import workload
 
     return NodeWork.of(workload(a, nodes, partition, cores=1))

@@ -38,8 +38,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from netsparse_torch.comm.twoface.cost import Coefficients
 from netsparse_torch.errors import NetsparseError
+from netsparse_torch.plan.twoface.cost import Coefficients
 from netsparse_torch.progress import Progress
 
 SYNC_GRID = list(itertools.product([16, 64, 128], [32, 128, 512], [4, 16]))  # K, W, S

@@ -24,11 +24,12 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from hw_models import analysis, compute
-from hw_models.analysis import EXTRA_STRATEGIES, STAGES, analyze, default_simulator
+from hw_models.analysis import EXTRA_STRATEGIES, analyze, default_simulator
 from hw_models.params import HardwareParams
+from hw_models.simulator import STAGES
 from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.graph import analogs, generate, read_mtx
-from netsparse_torch.graph.pattern import Pattern, as_pattern
+from netsparse_torch.plan.pattern import Pattern, as_pattern
 from netsparse_torch.progress import iterate
 from netsparse_torch.report import markdown as md
 from netsparse_torch.report import write_json

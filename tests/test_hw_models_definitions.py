@@ -14,7 +14,7 @@ from ref_models import definitions_ref
 from hw_models import definitions as D
 from hw_models.params import HeaderParams
 from netsparse_torch.errors import ConfigError, GraphInputError
-from netsparse_torch.partition import row_bounds
+from netsparse_torch.plan.bounds import row_bounds
 
 
 def _reference(a, nodes, partition):

@@ -19,8 +19,8 @@ import numpy as np
 
 from hw_models.definitions import workload
 from hw_models.seeds.smartfuse import push_traffic
-from netsparse_torch.graph.pattern import as_pattern
-from netsparse_torch.partition import owner_of
+from netsparse_torch.plan.bounds import owner_of
+from netsparse_torch.plan.pattern import as_pattern
 
 GRAPHS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "graphs"
 DEFAULT_GRAPHS = ("ego-twitter", "soc-slashdot0902", "delaunay_n16", "luxembourg_osm", "cage11")

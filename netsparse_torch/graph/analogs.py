@@ -2,7 +2,7 @@
 
 ``matrix=paper:<name>[@scale]`` in ``netsparse-simulate`` selects one; ``scale`` in (0, 1] keeps the
 shape with that share of the rows and nonzeros (``paper:arabic@0.05``). The C++ generators
-(``csrc/graph/analogs.cpp``) write a :class:`~netsparse_torch.graph.pattern.Pattern` directly: int32
+(``csrc/graph/analogs.cpp``) write a :class:`~netsparse_torch.plan.pattern.Pattern` directly: int32
 column ids, canonical rows, one copy of the CSR, no Python loop per nonzero. Output depends only on
 the parameters and the seed (counter-based random streams keyed on (seed, row)), never on threads.
 
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from netsparse_torch.errors import ConfigError, GraphInputError
-from netsparse_torch.graph.pattern import Pattern
+from netsparse_torch.plan.pattern import Pattern
 
 GENERATOR_VERSION = 1
 """Bumped whenever a generator's output changes for the same parameters (invalidates caches)."""
