@@ -8,7 +8,7 @@ fixed size and auto's ratio to it (target: auto within 10 % of the best). Everyt
     .venv/bin/python benchmarks/batch_size_sweep.py                     # the six shared graphs
     .venv/bin/python benchmarks/batch_size_sweep.py --paper arabic@0.05,europe@0.05
 
-``--paper`` uses the paper-scale analog generators (``netsparse_torch.graph.analogs``, issue 14
+``--paper`` uses the paper-scale analog generators (``hw_models.analogs``, issue 14
 point 1).
 """
 
@@ -34,7 +34,7 @@ BATCHES = tuple(2**i for i in range(8, 17))  # 256 .. 65536
 
 def paper_matrix(spec: str):
     """A paper analog ``NAME@scale`` (issue 14 point 1, helper A's generators)."""
-    from netsparse_torch.graph import analogs
+    from hw_models import analogs
 
     return analogs.generate(spec)
 

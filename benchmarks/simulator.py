@@ -47,7 +47,7 @@ def make_matrix(case: str):
         _, shape, nnz = case.split(":")
         return synthetic(int(float(nnz)), shape)
     if case.startswith("paper:"):
-        from netsparse_torch.graph import analogs
+        from hw_models import analogs
 
         return analogs.generate(case)
     raise SystemExit(f"unknown case {case!r}")

@@ -15,8 +15,7 @@ import math
 import sys
 import time
 
-from hw_models import definitions
-from netsparse_torch.graph import analogs
+from hw_models import analogs, definitions
 from netsparse_torch.plan.pattern import Pattern
 from netsparse_torch.report import markdown as md
 

@@ -44,7 +44,7 @@ def matrix(name: str):
     if name == "karate":
         return sp.csr_matrix(scipy.io.mmread(DATA / "mtx_small" / "karate.mtx"))
     if name == "paper:queen@small":  # about the smallest analog the generator allows (16 rows per segment)
-        from netsparse_torch.graph import analogs
+        from hw_models import analogs
 
         return analogs.generate("queen", 2100 / analogs.PAPER_MATRICES["queen"].rows)
     raise KeyError(name)

@@ -52,7 +52,7 @@ def compare(a, nodes: int, rack_size: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from netsparse_torch.graph import read_mtx
+    from netsparse_torch.graph.mtx import read_mtx
     from netsparse_torch.report import markdown as md
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -171,8 +171,9 @@ def _compute_model_name(cluster) -> str:
 def _compute_model(cluster):
     """SPADE-like roofline (NetSparse §8), or a CPU rate *measured* here by timing kernels.spmm."""
     from hw_models import compute
+    from netsparse_torch.calibrate import calibrate_cpu
 
-    return compute.AcceleratorModel() if _compute_model_name(cluster) == "spade" else compute.calibrate_cpu()
+    return compute.AcceleratorModel() if _compute_model_name(cluster) == "spade" else calibrate_cpu()
 
 
 def modeled_lines(block: dict | None) -> list[str]:

@@ -180,7 +180,7 @@ def load(spec: str, seed: int = 0, cache_dir: str | os.PathLike | None = None) -
 
 
 def _meta(m: PaperMatrix, scale: float, seed: int) -> dict:
-    return {"generator": "netsparse_torch.graph.analogs", "version": GENERATOR_VERSION, "matrix": m.name,
+    return {"generator": "hw_models.analogs", "version": GENERATOR_VERSION, "matrix": m.name,
             "family": m.family, "params": {"segments": SEGMENTS, **m.params}, "seed": int(seed), "scale": scale}
 
 
