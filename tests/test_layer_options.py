@@ -77,4 +77,18 @@ def test_one_rank_matches_pyg(dist_layer, pyg_layer, kwargs):
     conv = dist_layer(graph.num_features, 5, **kwargs).eval()
     conv.load_state_dict(pyg.state_dict())  # the same parameters: only the aggregation differs
     dg = DistGraph(graph, 0, 1, "rows", "sa")
-    torch.testing.assert_close(conv(graph.x, dg), pyg(graph.x, edge_index(graph)), atol=1e-5, rtol=0)
+    edges = edge_index(graph)
+    # GCNConv weighs its inserted self loops 2 (improved=True) only when given edge weights: without
+    # them PyG 2.8 drops the fill value. Unit weights are the graph's; DistGCNConv applies A + 2I.
+    args = (edges, torch.ones(edges.size(1))) if pyg_layer is GCNConv else (edges,)
+    torch.testing.assert_close(conv(graph.x, dg), pyg(graph.x, *args), atol=1e-5, rtol=0)
+
+
+def test_improved_changes_the_gcn_output():
+    graph = random_graph()
+    dg = DistGraph(graph, 0, 1, "rows", "sa")
+    torch.manual_seed(0)
+    plain = DistGCNConv(graph.num_features, 5)
+    improved = DistGCNConv(graph.num_features, 5, improved=True)
+    improved.load_state_dict(plain.state_dict())
+    assert not torch.allclose(plain(graph.x, dg), improved(graph.x, dg), atol=1e-3)

@@ -33,8 +33,9 @@ class DistGCNConv(GCNConv):
     Args:
         in_channels (int): Size of each input sample :math:`F_{in}`.
         out_channels (int): Size of each output sample :math:`F_{out}`.
-        improved (bool, optional): If ``True``, :math:`\mathbf{\hat{A}} = \mathbf{A} + 2\mathbf{I}`.
-            (default: ``False``)
+        improved (bool, optional): If ``True``, :math:`\mathbf{\hat{A}} = \mathbf{A} + 2\mathbf{I}`
+            (PyG's ``GCNConv`` applies this only when given edge weights; this is PyG's output with
+            unit edge weights). (default: ``False``)
         cached (bool, optional): Accepted, no effect: the plan and the normalised adjacency are
             computed once per :class:`DistGraph` anyway. (default: ``False``)
         add_self_loops (bool, optional): Only its default: the normalisation adds the self loops
