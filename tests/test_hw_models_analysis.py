@@ -41,7 +41,7 @@ class FakeSimulator:
         tail = {"fc_rate": 0.5, "prs_per_packet": 10.0, "pcache_hit_rate": 0.2, "goodput": 0.1 * on,
                 "line_util": 0.9, "wire_bytes": 1000.0, "read_prs": 4.0}
         return NetSparseRun(times, tail, ([0.0, float(times.max())], [w.nodes, 0]),
-                              {"wire_bytes_total": 1e4 / on})
+                            {"wire_bytes_total": 1e4 / on})
 
 
 def _small():
@@ -119,7 +119,7 @@ def test_goodput_and_table7_reductions_by_hand():
 
     def sim(a, w, params, k, kernel, mechanisms):  # node 0 is the tail: 10 ns, 400 wire bytes, 2 read PRs
         return NetSparseRun(np.array([10e-9, 5e-9]), {"wire_bytes": 400.0, "read_prs": 2.0, "goodput": 0.99},
-                              ([0.0], [2]), {"wire_bytes_total": 600.0})
+                            ([0.0], [2]), {"wire_bytes_total": 600.0})
 
     r = A.analyze(a, p, k=16, simulator=sim, ablation=False)
     tail = r["strategies"]["netsparse"]["tail"]
