@@ -10,8 +10,9 @@ from conftest import DATA, ROOT
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from hw_models import analogs, collect
+from hw_models import analogs
 from netsparse_torch import simulate
+from netsparse_torch.report import collect
 
 EXPERIMENTS = sorted(p.stem for p in (ROOT / "configs" / "experiment").glob("*.yaml"))
 KARATE = DATA / "mtx_small" / "karate.mtx"
