@@ -36,6 +36,7 @@ test: install
 
 lint: install
 	$(PY) -m ruff check netsparse_torch hw_models tests benchmarks examples
+	.venv/bin/lint-imports --config pyproject.toml
 
 bench: install
 	$(PY) benchmarks/spmm_strategies.py

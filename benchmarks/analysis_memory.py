@@ -21,9 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hw_models import analysis, compute  # noqa: E402
+from hw_models import (  # noqa: E402
+    analogs,  # noqa: E402
+    analysis,
+    compute,
+)
 from hw_models.params import HardwareParams  # noqa: E402
-from netsparse_torch.graph import analogs  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

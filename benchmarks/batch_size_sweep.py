@@ -9,7 +9,7 @@ fixed size and auto's ratio to it (target: auto within 10 % of the best). Everyt
     .venv/bin/python benchmarks/batch_size_sweep.py                     # the six shared graphs
     .venv/bin/python benchmarks/batch_size_sweep.py --paper arabic@0.05,europe@0.05
 
-``--paper`` uses the paper-scale analog generators.
+``--paper`` uses the paper-scale analog generators (``hw_models.analogs``).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from hw_models import definitions
 from hw_models.params import HardwareParams
 from hw_models.simulator import auto_batch_size, simulate
 from netsparse_torch.graph.mtx import default_data_root, read_mtx
-from netsparse_torch.graph.pattern import as_pattern
 from netsparse_torch.malloc import keep_freed_memory
+from netsparse_torch.plan.pattern import as_pattern
 
 GRAPHS = ("ego-twitter", "soc-slashdot0902", "cage11", "delaunay_n16", "ct2010", "luxembourg_osm")
 BATCHES = tuple(2**i for i in range(8, 17))  # 256 .. 65536
@@ -34,7 +34,7 @@ BATCHES = tuple(2**i for i in range(8, 17))  # 256 .. 65536
 
 def paper_matrix(spec: str):
     """A paper analog ``NAME@scale`` (a share of the rows of a NetSparse Table 6 analog)."""
-    from netsparse_torch.graph import analogs
+    from hw_models import analogs
 
     return analogs.generate(spec)
 

@@ -1,6 +1,6 @@
 """Fit the generator parameters of the paper-scale analogs to the workload statistics of NetSparse
 Tables 1 and 4 (and the Table 6 nonzeros per row), at a reduced scale (the statistics are
-scale-invariant by construction). This is how ``netsparse_torch.graph.analogs.PAPER_MATRICES`` got
+scale-invariant by construction). This is how ``hw_models.analogs.PAPER_MATRICES`` got
 its numbers; the fit only ever sees the 15 statistics and the sizes, never a speedup.
 
     python benchmarks/fit_analogs.py [--matrices uk europe] [--scale 0.02] [--iters 150]
@@ -23,8 +23,8 @@ from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from hw_models import analogs  # noqa: E402
 from hw_models.analog_calibration import deviation, statistics  # noqa: E402
-from netsparse_torch.graph import analogs  # noqa: E402
 
 # The continuous parameters fitted per family, with bounds (log-transformed where positive).
 FREE = {

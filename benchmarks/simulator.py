@@ -47,7 +47,7 @@ def make_matrix(case: str):
         _, shape, nnz = case.split(":")
         return synthetic(int(float(nnz)), shape)
     if case.startswith("paper:"):
-        from netsparse_torch.graph import analogs
+        from hw_models import analogs
 
         return analogs.generate(case)
     raise SystemExit(f"unknown case {case!r}")
@@ -80,7 +80,7 @@ def bench(case: str, k: int = 16) -> dict:
     from hw_models import definitions
     from hw_models.params import HardwareParams
     from hw_models.simulator import simulate
-    from netsparse_torch.graph.pattern import as_pattern
+    from netsparse_torch.plan.pattern import as_pattern
 
     params = HardwareParams()
     load0 = os.getloadavg()[0]

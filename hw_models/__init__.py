@@ -5,7 +5,13 @@
 * :mod:`hw_models.definitions` - useful/SA/SU transfers, Table 1 redundancy, Table 4 locality, Table 3.
 * :mod:`hw_models.baselines` - SUOpt and SAOpt (NetSparse §8.1).
 * :mod:`hw_models.compute` - SPADE-like and calibrated CPU compute models, overlap combinations.
+* :mod:`hw_models.simulator` - NetSparse on the cluster: the C++ discrete-event simulator's wrapper.
 * :mod:`hw_models.analysis` - the simulator report, strong scaling, the training ``modeled`` block.
-* :mod:`hw_models.collect` - Markdown tables and figures from experiment sweeps.
+* :mod:`hw_models.analogs` - analogs of the NetSparse Table 6 matrices at the paper's scale, and
+  :mod:`hw_models.analog_calibration`, their check against Tables 1 and 4.
 * :mod:`hw_models.seeds` - NetCrafter, BF3 and SmartFuse models.
+
+It builds on the communication plan (:mod:`netsparse_torch.plan`: patterns, row bounds, Two-Face
+stripes), the C++ extension and :mod:`netsparse_torch.errors` only; the import-linter contracts in
+``pyproject.toml`` say which exceptions remain and why.
 """

@@ -15,9 +15,8 @@ import math
 import sys
 import time
 
-from hw_models import definitions
-from netsparse_torch.graph import analogs
-from netsparse_torch.graph.pattern import Pattern
+from hw_models import analogs, definitions
+from netsparse_torch.plan.pattern import Pattern
 from netsparse_torch.report import markdown as md
 
 NODES = 128

@@ -13,38 +13,20 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 import scipy.sparse as sp
 
 from hw_models import baselines, compute, definitions
+from hw_models.compute import KERNELS
 from hw_models.params import HardwareParams
 from hw_models.seeds.bf3 import TABLE2_SLOWDOWNS, TABLE2_TRANSFER_SHARES, snic_sw
 from hw_models.seeds.smartfuse import switch_aggregate
-from netsparse_torch.comm.twoface.model import model_on_cluster
+from hw_models.simulator import STAGES, NetSparseRun, check_mechanisms, mechanisms_up_to, simulate
 from netsparse_torch.errors import ConfigError
-from netsparse_torch.graph.pattern import Pattern, as_pattern
-
-STAGES = ("rig", "filter", "coalesce", "concat_nic", "switch")
-"""NetSparse mechanisms in the cumulative order of the Table 8 ablation."""
-
-KERNELS = ("spmm", "spmv", "sddmm")
-
-
-@dataclass(frozen=True)
-class NetSparseRun:
-    """What one NetSparse simulation returns (filled by the C++ simulator's wrapper)."""
-
-    node_time_s: np.ndarray
-    """Completion time of each node."""
-    tail: dict[str, float]
-    """Tail-node statistics: fc_rate, prs_per_packet, pcache_hit_rate, goodput, line_util,
-    wire_bytes, read_prs (definitions in docs/simulator.md)."""
-    active_nodes: tuple[list[float], list[int]] = field(default_factory=lambda: ([], []))
-    """Step series (time in s, nodes still running)."""
-    counters: dict[str, object] = field(default_factory=dict)
+from netsparse_torch.plan.pattern import Pattern, as_pattern
+from netsparse_torch.plan.twoface.model import model_on_cluster
 
 
 class NetSparseSimulator(Protocol):
@@ -55,28 +37,8 @@ class NetSparseSimulator(Protocol):
                  kernel: str, mechanisms: dict[str, bool]) -> NetSparseRun: ...
 
 
-def mechanisms_up_to(stage: str) -> dict[str, bool]:
-    """The cumulative Table 8 setting: every mechanism up to and including ``stage`` on."""
-    if stage not in STAGES:
-        raise ConfigError(f"unknown NetSparse stage {stage!r}; choose one of {', '.join(STAGES)}")
-    last = STAGES.index(stage)
-    return {s: i <= last for i, s in enumerate(STAGES)}
-
-
-def check_mechanisms(mechanisms: dict[str, bool] | None) -> dict[str, bool]:
-    """All mechanisms on by default; unknown names raise ``ConfigError``."""
-    out = dict.fromkeys(STAGES, True)
-    for name, on in (mechanisms or {}).items():
-        if name not in out:
-            raise ConfigError(f"unknown NetSparse mechanism {name!r}; choose from {', '.join(STAGES)}")
-        out[name] = bool(on)
-    return out
-
-
 def default_simulator() -> NetSparseSimulator:
-    """The C++ discrete-event simulator (``hw_models.simulator``)."""
-    from hw_models.simulator import simulate  # here, not at the top: hw_models.simulator imports this module
-
+    """The C++ discrete-event simulator (:func:`hw_models.simulator.simulate`)."""
     return simulate
 
 

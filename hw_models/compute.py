@@ -23,7 +23,8 @@ no-reuse gather are our assumptions; ``b_reuse=True`` charges each distinct B ro
 
 **CPU model**: ``t = nnz * K / rate`` with ``rate`` in nonzero-columns per second (half the
 GFLOP/s), calibrated by timing the project's own local SpMM kernel on this machine
-(:func:`calibrate_cpu`); ``CPUModel.from_gflops`` takes a rate measured elsewhere.
+(:func:`netsparse_torch.calibrate.calibrate_cpu`, a measurement, so it lives with the runtime);
+``CPUModel.from_gflops`` takes a rate measured elsewhere.
 
 **Combination** of a node's compute time ``c`` and communication time ``m``: ``none`` (no overlap)
 gives ``c + m``; ``full`` overlap gives ``max(c, m)``. The end-to-end time is the tail node's.
@@ -31,11 +32,9 @@ gives ``c + m``; ``full`` overlap gives ``max(c, m)``. The end-to-end time is th
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from netsparse_torch.errors import ConfigError
 
@@ -62,7 +61,7 @@ class NodeWork:
 
 def node_work(a, nodes: int, partition: str = "rows") -> NodeWork:
     """Rows, nonzeros and distinct columns per node for a 1D row partition (one streaming pass over the
-    :class:`~netsparse_torch.graph.pattern.Pattern`; a scipy matrix is converted once)."""
+    :class:`~netsparse_torch.plan.pattern.Pattern`; a scipy matrix is converted once)."""
     from hw_models.definitions import workload
 
     return NodeWork.of(workload(a, nodes, partition, cores=1))
@@ -162,35 +161,6 @@ class CPUModel:
     def time_s(self, w: NodeWork, k: int, kernel: str = "spmm") -> np.ndarray:
         """``nnz * K / rate`` per node."""
         return w.nnz * _check_k(k, kernel) / self.nnz_k_per_s
-
-
-def calibrate_cpu(a: sp.spmatrix | sp.sparray | None = None, k: int = 16, repeats: int = 10,
-                  seed: int = 0) -> CPUModel:
-    """Time ``netsparse_torch.kernels.spmm`` on ``a`` (default: a random 20000 x 20000 matrix with
-    10 uniformly random columns per row) at width ``k``; the best of ``repeats`` runs after one warm-up sets the rate.
-
-    This measures the machine it runs on; its result is a measurement, never a paper number.
-    """
-    import torch
-
-    from netsparse_torch import kernels
-
-    if a is None:  # uniform random columns, 10 per row (scipy.sparse.random is slow at this size)
-        n, per_row = 20000, 10
-        cols = np.sort(np.random.default_rng(seed).integers(0, n, (n, per_row)), axis=1).ravel()
-        a = sp.csr_matrix((np.ones(n * per_row, np.float32), cols, np.arange(0, n * per_row + 1, per_row)), (n, n))
-    a = sp.csr_matrix(a, dtype=np.float32)
-    crow, col = torch.from_numpy(a.indptr.astype(np.int64)), torch.from_numpy(a.indices.astype(np.int64))
-    val = torch.from_numpy(a.data)
-    b = torch.randn(a.shape[1], k, generator=torch.Generator().manual_seed(seed))
-    kernels.spmm(crow, col, val, b)  # warm-up: dispatch, caches
-    best = float("inf")
-    for _ in range(max(repeats, 1)):
-        t0 = time.perf_counter()
-        kernels.spmm(crow, col, val, b)
-        best = min(best, time.perf_counter() - t0)
-    src = f"kernels.spmm on {a.shape[0]}x{a.shape[1]}, nnz={a.nnz}, K={k}, {torch.get_num_threads()} threads"
-    return CPUModel.from_seconds(best, a.nnz, k, src)
 
 
 def combine(compute_s: np.ndarray, comm_s: np.ndarray, overlap: str = "none") -> np.ndarray:

@@ -4,12 +4,13 @@ The event loop, links, switches and every NetSparse unit run in C++ (``csrc/sim/
 switches and network around one event queue, driving the ``csrc/units/`` units: RIG client/server units, NIC
 concatenator, switch pipes with their property caches, header model). This module builds the C++
 ``SimConfig`` from :class:`HardwareParams` (:func:`sim_config`, the only place), flattens the topology
-of :mod:`hw_models.topology` into arrays and turns the counters into an :class:`analysis.NetSparseRun`.
+of :mod:`hw_models.topology` into arrays and turns the counters into a :class:`NetSparseRun`; the
+mechanisms it switches are the Table 8 :data:`STAGES` (:mod:`hw_models.analysis` builds on this module).
 Timing rules and counter definitions: ``docs/simulator.md`` and :mod:`hw_models.analytic`.
 
-The matrix reaches C++ as it is: a :class:`~netsparse_torch.graph.pattern.Pattern`'s ``indptr``
+The matrix reaches C++ as it is: a :class:`~netsparse_torch.plan.pattern.Pattern`'s ``indptr``
 (int64) and ``indices`` (int32 at the papers' scale) are read in place, never copied or widened; a
-scipy matrix is converted once by :func:`~netsparse_torch.graph.pattern.as_pattern`.
+scipy matrix is converted once by :func:`~netsparse_torch.plan.pattern.as_pattern`.
 
 Our assumptions (not NetSparse numbers) are in :mod:`hw_models.params`, each beside its field; the
 one made here: half the RIG units are clients and half servers (as in ``units.RigNode``). Per-node byte
@@ -19,20 +20,57 @@ statistics of the tail node count the bytes the node *receives*, like SUOpt's.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
-from hw_models import analysis, definitions
+from hw_models import definitions
+from hw_models.compute import KERNELS
 from hw_models.params import HardwareParams
 from hw_models.topology import Topology, build_topology
 from netsparse_torch.errors import ConfigError
-from netsparse_torch.graph.pattern import Pattern, as_pattern
+from netsparse_torch.plan.pattern import Pattern, as_pattern
+
+STAGES = ("rig", "filter", "coalesce", "concat_nic", "switch")
+"""NetSparse mechanisms in the cumulative order of the Table 8 ablation."""
+
+
+@dataclass(frozen=True)
+class NetSparseRun:
+    """What one NetSparse simulation returns (filled by :func:`simulate`)."""
+
+    node_time_s: np.ndarray
+    """Completion time of each node."""
+    tail: dict[str, float]
+    """Tail-node statistics: fc_rate, prs_per_packet, pcache_hit_rate, goodput, line_util,
+    wire_bytes, read_prs (definitions in docs/simulator.md)."""
+    active_nodes: tuple[list[float], list[int]] = field(default_factory=lambda: ([], []))
+    """Step series (time in s, nodes still running)."""
+    counters: dict[str, object] = field(default_factory=dict)
+
+
+def mechanisms_up_to(stage: str) -> dict[str, bool]:
+    """The cumulative Table 8 setting: every mechanism up to and including ``stage`` on."""
+    if stage not in STAGES:
+        raise ConfigError(f"unknown NetSparse stage {stage!r}; choose one of {', '.join(STAGES)}")
+    last = STAGES.index(stage)
+    return {s: i <= last for i, s in enumerate(STAGES)}
+
+
+def check_mechanisms(mechanisms: dict[str, bool] | None) -> dict[str, bool]:
+    """All mechanisms on by default; unknown names raise ``ConfigError``."""
+    out = dict.fromkeys(STAGES, True)
+    for name, on in (mechanisms or {}).items():
+        if name not in out:
+            raise ConfigError(f"unknown NetSparse mechanism {name!r}; choose from {', '.join(STAGES)}")
+        out[name] = bool(on)
+    return out
 
 
 def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, params: HardwareParams, k: int,
              kernel: str = "spmm", mechanisms: dict[str, bool] | None = None,
-             topo: Topology | None = None, *, link_layer: dict | None = None) -> analysis.NetSparseRun:
+             topo: Topology | None = None, *, link_layer: dict | None = None) -> NetSparseRun:
     """Simulate one NetSparse gather of ``k``-element properties (``k`` is the *gathered* width).
 
     ``a`` is a :class:`Pattern` (read in place) or a scipy matrix; ``w`` its partition (only
@@ -47,12 +85,12 @@ def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, par
 
     from hw_models.seeds import netcrafter
 
-    mech = analysis.check_mechanisms(mechanisms)
+    mech = check_mechanisms(mechanisms)
     if not mech["rig"]:
         raise ConfigError("mechanism rig=False: NetSparse without RIG units is the SAOpt baseline; "
                           "the simulator models RIG offload only")
-    if kernel not in analysis.KERNELS:
-        raise ConfigError(f"unknown kernel {kernel!r}; choose one of {', '.join(analysis.KERNELS)}")
+    if kernel not in KERNELS:
+        raise ConfigError(f"unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
     if k < 1:
         raise ConfigError(f"k must be >= 1, got {k}")
     pat = as_pattern(a)
@@ -149,7 +187,7 @@ def _cache_bytes(size: float, pipes: int, prop_bytes: int, n_cols: int, ways: in
     return max(sets * ways * line, ways * max_line)
 
 
-def _to_run(out: dict, params: HardwareParams) -> analysis.NetSparseRun:
+def _to_run(out: dict, params: HardwareParams) -> NetSparseRun:
     nodes = {name: np.asarray(v) for name, v in out["nodes"].items()}
     switches = {name: np.asarray(v) for name, v in out["switches"].items()}
     t = np.asarray(out["node_done_ps"], dtype=np.float64) * 1e-12
@@ -178,7 +216,7 @@ def _to_run(out: dict, params: HardwareParams) -> analysis.NetSparseRun:
         "wall_clock_s": float(out["wall_s"]),
     }
     series = ([float(x) * 1e-12 for x in out["active_t_ps"]], [int(c) for c in out["active_count"]])
-    return analysis.NetSparseRun(node_time_s=t, tail=stats, active_nodes=series, counters=counters)
+    return NetSparseRun(node_time_s=t, tail=stats, active_nodes=series, counters=counters)
 
 
 def _div(num: float, den: float) -> float | None:

@@ -20,6 +20,9 @@ The profile is written where ``--out`` says (default: this run's directory,
 ``outputs/calibrate/<date>/<time>/twoface_profile.json``, as Hydra lays out run directories); nothing
 reads it unless a run names it (``strategy.profile=PATH``).
 
+:func:`calibrate_cpu` measures, the same way, the rate of the local SpMM kernel on this machine for
+:class:`hw_models.compute.CPUModel` (``compute_model=cpu`` of ``netsparse-simulate`` and training reports).
+
     netsparse-calibrate [--out PATH] [--repeats 5]
 """
 
@@ -35,11 +38,13 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 
-from netsparse_torch.comm.twoface.cost import Coefficients
+from hw_models import compute
 from netsparse_torch.errors import NetsparseError
+from netsparse_torch.plan.twoface.cost import Coefficients
 from netsparse_torch.progress import Progress
 
 SYNC_GRID = list(itertools.product([16, 64, 128], [32, 128, 512], [4, 16]))  # K, W, S
@@ -185,6 +190,33 @@ def measure(rank: int, world_size: int, repeats: int) -> dict[str, list[tuple]]:
     bar.update(total, "overlap probe")
     bar.close()
     return samples
+
+
+def calibrate_cpu(a: sp.spmatrix | sp.sparray | None = None, k: int = 16, repeats: int = 10,
+                  seed: int = 0) -> compute.CPUModel:
+    """Time ``netsparse_torch.kernels.spmm`` on ``a`` (default: a random 20000 x 20000 matrix with
+    10 uniformly random columns per row) at width ``k``; the best of ``repeats`` runs after one warm-up sets the rate.
+
+    This measures the machine it runs on; its result is a measurement, never a paper number.
+    """
+    from netsparse_torch import kernels
+
+    if a is None:  # uniform random columns, 10 per row (scipy.sparse.random is slow at this size)
+        n, per_row = 20000, 10
+        cols = np.sort(np.random.default_rng(seed).integers(0, n, (n, per_row)), axis=1).ravel()
+        a = sp.csr_matrix((np.ones(n * per_row, np.float32), cols, np.arange(0, n * per_row + 1, per_row)), (n, n))
+    a = sp.csr_matrix(a, dtype=np.float32)
+    crow, col = torch.from_numpy(a.indptr.astype(np.int64)), torch.from_numpy(a.indices.astype(np.int64))
+    val = torch.from_numpy(a.data)
+    b = torch.randn(a.shape[1], k, generator=torch.Generator().manual_seed(seed))
+    kernels.spmm(crow, col, val, b)  # warm-up: dispatch, caches
+    best = float("inf")
+    for _ in range(max(repeats, 1)):
+        t0 = time.perf_counter()
+        kernels.spmm(crow, col, val, b)
+        best = min(best, time.perf_counter() - t0)
+    src = f"kernels.spmm on {a.shape[0]}x{a.shape[1]}, nnz={a.nnz}, K={k}, {torch.get_num_threads()} threads"
+    return compute.CPUModel.from_seconds(best, a.nnz, k, src)
 
 
 def default_out() -> Path:

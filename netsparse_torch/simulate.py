@@ -23,12 +23,13 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from hw_models import analysis, compute
-from hw_models.analysis import EXTRA_STRATEGIES, STAGES, analyze, default_simulator
+from hw_models import analogs, analysis, compute
+from hw_models.analysis import EXTRA_STRATEGIES, analyze, default_simulator
 from hw_models.params import HardwareParams
+from hw_models.simulator import STAGES
 from netsparse_torch.errors import ConfigError, NetsparseError
-from netsparse_torch.graph import analogs, generate, read_mtx
-from netsparse_torch.graph.pattern import Pattern, as_pattern
+from netsparse_torch.graph import generate, read_mtx
+from netsparse_torch.plan.pattern import Pattern, as_pattern
 from netsparse_torch.progress import iterate
 from netsparse_torch.report import markdown as md
 from netsparse_torch.report import write_json
@@ -51,7 +52,7 @@ def load_matrix(cfg: DictConfig) -> tuple[Pattern, str]:
     """The matrix named by ``cfg.matrix`` as a :class:`Pattern`, and a short name for it.
 
     ``matrix`` is a Matrix Market path (``.mtx``/``.mtx.gz``), ``paper:<name>[@scale]`` (an analog of
-    a NetSparse Table 6 matrix, :mod:`netsparse_torch.graph.analogs`; cached in ``cfg.analog_cache``
+    a NetSparse Table 6 matrix, :mod:`hw_models.analogs`; cached in ``cfg.analog_cache``
     when set), ``synthetic`` (generator settings in ``cfg.synthetic``) or ``synthetic:<shape>`` (the
     same with the shape given inline, handy in sweeps).
     """
@@ -155,7 +156,7 @@ def strong_scaling_block(a, params: HardwareParams, cfg: DictConfig) -> dict:
     SUOpt and SAOpt analytic, NetSparse simulated (C++ simulator) at every node count.
 
     The SPADE-like model is analytic; the CPU model's rate is *measured* here by timing
-    ``netsparse_torch.kernels.spmm`` (see ``hw_models.compute.calibrate_cpu``).
+    ``netsparse_torch.kernels.spmm`` (see :func:`netsparse_torch.calibrate.calibrate_cpu`).
     """
     counts = [int(n) for n in _container(cfg.strong_scaling)]
     models: dict[str, object] = {}
@@ -183,7 +184,9 @@ def _cpu_model(k: int) -> compute.CPUModel:
     """One CPU calibration per process and K: every job of a sweep (Hydra runs them in this process)
     uses the same measured rate, so load changes on a shared machine do not skew one matrix against
     another."""
-    return compute.calibrate_cpu(k=k, repeats=20)
+    from netsparse_torch.calibrate import calibrate_cpu  # torch: only when the CPU model is asked for
+
+    return calibrate_cpu(k=k, repeats=20)
 
 
 def _progress(items):

@@ -8,9 +8,9 @@ import pytest
 import torch
 from cli import run_cli
 
+from hw_models import analogs
 from hw_models.analog_calibration import PAPER_TOLERANCE, deviation, statistics
 from netsparse_torch.errors import ConfigError, GraphInputError
-from netsparse_torch.graph import analogs
 
 NAMES = sorted(analogs.PAPER_MATRICES)
 

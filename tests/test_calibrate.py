@@ -4,10 +4,11 @@ import json
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
-from netsparse_torch.calibrate import ASYNC_GRID, COMP_GRID, SYNC_GRID, fit, overlap_of
-from netsparse_torch.comm.twoface import Coefficients
-from netsparse_torch.comm.twoface.cost import CostModel
+from netsparse_torch.calibrate import ASYNC_GRID, COMP_GRID, SYNC_GRID, calibrate_cpu, fit, overlap_of
+from netsparse_torch.plan.twoface import Coefficients
+from netsparse_torch.plan.twoface.cost import CostModel
 
 TRUE = Coefficients(beta_s=3.0e-10, alpha_s=2.0e-6, beta_a=5.0e-9, alpha_a=1.5e-5, gamma_a=1.0e-8,
                     kappa_a=4.0e-6)
@@ -60,3 +61,15 @@ def test_calibrate_writes_where_told_and_says_how_to_use_it(tmp_path):
     assert f"use it: netsparse-train strategy=twoface strategy.profile={out}" in proc.stdout
     model = CostModel.resolve(out)  # the file strategy=twoface reads, with the overlap it measured
     assert model.overlap == profile["overlap"] and model.source == str(out)
+
+
+def test_calibrate_cpu_times_the_project_kernel(monkeypatch):
+    from netsparse_torch import kernels
+
+    calls = []
+    real = kernels.spmm
+    monkeypatch.setattr(kernels, "spmm", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    a = sp.random(300, 300, density=0.05, random_state=1, format="csr")
+    m = calibrate_cpu(a, k=8, repeats=3)
+    assert len(calls) == 4  # one warm-up and three timed runs
+    assert m.nnz_k_per_s > 0 and "kernels.spmm" in m.source and f"nnz={a.nnz}" in m.source

@@ -1,5 +1,5 @@
 """Every experiment config (docs/experiments.md) runs through the C++ simulator with one command, and
-hw_models.collect turns its reports into the documented tables. Shrunk here to 400 rows on 4 nodes
+netsparse_torch.report.collect turns its reports into the documented tables. Shrunk here to 400 rows on 4 nodes
 (the paper analogs the configs sweep are replaced by that small matrix; their specs are checked to
 parse)."""
 
@@ -10,9 +10,9 @@ from conftest import DATA, ROOT
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from hw_models import collect
+from hw_models import analogs
 from netsparse_torch import simulate
-from netsparse_torch.graph import analogs
+from netsparse_torch.report import collect
 
 EXPERIMENTS = sorted(p.stem for p in (ROOT / "configs" / "experiment").glob("*.yaml"))
 KARATE = DATA / "mtx_small" / "karate.mtx"

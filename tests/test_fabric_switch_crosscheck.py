@@ -26,7 +26,7 @@ from hw_models.params import HardwareParams
 from hw_models.simulator import simulate
 from netsparse_torch import units
 from netsparse_torch.fabric.switch import LocalSwitches, attachment
-from netsparse_torch.graph.pattern import as_pattern
+from netsparse_torch.plan.pattern import as_pattern
 
 NODES, RACK, K = 4, 2, 8  # 8 float32 elements per property (32 B)
 # Table 5 otherwise; batch 32768 (the §8 default, not auto) keeps each node's stream one RIG command on

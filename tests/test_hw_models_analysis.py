@@ -15,6 +15,7 @@ from hw_models import baselines as B
 from hw_models import definitions as D
 from hw_models import simulator as sim
 from hw_models.params import HardwareParams
+from hw_models.simulator import STAGES, NetSparseRun, mechanisms_up_to
 from netsparse_torch import simulate
 from netsparse_torch.errors import ConfigError, DatasetNotFoundError, GraphInputError
 
@@ -39,8 +40,8 @@ class FakeSimulator:
         times = (np.arange(w.nodes) + 1) * 1e-6 / on
         tail = {"fc_rate": 0.5, "prs_per_packet": 10.0, "pcache_hit_rate": 0.2, "goodput": 0.1 * on,
                 "line_util": 0.9, "wire_bytes": 1000.0, "read_prs": 4.0}
-        return A.NetSparseRun(times, tail, ([0.0, float(times.max())], [w.nodes, 0]),
-                              {"wire_bytes_total": 1e4 / on})
+        return NetSparseRun(times, tail, ([0.0, float(times.max())], [w.nodes, 0]),
+                            {"wire_bytes_total": 1e4 / on})
 
 
 def _small():
@@ -67,8 +68,8 @@ def test_report_without_simulator_has_the_analytic_keys():
 def test_report_carries_two_face_snic_sw_and_switch_aggregate():
     from hw_models.seeds.bf3 import snic_sw
     from hw_models.seeds.smartfuse import switch_aggregate
-    from netsparse_torch.comm.twoface.cost import Coefficients
-    from netsparse_torch.comm.twoface.model import cluster_coefficients, model_two_face
+    from netsparse_torch.plan.twoface.cost import Coefficients
+    from netsparse_torch.plan.twoface.model import cluster_coefficients, model_two_face
 
     p = HardwareParams().replace(cluster={"nodes": 4, "rack_size": 2})
     a, w = _small(), D.workload(_small(), 4)
@@ -102,7 +103,7 @@ def test_simulator_plugs_in_and_ablation_is_cumulative():
     assert r["speedup"]["netsparse_vs_su_opt"] == pytest.approx(su["comm_time_s"] / (4e-6 / 5))
     w = D.workload(_small(), 4)
     assert ns["tail"]["traffic_reduction_vs_su_opt"] == pytest.approx(B.su_opt(w, 16).rx_bytes[3] / 1000.0)
-    assert [a["stage"] for a in r["ablation"]] == list(A.STAGES)
+    assert [a["stage"] for a in r["ablation"]] == list(STAGES)
     useful = w.useful_per_node[3] * 64  # the tail (node 3) finishes at 4 us / (mechanisms on)
     assert [a["goodput"] for a in r["ablation"]] == pytest.approx([useful * on / (50e9 * 4e-6) for on in range(1, 6)])
     speeds = [a["speedup_vs_su_opt"] for a in r["ablation"]]
@@ -117,8 +118,8 @@ def test_goodput_and_table7_reductions_by_hand():
     p = HardwareParams().replace(cluster={"nodes": 2, "rack_size": 2})
 
     def sim(a, w, params, k, kernel, mechanisms):  # node 0 is the tail: 10 ns, 400 wire bytes, 2 read PRs
-        return A.NetSparseRun(np.array([10e-9, 5e-9]), {"wire_bytes": 400.0, "read_prs": 2.0, "goodput": 0.99},
-                              ([0.0], [2]), {"wire_bytes_total": 600.0})
+        return NetSparseRun(np.array([10e-9, 5e-9]), {"wire_bytes": 400.0, "read_prs": 2.0, "goodput": 0.99},
+                            ([0.0], [2]), {"wire_bytes_total": 600.0})
 
     r = A.analyze(a, p, k=16, simulator=sim, ablation=False)
     tail = r["strategies"]["netsparse"]["tail"]
@@ -136,7 +137,7 @@ def test_goodput_and_table7_reductions_by_hand():
 
 
 def test_mechanism_toggles_and_kernels():
-    assert A.mechanisms_up_to("coalesce") == {"rig": True, "filter": True, "coalesce": True,
+    assert mechanisms_up_to("coalesce") == {"rig": True, "filter": True, "coalesce": True,
                                                "concat_nic": False, "switch": False}
     fake = FakeSimulator()
     p = HardwareParams().replace(cluster={"nodes": 2})
@@ -235,7 +236,7 @@ def test_strong_scaling_through_the_cli(tmp_path):
 
 
 def test_collect_tables(tmp_path):
-    from hw_models import collect
+    from netsparse_torch.report import collect
 
     d = tmp_path / "reports"
     for k in (16, 1):

@@ -45,18 +45,6 @@ def test_cpu_model_by_hand():
     assert C.CPUModel.from_seconds(0.5, 1000, 8).nnz_k_per_s == 16000
 
 
-def test_calibrate_cpu_times_the_project_kernel(monkeypatch):
-    from netsparse_torch import kernels
-
-    calls = []
-    real = kernels.spmm
-    monkeypatch.setattr(kernels, "spmm", lambda *a, **kw: calls.append(1) or real(*a, **kw))
-    a = sp.random(300, 300, density=0.05, random_state=1, format="csr")
-    m = C.calibrate_cpu(a, k=8, repeats=3)
-    assert len(calls) == 4  # one warm-up and three timed runs
-    assert m.nnz_k_per_s > 0 and "kernels.spmm" in m.source and f"nnz={a.nnz}" in m.source
-
-
 def test_node_work_matches_loops():
     a = sp.random(97, 80, density=0.1, random_state=2, format="csr")
     w = C.node_work(a, 5)

@@ -14,7 +14,7 @@ from ref_models import definitions_ref
 from hw_models import definitions as D
 from hw_models.params import HeaderParams
 from netsparse_torch.errors import ConfigError, GraphInputError
-from netsparse_torch.partition import row_bounds
+from netsparse_torch.plan.bounds import row_bounds
 
 
 def _reference(a, nodes, partition):
@@ -228,9 +228,8 @@ def test_pattern_is_read_in_place():
     they run (numpy included, tracemalloc) stays far below one copy of the pattern."""
     import tracemalloc
 
-    from hw_models import analysis
+    from hw_models import analogs, analysis
     from hw_models.params import HardwareParams
-    from netsparse_torch.graph import analogs
 
     p = analogs.generate("arabic", 0.01)  # 6.3M nonzeros: 25 MB of int32 ids
     size = p.indices.nbytes + p.indptr.nbytes

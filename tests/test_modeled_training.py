@@ -13,6 +13,7 @@ from hydra import compose, initialize_config_dir
 
 from hw_models import analysis as A
 from hw_models.params import HardwareParams
+from hw_models.simulator import NetSparseRun
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.report import modeled as M
 
@@ -155,7 +156,7 @@ class _SliceSim:
 
     def __call__(self, a, w, params, k, kernel, mechanisms):
         self.ks.append(k)
-        return A.NetSparseRun(np.full(w.nodes, k * 1e-9), {})
+        return NetSparseRun(np.full(w.nodes, k * 1e-9), {})
 
 
 def test_wide_properties_are_simulated_in_packet_sized_slices():

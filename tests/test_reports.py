@@ -11,8 +11,8 @@ from cli import ROOT, run_cli, train
 from conftest import DATA
 from hydra import compose, initialize_config_dir
 
-from hw_models import collect
 from netsparse_torch import simulate
+from netsparse_torch.report import collect
 from netsparse_torch.report.modeled import modeled_lines
 from netsparse_torch.report.train_report import strict
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hw_models import analysis, definitions
 from hw_models.analytic import single_pr
 from hw_models.params import HardwareParams
-from hw_models.simulator import auto_batch_size, simulate
+from hw_models.simulator import STAGES, auto_batch_size, check_mechanisms, mechanisms_up_to, simulate
 from hw_models.topology import build_topology
 from netsparse_torch.errors import ConfigError
 
@@ -231,7 +231,7 @@ def test_analytic_cross_check(mech):
     for src, dst in [(0, 1), (0, 5), (6, 3)]:
         a = mat([(src, dst)], 8)
         r = run(a, params=params, mech=mech)
-        want = single_pr(topo, params, src, dst, 16, {**analysis.check_mechanisms(None), **mech}).total_s
+        want = single_pr(topo, params, src, dst, 16, {**check_mechanisms(None), **mech}).total_s
         # Cycle quantisation: a queue opened mid-cycle expires counting from that cycle's start, so
         # each concatenation stage may flush up to one cycle (<= 500 ps) earlier than the analytic sum.
         tors = 1 if src // 4 == dst // 4 else 2
@@ -250,11 +250,11 @@ def random_matrix(n=2000, nnz=3000, seed=0):
 P8 = HardwareParams.from_dict({"cluster": {"nodes": 8, "rack_size": 4}})
 
 
-@pytest.mark.parametrize("stage", analysis.STAGES)
+@pytest.mark.parametrize("stage", STAGES)
 def test_invariants(stage):
     a = random_matrix()
     w = definitions.workload(a, 8)
-    r = simulate(a, w, P8, 16, "spmm", analysis.mechanisms_up_to(stage))
+    r = simulate(a, w, P8, 16, "spmm", mechanisms_up_to(stage))
     n = {k: np.asarray(v) for k, v in r.counters["nodes"].items()}
     answered_exactly_once(r)  # and every response's payload arrives
     # every remote idx is a PR, filtered or coalesced; local idxs are the rest
@@ -273,14 +273,14 @@ def test_invariants(stage):
 
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(8, 300), density=st.floats(0.002, 0.05), seed=st.integers(0, 2**31),
-       nodes=st.sampled_from([4, 8]), stage=st.sampled_from(analysis.STAGES))
+       nodes=st.sampled_from([4, 8]), stage=st.sampled_from(STAGES))
 def test_invariants_on_random_matrices(n, density, seed, nodes, stage):
     """The invariants that hold for every matrix. (SA <= SU, above, needs sparse-enough rows: on a
     dense-ish matrix each node needs most remote rows anyway, and SA's per-PR headers cost more.)"""
     a = random_matrix(n, max(1, int(density * n * n)), seed)
     params = HardwareParams.from_dict({"cluster": {"nodes": nodes, "rack_size": 2}})
     w = definitions.workload(a, nodes)
-    r = simulate(a, w, params, 16, "spmm", analysis.mechanisms_up_to(stage))
+    r = simulate(a, w, params, 16, "spmm", mechanisms_up_to(stage))
     answered_exactly_once(r)
     prs_filtered_coalesced_within_bound(r, w)
     assert r.counters["max_packet_wire_bytes"] <= params.headers.mtu_bytes
@@ -333,8 +333,8 @@ def test_deterministic():
 def test_concat_nic_packs_prs_and_infinite_delay_drains():
     a = random_matrix(seed=3)
     w = definitions.workload(a, 8)
-    alone = simulate(a, w, P8, 16, "spmm", analysis.mechanisms_up_to("coalesce"))
-    packed = simulate(a, w, P8, 16, "spmm", analysis.mechanisms_up_to("concat_nic"))
+    alone = simulate(a, w, P8, 16, "spmm", mechanisms_up_to("coalesce"))
+    packed = simulate(a, w, P8, 16, "spmm", mechanisms_up_to("concat_nic"))
     assert alone.tail["prs_per_packet"] == 1.0 and packed.tail["prs_per_packet"] > 1.0
     inf = simulate(a, w, P8.replace(snic={"concat_delay_cycles": "inf"}, switch={"concat_delay_cycles": "inf"}),
                    16, "spmm", None)
@@ -347,7 +347,7 @@ def test_report_fills_netsparse_and_ablation():
     rep = analysis.analyze(a, P8, k=16, simulator=simulate)
     ns = rep["strategies"]["netsparse"]
     assert ns["comm_time_s"] > 0 and rep["speedup"]["netsparse_vs_su_opt"] is not None
-    assert [s["stage"] for s in rep["ablation"]] == list(analysis.STAGES)
+    assert [s["stage"] for s in rep["ablation"]] == list(STAGES)
     assert rep["active_nodes"]["count"][0] == 8 and rep["active_nodes"]["count"][-1] == 0
 
 

@@ -23,9 +23,9 @@ import scipy.sparse as sp
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import DATA  # noqa: E402
 
-from hw_models import analysis, definitions  # noqa: E402
+from hw_models import definitions  # noqa: E402
 from hw_models.params import HardwareParams  # noqa: E402
-from hw_models.simulator import simulate  # noqa: E402
+from hw_models.simulator import mechanisms_up_to, simulate  # noqa: E402
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "simulator.json"
 WALL_CLOCK = {"wall_clock_s"}
@@ -44,7 +44,7 @@ def matrix(name: str):
     if name == "karate":
         return sp.csr_matrix(scipy.io.mmread(DATA / "mtx_small" / "karate.mtx"))
     if name == "paper:queen@small":  # about the smallest analog the generator allows (16 rows per segment)
-        from netsparse_torch.graph import analogs
+        from hw_models import analogs
 
         return analogs.generate("queen", 2100 / analogs.PAPER_MATRICES["queen"].rows)
     raise KeyError(name)
@@ -84,7 +84,7 @@ def report(case: str, cache: dict) -> dict:
     a = cache[name]
     hw = HardwareParams.from_dict(params)
     w = definitions.workload(a, hw.cluster.nodes)
-    mech = None if stage is None else analysis.mechanisms_up_to(stage)
+    mech = None if stage is None else mechanisms_up_to(stage)
     r = simulate(a, w, hw, k, "spmm", mech, link_layer=link_layer)
     out = {"node_time_s": [float(x) for x in r.node_time_s], "tail": r.tail,
            "active_nodes": [list(r.active_nodes[0]), list(r.active_nodes[1])],

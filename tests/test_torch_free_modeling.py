@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 MODULES = ["netsparse_torch.simulate", "hw_models.analysis", "hw_models.simulator", "netsparse_torch.partition",
-           "netsparse_torch.graph.analogs", "hw_models.collect"]
+           "hw_models.analogs", "netsparse_torch.report.collect"]
 
 
 def test_modeling_modules_import_without_torch():

@@ -19,8 +19,8 @@ import numpy as np
 
 from hw_models.definitions import workload
 from hw_models.seeds.smartfuse import push_traffic
-from netsparse_torch.graph.pattern import as_pattern
-from netsparse_torch.partition import owner_of
+from netsparse_torch.plan.bounds import owner_of
+from netsparse_torch.plan.pattern import as_pattern
 
 GRAPHS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "graphs"
 DEFAULT_GRAPHS = ("ego-twitter", "soc-slashdot0902", "delaunay_n16", "luxembourg_osm", "cage11")
@@ -52,7 +52,7 @@ def compare(a, nodes: int, rack_size: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from netsparse_torch.graph import read_mtx
+    from netsparse_torch.graph.mtx import read_mtx
     from netsparse_torch.report import markdown as md
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

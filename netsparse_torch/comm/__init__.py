@@ -4,8 +4,7 @@ Each is a forward gather and a backward reverse (scatter-add of halo gradients t
 inside one ``torch.autograd.Function``; :func:`make_strategy` builds one by name.
 
 The strategies (and torch) load on first use of ``STRATEGIES``, ``Strategy``, ``Traffic`` or
-:func:`make_strategy`, so torch-free tools that only need a submodule (``netsparse-simulate`` uses
-``comm.twoface.model``) start without importing torch.
+:func:`make_strategy`, so importing the package alone does not import torch.
 """
 
 from __future__ import annotations

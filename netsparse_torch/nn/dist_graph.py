@@ -11,9 +11,10 @@ import torch.distributed as dist
 from netsparse_torch.comm import Strategy, make_strategy
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.kernels import CSR
-from netsparse_torch.partition import Partitioning, Shard, owner_of, rank_shard
+from netsparse_torch.partition import Partitioning, Shard, rank_shard
 from netsparse_torch.partition.source import Source
 from netsparse_torch.plan import build_plan
+from netsparse_torch.plan.bounds import owner_of
 
 
 @dataclass

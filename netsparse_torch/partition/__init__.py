@@ -1,6 +1,6 @@
 """Partitions and partitioned datasets.
 
-``rows`` / ``nnz``: contiguous row blocks of the original numbering (:mod:`.bounds`); ``metis``:
+``rows`` / ``nnz``: contiguous row blocks of the original numbering (:mod:`netsparse_torch.plan.bounds`); ``metis``:
 pymetis parts renumbered into contiguous blocks (:mod:`.metis`). A :class:`Partitioning` says which
 rows each part owns; a :class:`Shard` is one part's data, built in memory (:class:`ShardBuilder`) or
 memory-mapped from a partitioned dataset on disk (:class:`PartitionedDataset`, written by
@@ -9,7 +9,6 @@ memory-mapped from a partitioned dataset on disk (:class:`PartitionedDataset`, w
 
 import importlib
 
-from netsparse_torch.partition.bounds import ROW_MODES, owner_of, row_bounds
 from netsparse_torch.partition.partitioning import PARTITIONERS, Partitioning, partition_graph
 
 # Shards hold torch tensors: they load on first use, so torch-free tools (netsparse-simulate and
@@ -24,5 +23,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["PARTITIONERS", "ROW_MODES", "PartitionedDataset", "Partitioning", "Shard", "ShardBuilder",
-           "owner_of", "partition_graph", "rank_shard", "row_bounds", "write_partitioned"]
+__all__ = ["PARTITIONERS", "PartitionedDataset", "Partitioning", "Shard", "ShardBuilder", "partition_graph",
+           "rank_shard", "write_partitioned"]

@@ -10,7 +10,7 @@ import torch
 import torch.distributed as dist
 
 from netsparse_torch.kernels import CSR
-from netsparse_torch.partition import owner_of
+from netsparse_torch.plan.bounds import owner_of
 
 
 @dataclass

@@ -24,9 +24,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from hw_models.collect import IGNORED_KEYS, flatten, natural, varying_keys
 from netsparse_torch.errors import NetsparseError, ReportInputError
 from netsparse_torch.report import markdown as md
+from netsparse_torch.report.collect import IGNORED_KEYS, flatten, natural, varying_keys
 from netsparse_torch.report.plots import figure, legend_outside
 
 KINDS = ("train", "simulate")

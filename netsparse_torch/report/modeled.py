@@ -128,7 +128,7 @@ def _virtual_partition(cfg) -> str:
     """Row blocks of the virtual nodes: ``cluster.partition``, else the run's when it is a row-block mode.
     METIS parts for the training's ranks say nothing about ``cluster.nodes`` virtual nodes, so
     ``partition=metis`` models ``rows`` blocks of the numbering the adjacency has."""
-    from netsparse_torch.partition import ROW_MODES
+    from netsparse_torch.plan.bounds import ROW_MODES
 
     partition = str(cfg.cluster.get("partition") or cfg.partition)
     return partition if partition in ROW_MODES else "rows"
@@ -171,8 +171,9 @@ def _compute_model_name(cluster) -> str:
 def _compute_model(cluster):
     """SPADE-like roofline (NetSparse §8), or a CPU rate *measured* here by timing kernels.spmm."""
     from hw_models import compute
+    from netsparse_torch.calibrate import calibrate_cpu
 
-    return compute.AcceleratorModel() if _compute_model_name(cluster) == "spade" else compute.calibrate_cpu()
+    return compute.AcceleratorModel() if _compute_model_name(cluster) == "spade" else calibrate_cpu()
 
 
 def modeled_lines(block: dict | None) -> list[str]:

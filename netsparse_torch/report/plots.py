@@ -1,7 +1,7 @@
 """The matplotlib boilerplate of every report figure: a headless (Agg) figure saved beside the report.
 
-A leaf (matplotlib only, imported when a figure is made), so the torch-free modeling tools in
-``hw_models`` use it too and a run that plots nothing never imports matplotlib.
+A leaf (matplotlib only, imported when a figure is made): a run that plots nothing never imports
+matplotlib.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
-"""Two-Face (ASPLOS'24): preprocessing into local/sync/async stripes, its cost model, and the runtime.
+"""Two-Face (ASPLOS'24) at run time: the stripe layout and the strategy (:class:`TwoFace`).
 
-The runtime strategy (:class:`TwoFace`, which needs torch) loads on first use, so the torch-free cost
-model (``comm.twoface.model``, used by ``netsparse-simulate``) imports fast.
+The stripe classification and the cost model are the plan's (:mod:`netsparse_torch.plan.twoface`),
+written once for the runtime and the modeled cluster.
 """
 
-from netsparse_torch.comm.twoface.classify import ASYNC, LOCAL, SYNC, Stripes, classify, find_stripes
-from netsparse_torch.comm.twoface.cost import Coefficients
+from netsparse_torch.comm.twoface.strategy import TwoFace
 
-__all__ = ["ASYNC", "LOCAL", "SYNC", "Coefficients", "Stripes", "TwoFace", "classify", "find_stripes"]
-
-
-def __getattr__(name: str):
-    if name == "TwoFace":
-        from netsparse_torch.comm.twoface.strategy import TwoFace
-
-        return TwoFace
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["TwoFace"]

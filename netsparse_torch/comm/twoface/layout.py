@@ -14,8 +14,8 @@ import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 
-from netsparse_torch.comm.twoface.classify import ASYNC, LOCAL, SYNC, Stripes, coalesce_distance
 from netsparse_torch.kernels import CSR
+from netsparse_torch.plan.twoface.classify import ASYNC, LOCAL, SYNC, Stripes, coalesce_distance
 
 
 def _csr(m: sp.csr_matrix) -> CSR:

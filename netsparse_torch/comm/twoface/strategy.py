@@ -23,7 +23,9 @@ import torch
 import torch.distributed as dist
 
 from netsparse_torch.comm.base import Strategy, row_bytes
-from netsparse_torch.comm.twoface.classify import (
+from netsparse_torch.comm.twoface.layout import Layout, Transfer, build_layout
+from netsparse_torch.kernels import CSR, gather, spmm
+from netsparse_torch.plan.twoface.classify import (
     ASYNC,
     KIND_NAMES,
     LOCAL,
@@ -33,9 +35,7 @@ from netsparse_torch.comm.twoface.classify import (
     default_stripe_width,
     find_stripes,
 )
-from netsparse_torch.comm.twoface.cost import CostModel
-from netsparse_torch.comm.twoface.layout import Layout, Transfer, build_layout
-from netsparse_torch.kernels import CSR, gather, spmm
+from netsparse_torch.plan.twoface.cost import CostModel
 
 
 class _Done:
@@ -128,7 +128,7 @@ class _TwoFaceGather(torch.autograd.Function):
 class TwoFace(Strategy):
     """Options: ``width`` (stripe width W, default :func:`default_stripe_width`), ``profile`` (a
     ``netsparse-calibrate`` JSON with the coefficients and the measured overlap; default: Two-Face
-    Table 3 and ``overlap=max``, :data:`~netsparse_torch.comm.twoface.cost.DEFAULT_SOURCE`),
+    Table 3 and ``overlap=max``, :data:`~netsparse_torch.plan.twoface.cost.DEFAULT_SOURCE`),
     ``memory_limit_bytes`` (memory guard on synchronously received stripes, default none)."""
 
     name = "twoface"

@@ -2,7 +2,7 @@
 
 ``matrix=paper:<name>[@scale]`` in ``netsparse-simulate`` selects one; ``scale`` in (0, 1] keeps the
 shape with that share of the rows and nonzeros (``paper:arabic@0.05``). The C++ generators
-(``csrc/graph/analogs.cpp``) write a :class:`~netsparse_torch.graph.pattern.Pattern` directly: int32
+(``csrc/graph/analogs.cpp``) write a :class:`~netsparse_torch.plan.pattern.Pattern` directly: int32
 column ids, canonical rows, one copy of the CSR, no Python loop per nonzero. Output depends only on
 the parameters and the seed (counter-based random streams keyed on (seed, row)), never on threads.
 
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from netsparse_torch.errors import ConfigError, GraphInputError
-from netsparse_torch.graph.pattern import Pattern
+from netsparse_torch.plan.pattern import Pattern
 
 GENERATOR_VERSION = 1
 """Bumped whenever a generator's output changes for the same parameters (invalidates caches)."""
@@ -180,7 +180,7 @@ def load(spec: str, seed: int = 0, cache_dir: str | os.PathLike | None = None) -
 
 
 def _meta(m: PaperMatrix, scale: float, seed: int) -> dict:
-    return {"generator": "netsparse_torch.graph.analogs", "version": GENERATOR_VERSION, "matrix": m.name,
+    return {"generator": "hw_models.analogs", "version": GENERATOR_VERSION, "matrix": m.name,
             "family": m.family, "params": {"segments": SEGMENTS, **m.params}, "seed": int(seed), "scale": scale}
 
 

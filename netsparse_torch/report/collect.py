@@ -1,6 +1,6 @@
 """Collect the JSON reports of a ``netsparse-simulate`` sweep into one Markdown table.
 
-    python -m hw_models.collect table7 outputs/experiments/fig12 --k 16 [--out docs/experiments/fig12_table7.md]
+    python -m netsparse_torch.report.collect table7 outputs/experiments/fig12 --k 16 [--out fig12_table7.md]
 
 Each experiment config in ``configs/experiment/`` writes its reports to ``report_dir``; the table
 kinds below pick the report keys the paper's table or figure shows. All values are modeled.
@@ -360,7 +360,7 @@ def _plot_ablation(reports: list[dict], out: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: print (and optionally write) the table."""
-    ap = argparse.ArgumentParser(prog="python -m hw_models.collect", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m netsparse_torch.report.collect", description=__doc__.splitlines()[0])
     ap.add_argument("kind", choices=[*TABLES, *SPECIAL])
     ap.add_argument("directory", type=Path)
     ap.add_argument("--out", type=Path, help="also write the Markdown table here")
@@ -370,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         reports = load_reports(args.directory, args.k)
     except FileNotFoundError as exc:
-        print(f"hw_models.collect: error: {exc}", file=sys.stderr)
+        print(f"netsparse_torch.report.collect: error: {exc}", file=sys.stderr)
         return 2
     text = "\n".join(markdown(args.kind, reports)) + "\n"
     print(text, end="")

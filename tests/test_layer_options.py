@@ -1,0 +1,94 @@
+"""The distributed layers take PyG's constructor options: the ones they honour build (and, on one rank,
+give PyG's output); the ones they do not honour are refused with an error naming the option."""
+
+import pytest
+import torch
+from graphs import edge_index, random_graph
+from torch_geometric.nn import GATConv, GCNConv, SAGEConv
+
+from netsparse_torch.errors import ConfigError
+from netsparse_torch.nn import DistGATConv, DistGCNConv, DistGraph, DistSAGEConv
+
+REFUSED = [
+    (DistGCNConv, {"add_self_loops": False}, "add_self_loops=False with normalize=True"),
+    (DistGCNConv, {"normalize": False, "add_self_loops": True}, "add_self_loops=True with normalize=False"),
+    (DistGCNConv, {"aggr": "mean"}, "aggr='mean'"),
+    (DistGCNConv, {"flow": "target_to_source"}, "flow='target_to_source'"),
+    (DistSAGEConv, {"aggr": "max"}, "aggr='max'"),
+    (DistSAGEConv, {"aggr": ["mean", "max"]}, r"aggr=\['mean', 'max'\]"),
+    (DistSAGEConv, {"in_channels": (4, 6)}, r"in_channels=\(4, 6\)"),
+    (DistSAGEConv, {"aggr_kwargs": {}}, "aggr_kwargs={}"),
+    (DistGATConv, {"edge_dim": 2}, "edge_dim=2"),
+    (DistGATConv, {"in_channels": (4, 6)}, r"in_channels=\(4, 6\)"),
+    (DistGATConv, {"aggr": "mean"}, "aggr='mean'"),
+]
+
+ACCEPTED = [
+    (DistGCNConv, {"improved": True}),
+    (DistGCNConv, {"cached": True}),
+    (DistGCNConv, {"normalize": False}),
+    (DistGCNConv, {"add_self_loops": True, "bias": False}),
+    (DistSAGEConv, {"aggr": "sum"}),
+    (DistSAGEConv, {"aggr": "add", "normalize": True}),
+    (DistSAGEConv, {"root_weight": False, "bias": False}),
+    (DistSAGEConv, {"project": True}),
+    (DistGATConv, {"heads": 3, "concat": False, "negative_slope": 0.1}),
+    (DistGATConv, {"dropout": 0.5, "add_self_loops": False, "fill_value": 0.0}),
+    (DistGATConv, {"bias": False, "residual": True, "seed": 7, "layer": 1}),
+]
+
+
+def _build(layer, kwargs):
+    kwargs = dict(kwargs)
+    return layer(kwargs.pop("in_channels", 4), 3, **kwargs)
+
+
+@pytest.mark.parametrize("layer,kwargs,words", REFUSED, ids=[f"{c.__name__}-{k}" for c, k, _ in REFUSED])
+def test_option_not_honoured_is_refused(layer, kwargs, words):
+    with pytest.raises(ConfigError, match=f"{layer.__name__}: {words} is not supported"):
+        _build(layer, kwargs)
+
+
+@pytest.mark.parametrize("layer,kwargs", ACCEPTED, ids=[f"{c.__name__}-{k}" for c, k in ACCEPTED])
+def test_honoured_option_builds(layer, kwargs):
+    conv = _build(layer, kwargs)
+    for name, value in kwargs.items():
+        if name == "bias":
+            bias = conv.lin_l.bias if layer is DistSAGEConv else conv.bias
+            assert (bias is not None) == value
+        elif name != "fill_value":  # no effect without edge features, in PyG too
+            assert getattr(conv, name) == value, name
+
+
+PYG_CASES = [
+    (DistGCNConv, GCNConv, {"improved": True}),
+    (DistGCNConv, GCNConv, {"normalize": False, "bias": False}),
+    (DistSAGEConv, SAGEConv, {"project": True, "root_weight": False, "normalize": True}),
+    (DistSAGEConv, SAGEConv, {"aggr": "sum"}),
+    (DistGATConv, GATConv, {"heads": 2, "concat": False, "residual": True, "add_self_loops": False}),
+]
+
+
+@pytest.mark.parametrize("dist_layer,pyg_layer,kwargs", PYG_CASES,
+                         ids=[f"{d.__name__}-{k}" for d, _, k in PYG_CASES])
+def test_one_rank_matches_pyg(dist_layer, pyg_layer, kwargs):
+    graph = random_graph()
+    pyg = pyg_layer(graph.num_features, 5, **kwargs).eval()
+    conv = dist_layer(graph.num_features, 5, **kwargs).eval()
+    conv.load_state_dict(pyg.state_dict())  # the same parameters: only the aggregation differs
+    dg = DistGraph(graph, 0, 1, "rows", "sa")
+    edges = edge_index(graph)
+    # GCNConv weighs its inserted self loops 2 (improved=True) only when given edge weights: without
+    # them PyG 2.8 drops the fill value. Unit weights are the graph's; DistGCNConv applies A + 2I.
+    args = (edges, torch.ones(edges.size(1))) if pyg_layer is GCNConv else (edges,)
+    torch.testing.assert_close(conv(graph.x, dg), pyg(graph.x, *args), atol=1e-5, rtol=0)
+
+
+def test_improved_changes_the_gcn_output():
+    graph = random_graph()
+    dg = DistGraph(graph, 0, 1, "rows", "sa")
+    torch.manual_seed(0)
+    plain = DistGCNConv(graph.num_features, 5)
+    improved = DistGCNConv(graph.num_features, 5, improved=True)
+    improved.load_state_dict(plain.state_dict())
+    assert not torch.allclose(plain(graph.x, dg), improved(graph.x, dg), atol=1e-3)
