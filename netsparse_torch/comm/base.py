@@ -96,8 +96,8 @@ class Strategy:
 
 def check_group(plan: Plan, group) -> None:
     """The plan was built for this rank of ``group``: a mismatch would exchange with the wrong ranks.
-    (A one-rank plan runs no collective.)"""
-    if plan.world_size == 1:
+    (A one-rank plan runs no collective; without torch.distributed no collective can run.)"""
+    if plan.world_size == 1 or not dist.is_initialized():
         return
     where = (dist.get_rank(group), dist.get_world_size(group))
     if where != (plan.rank, plan.world_size):
