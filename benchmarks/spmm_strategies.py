@@ -34,9 +34,9 @@ from common import GRAPHS, median_time, write_result  # noqa: E402
 
 from netsparse_torch.graph import gcn_norm, read_mtx, with_generated_features  # noqa: E402
 from netsparse_torch.kernels import CSR, spmm  # noqa: E402
-from netsparse_torch.launch import launch  # noqa: E402
 from netsparse_torch.nn import DistGraph  # noqa: E402
 from netsparse_torch.partition import PARTITIONERS, partition_graph  # noqa: E402
+from netsparse_torch.run.launch import launch  # noqa: E402
 
 
 def strategy_options(name: str, profile: str | None = None) -> tuple[str, dict]:

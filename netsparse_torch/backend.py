@@ -4,6 +4,9 @@ Importing ``netsparse_torch`` registers it, so ``dist.init_process_group("netspa
 script. It wraps gloo (and nccl for CUDA tensors when available), forwards every standard collective
 and counts calls and bytes per collective in this process (:func:`comm_stats`). ``bytes`` is what
 this rank hands to the collective as input: the tensors it contributes, not what it receives.
+
+A leaf: it imports nothing of netsparse_torch (an import-linter contract in pyproject.toml), so every
+layer can use it. The NetSparse remote indexed gather is :func:`netsparse_torch.comm.rig.rig`.
 """
 
 from __future__ import annotations
@@ -139,22 +142,9 @@ class NetsparseProcessGroup(dist.ProcessGroup):
         self._count("recv", [])
         return self._inner(tensors).recv_anysource(tensors, tag)
 
-    def rig(self, x_local: torch.Tensor, idxs: torch.Tensor, row_bounds, **options):
-        """NetSparse remote indexed gather on this group (see :func:`netsparse_torch.comm.rig.rig`)."""
-        from netsparse_torch.comm.rig import rig
-
-        return rig(x_local, idxs, row_bounds, group=self, **options)
-
     def barrier(self, opts=None):
         self._count("barrier", [])
         return self._gloo.barrier(opts or BarrierOptions())
-
-
-def rig(x_local: torch.Tensor, idxs: torch.Tensor, row_bounds, group=None, **options):
-    """``out[i] = X[idxs[i]]`` through the NetSparse RIG units; returns a (completed) future."""
-    from netsparse_torch.comm.rig import rig as _rig
-
-    return _rig(x_local, idxs, row_bounds, group=group, **options)
 
 
 def _create(store, rank: int, size: int, timeout) -> NetsparseProcessGroup:

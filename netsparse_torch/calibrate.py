@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="the JSON profile to write (default: outputs/calibrate/<date>/<time>/twoface_profile.json)")
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
-    from netsparse_torch.launch import launch
+    from netsparse_torch.run.launch import launch
 
     try:
         samples = launch(measure, 2, (args.repeats,), timeout_s=600)

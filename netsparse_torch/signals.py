@@ -1,6 +1,6 @@
 """Stopping a run on SIGTERM or SIGINT (what schedulers, ``docker stop``, ``kill`` and a terminal's Ctrl-C
 send): the launcher turns the signal into :class:`Interrupted`, which unwinds through
-:func:`~netsparse_torch.launch.launch` (it stops every rank) and the switch service (it stops the
+:func:`~netsparse_torch.run.launch.launch` (it stops every rank) and the switch service (it stops the
 switches); the CLI then prints one line and exits ``128 + signal``.
 
 Ranks ignore SIGINT (a terminal's Ctrl-C reaches the whole foreground process group; the launcher stops

@@ -22,16 +22,16 @@ from netsparse_torch import checkpoint
 from netsparse_torch.comm import STRATEGIES
 from netsparse_torch.config_check import check_group_overrides, check_values
 from netsparse_torch.errors import ConfigError, NetsparseError
-from netsparse_torch.fabric.lifecycle import switch_service
 from netsparse_torch.graph import load_dataset
-from netsparse_torch.launch import launch, stop_forkserver, under_torchrun
 from netsparse_torch.partition import PartitionedDataset, partition_graph
 from netsparse_torch.report import build_train_report, summary_lines, write_json
 from netsparse_torch.report.curves import save_curves
 from netsparse_torch.report.metrics import check_logger
 from netsparse_torch.report.modeled import add_modeled, check_cluster, modeled_lines
+from netsparse_torch.run.launch import launch, stop_forkserver, under_torchrun
+from netsparse_torch.run.switches import switch_service
+from netsparse_torch.run.training import train_rank
 from netsparse_torch.signals import Interrupted, stop_on_signals
-from netsparse_torch.training import train_rank
 
 log = logging.getLogger("netsparse_torch.train")
 

@@ -5,7 +5,7 @@ import torch
 import torch.distributed as dist
 
 import netsparse_torch
-from netsparse_torch.launch import free_port, launch
+from netsparse_torch.run.launch import free_port, launch
 
 
 def ddp_script(rank, world_size):

@@ -6,8 +6,8 @@ import torch
 import torch.distributed as dist
 from graphs import random_graph
 
-from netsparse_torch.launch import launch
 from netsparse_torch.nn import DistGraph
+from netsparse_torch.run.launch import launch
 
 K = 7
 

@@ -12,9 +12,9 @@ import torch.distributed as dist
 from graphs import edge_index, random_graph
 from torch_geometric.nn import GCNConv, SAGEConv
 
-from netsparse_torch.launch import launch
 from netsparse_torch.nn import DistGCNConv, DistGraph, DistSAGEConv
 from netsparse_torch.partition import partition_graph, write_partitioned
+from netsparse_torch.run.launch import launch
 
 LAYERS = {"gcn": (DistGCNConv, GCNConv), "sage": (DistSAGEConv, SAGEConv)}
 HIDDEN = 5

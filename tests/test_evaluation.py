@@ -8,7 +8,7 @@ from cli import train
 from sklearn.metrics import roc_auc_score
 
 from netsparse_torch.evaluation import BestTracker, Evaluator, roc_auc
-from netsparse_torch.launch import launch
+from netsparse_torch.run.launch import launch
 
 N, BOUNDS = 60, [0, 13, 37, 60]  # three ranks own rows 0-12, 13-36, 37-59
 

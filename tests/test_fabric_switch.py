@@ -12,11 +12,11 @@ from graphs import random_graph
 from omegaconf import OmegaConf
 
 from netsparse_torch.errors import ConfigError
-from netsparse_torch.fabric.lifecycle import attach_rank, check_switch_config
 from netsparse_torch.fabric.switch import LocalSwitches
 from netsparse_torch.graph import Graph, csr_from_edges, random_split
-from netsparse_torch.launch import launch
 from netsparse_torch.nn import DistGCNConv, DistGraph, DistSAGEConv
+from netsparse_torch.run.launch import launch
+from netsparse_torch.run.switches import attach_rank, check_switch_config
 
 LAYERS = {"gcn": DistGCNConv, "sage": DistSAGEConv}
 
@@ -27,12 +27,12 @@ def rank_cfg(spec: dict, rack_size: int, timeout_s: float = 30.0):
 
 
 def compare(rank, world_size, graph, width, cfg):
-    attach_rank(rank, world_size, cfg)
+    fabric = attach_rank(rank, world_size, cfg)
     results = {}
     for layer in ("gcn", "sage"):
         per = {}
         for strategy in ("sa", "netsparse"):
-            options = {"fabric": "switch", "pending_capacity": 4} if strategy == "netsparse" else {}
+            options = {"fabric": fabric, "pending_capacity": 4} if strategy == "netsparse" else {}
             dg = DistGraph(graph, rank, world_size, "rows", strategy, options)
             torch.manual_seed(0)
             conv = LAYERS[layer](width, 3)
@@ -41,6 +41,7 @@ def compare(rank, world_size, graph, width, cfg):
             out.pow(2).sum().backward()
             per[strategy] = {"out": out.detach(), "x": x.grad, **{n: p.grad for n, p in conv.named_parameters()}}
         results[layer] = per
+    fabric.close()
     return results
 
 
@@ -81,14 +82,15 @@ def shared_rows_graph() -> Graph:
 
 
 def gather(rank, world_size, graph, cfg):
-    attach_rank(rank, world_size, cfg)
-    dg = DistGraph(graph, rank, world_size, "rows", "netsparse", {"fabric": "switch", "pending_capacity": 4})
+    fabric = attach_rank(rank, world_size, cfg)
+    dg = DistGraph(graph, rank, world_size, "rows", "netsparse", {"fabric": fabric, "pending_capacity": 4})
     sa = DistGraph(graph, rank, world_size, "rows", "sa", {})
     conv = DistSAGEConv(8, 3)
     x = graph.x[dg.plan.row_start: dg.plan.row_start + dg.plan.n_local]
     with torch.no_grad():
         out, ref = conv(x, dg), conv(x, sa)
     stats = dg.strategy.stats()["layers"]["/forward"]
+    fabric.close()
     return {"equal": torch.equal(out, ref), "prs_issued": stats["prs_issued"], "halo": dg.plan.n_halo}
 
 
@@ -169,7 +171,7 @@ def launcher_cfg(switches=None):
 
 
 def test_launcher_stops_the_switches_it_started_when_a_rank_fails():
-    from netsparse_torch.fabric.lifecycle import switch_service
+    from netsparse_torch.run.switches import switch_service
 
     cfg = launcher_cfg()
     with pytest.raises(RuntimeError, match="a rank failed"), switch_service(cfg) as service:
@@ -180,7 +182,7 @@ def test_launcher_stops_the_switches_it_started_when_a_rank_fails():
 
 
 def test_given_switches_must_match_the_racks():
-    from netsparse_torch.fabric.lifecycle import switch_service
+    from netsparse_torch.run.switches import switch_service
 
     with pytest.raises(ConfigError, match="needs 2 ToR address"), switch_service(
             launcher_cfg({"spine": "127.0.0.1:1", "tors": ["127.0.0.1:2"]})):

@@ -13,9 +13,9 @@ from graphs import edge_index, random_graph
 from test_equivalence import original_order
 from torch_geometric.nn import GATConv
 
-from netsparse_torch.launch import launch
 from netsparse_torch.nn import DistGATConv, DistGraph
 from netsparse_torch.partition import partition_graph, write_partitioned
+from netsparse_torch.run.launch import launch
 
 C = 3
 # (heads, concat, add_self_loops, residual): both head counts, both concat modes, both loop modes.

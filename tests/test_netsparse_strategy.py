@@ -1,5 +1,7 @@
 """strategy=netsparse on the training path: bit-exact with sa forward, gradients within 1e-6,
-statistics that add up, wide rows split into column kernels, and the backend's rig() operation."""
+statistics that add up, wide rows split into column kernels, and the public rig() operation."""
+
+import threading
 
 import numpy as np
 import pytest
@@ -8,10 +10,11 @@ import torch.distributed as dist
 from graphs import random_graph
 
 import netsparse_torch
-from netsparse_torch.comm.netsparse import summarize
-from netsparse_torch.comm.rig import max_columns
-from netsparse_torch.launch import launch
+from netsparse_torch.comm.netsparse import NetSparse, summarize
+from netsparse_torch.comm.rig import max_columns, rig
+from netsparse_torch.errors import ConfigError, RigTimeoutError
 from netsparse_torch.nn import DistGCNConv, DistGraph, DistSAGEConv
+from netsparse_torch.run.launch import launch
 
 LAYERS = {"gcn": DistGCNConv, "sage": DistSAGEConv}
 
@@ -72,11 +75,11 @@ def test_summary_adds_ranks_and_derives_ratios():
 def rig_case(rank, world_size, bounds, table, idxs):
     local = table[bounds[rank]:bounds[rank + 1]]
     fut = netsparse_torch.rig(local, idxs[rank], bounds)
-    pg_fut = dist.distributed_c10d._get_default_group().rig(local, idxs[rank], bounds, coalesce=False)
+    pg_fut = rig(local, idxs[rank], bounds, group=dist.group.WORLD, coalesce=False)
     return fut.wait(), pg_fut.wait(), fut.value().rig_stats
 
 
-def test_backend_rig_is_an_indexed_gather():
+def test_rig_is_an_indexed_gather():
     table = torch.randn(20, 5)
     bounds = [0, 7, 13, 20]
     rng = np.random.default_rng(0)
@@ -94,3 +97,42 @@ def rig_bad(rank, world_size):
 
 def test_rig_rejects_out_of_range_idx():
     assert launch(rig_bad, 2)
+
+
+class _HeldFabric:
+    """A fabric whose kernel waits until the caller has got ``start_halo``'s handle back (so the gather
+    must run in the background), notes its thread, then gives up as a RIG watchdog would."""
+
+    name = "held"
+
+    def __init__(self, world_size):
+        self.world_size = world_size
+        self.released = threading.Event()
+        self.thread = None
+
+    def run_kernel(self, node, prop_bytes):
+        self.thread = threading.current_thread()
+        assert self.released.wait(30), "start_halo did not return while the gather was in flight"
+        raise RigTimeoutError("RIG command watchdog expired (test)", peers=[1 - dist.get_rank()])
+
+
+def held_gather(rank, world_size, graph):
+    dg = DistGraph(graph, rank, world_size, "rows", "sa")
+    fabric = _HeldFabric(world_size)
+    strat = NetSparse(dg.plan, fabric=fabric)
+    x = torch.randn(dg.plan.n_local, 4)
+    halo = torch.full((dg.plan.n_halo, 4), -1.0)
+    pending = strat.start_halo(x, halo, "t")
+    fabric.released.set()  # only reachable when start_halo returned before the kernel finished
+    with pytest.raises(RigTimeoutError) as err:
+        pending.wait()
+    assert err.value.peers == [1 - rank]
+    assert fabric.thread is not threading.main_thread()
+    assert torch.equal(halo, torch.zeros_like(halo))  # a timed-out gather leaves no partial halo
+    with pytest.raises(ConfigError, match="Fabric object"):
+        NetSparse(dg.plan, fabric="switch")
+    return True
+
+
+def test_halo_gather_runs_in_the_background_and_wait_raises_its_error():
+    assert launch(held_gather, 2, (random_graph(n=30, m=120, features=4),))

@@ -11,9 +11,9 @@ from graphs import random_graph
 
 from netsparse_torch.errors import ConfigError, DatasetNotFoundError, PartitionedDatasetError
 from netsparse_torch.graph import csr_from_edges
-from netsparse_torch.launch import launch
 from netsparse_torch.partition import PartitionedDataset, partition_graph, rank_shard, write_partitioned
 from netsparse_torch.partition.metis import _fill_empty_parts, metis_parts, symmetric_pattern
+from netsparse_torch.run.launch import launch
 
 MODES = ("rows", "nnz", "metis")
 

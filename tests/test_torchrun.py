@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from cli import run_cli, train
 
-from netsparse_torch.launch import free_port
+from netsparse_torch.run.launch import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 PROCS = (2, 1)  # worker processes on node 0 and node 1: world size 3, nodes of different sizes

@@ -112,7 +112,7 @@ def test_normalize_features_is_pygs_transform():
     import torch_geometric.transforms as T
     from torch_geometric.data import Data
 
-    from netsparse_torch.training import normalize_features
+    from netsparse_torch.run.training import normalize_features
 
     x = torch.tensor([[1.0, -2.0, 3.0], [0.5, 0.5, -1.0], [2.0, 2.0, 2.0]])
     # By hand: minimum -2, shifted rows [3, 0, 5], [2.5, 2.5, 1], [4, 4, 4] over their sums 8, 6, 12.

@@ -6,8 +6,8 @@ import torch
 from graphs import random_graph
 from test_equivalence import HIDDEN, assert_matches_pyg, run_layer
 
-from netsparse_torch.launch import launch
 from netsparse_torch.plan.twoface import Coefficients
+from netsparse_torch.run.launch import launch
 
 # Options that force every class of stripe to appear: W=4 on a 41-node graph gives several stripes
 # per megatile; a zero-cost async model makes every remote stripe async, a huge one makes all sync.

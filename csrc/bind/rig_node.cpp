@@ -1,4 +1,6 @@
 // Python binding of one node's NetSparse pipeline -> netsparse_torch._C.units.RigNode.
+// submit, pump_reads, serve and absorb release the GIL while the units work, so a RIG gather running in
+// a background thread (comm/rig.py InFlight) overlaps the SpMM of the caller's thread.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -145,7 +147,10 @@ void bind_rig_node(py::module_& units) {
                throw std::invalid_argument("idxs and slots must be 1-D arrays of the same length");
              std::vector<int64_t> i(idxs.data(), idxs.data() + idxs.size());
              std::vector<int64_t> s(slots.data(), slots.data() + slots.size());
-             h.node->submit(i.data(), s.data(), static_cast<int64_t>(i.size()));  // validates first
+             {
+               py::gil_scoped_release release;
+               h.node->submit(i.data(), s.data(), static_cast<int64_t>(i.size()));  // validates first
+             }
              h.keep.push_back(std::move(i));
              h.keep.push_back(std::move(s));
            },
@@ -163,8 +168,11 @@ void bind_rig_node(py::module_& units) {
       .def("serve",
            [](NodeHandle& h, const py::bytes& data) {
              int64_t n;
-             const uint8_t* p = bytes_ptr(data, &n);
-             h.node->serve(p, n);
+             const uint8_t* p = bytes_ptr(data, &n);  // `data` is held by the caller for the whole call
+             {
+               py::gil_scoped_release release;
+               h.node->serve(p, n);
+             }
              return take(h, kResponseType);
            },
            "Answer read packets from a peer; {dest: response packet bytes}", py::arg("data"))
@@ -172,6 +180,7 @@ void bind_rig_node(py::module_& units) {
            [](NodeHandle& h, const py::bytes& data) {
              int64_t n;
              const uint8_t* p = bytes_ptr(data, &n);
+             py::gil_scoped_release release;
              h.node->absorb(p, n);
            },
            "Write response packets into the halo buffer", py::arg("data"))

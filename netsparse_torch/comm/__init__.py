@@ -49,8 +49,10 @@ def register_strategy(cls: type[Strategy]) -> type[Strategy]:
     return cls
 
 
-def make_strategy(name: str, plan: Plan, **options) -> Strategy:
+def make_strategy(name: str, plan: Plan, group=None, **options) -> Strategy:
+    """The strategy ``name`` for ``plan`` on process group ``group`` (None: WORLD), with its options
+    (``netsparse`` also takes its ``fabric`` object here)."""
     strategies = _load()
     if name not in strategies:
         raise ConfigError(f"unknown strategy {name!r}; choose one of {', '.join(sorted(strategies))}")
-    return strategies[name](plan, **options)
+    return strategies[name](plan, group=group, **options)

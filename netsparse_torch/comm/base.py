@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
+from netsparse_torch.errors import ConfigError
 from netsparse_torch.kernels import CSR, spmm
 from netsparse_torch.plan import Plan
 
@@ -48,6 +50,9 @@ class Strategy:
     scores, an SDDMM; the per-row softmax; the SpMM): :meth:`gather` with the pattern, whose columns
     :meth:`gather_layout` maps to the rows of the gathered matrix. A strategy that never holds all of a
     row's neighbours at once says why in ``no_gather`` (it cannot run attention).
+
+    ``group`` (None: WORLD) is the process group of the plan's ranks: every collective of the strategy
+    runs on it, and the plan's rank and world size must be this rank's in it.
     """
 
     name = "base"
@@ -55,10 +60,12 @@ class Strategy:
     function: type[torch.autograd.Function]  # apply(x_local, strategy, tag) -> gathered matrix
     no_gather: str | None = None  # why attention layers cannot use this strategy (None: they can)
 
-    def __init__(self, plan: Plan, **options):
+    def __init__(self, plan: Plan, group=None, **options):
         self.plan = plan
+        self.group = group
         self.options = options
         self.traffic = Traffic()
+        check_group(plan, group)
 
     def gather(self, x_local: torch.Tensor, tag: str = "", adjacency: CSR | None = None) -> torch.Tensor:
         """The rows of the gathered matrix (see :meth:`gather_layout`) for ``adjacency``, this rank's
@@ -85,6 +92,17 @@ class Strategy:
     def stats(self) -> dict:
         """Strategy-specific statistics for the report (empty by default)."""
         return {}
+
+
+def check_group(plan: Plan, group) -> None:
+    """The plan was built for this rank of ``group``: a mismatch would exchange with the wrong ranks.
+    (A one-rank plan runs no collective; without torch.distributed no collective can run.)"""
+    if plan.world_size == 1 or not dist.is_initialized():
+        return
+    where = (dist.get_rank(group), dist.get_world_size(group))
+    if where != (plan.rank, plan.world_size):
+        raise ConfigError(f"the plan is for rank {plan.rank} of {plan.world_size}, but this process is rank "
+                          f"{where[0]} of {where[1]} in its process group: build the plan with the same group")
 
 
 def row_bytes(rows: int, x: torch.Tensor) -> int:

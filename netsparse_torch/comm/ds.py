@@ -84,7 +84,10 @@ class _DSSpMM(torch.autograd.Function):
 
 
 class DenseShifting(Strategy):
-    """Option ``replication`` (c; 2, 4 or 8 in the Two-Face §6.3 runs): must divide the world size."""
+    """Option ``replication`` (c; 2, 4 or 8 in the Two-Face §6.3 runs): must divide the world size.
+
+    Only on the default group (``group=None`` or WORLD): the shifts are point-to-point by global rank
+    and the team groups are created collectively by every process of the job."""
 
     name = "ds"
     space = "global"
@@ -92,8 +95,12 @@ class DenseShifting(Strategy):
                  "block set it holds and shifts it on, while an attention row's softmax needs every score of "
                  "the row before any aggregation")
 
-    def __init__(self, plan, replication: int = 2, **options):
-        super().__init__(plan, **options)
+    def __init__(self, plan, replication: int = 2, group=None, **options):
+        if group is not None and group is not dist.group.WORLD:
+            raise ConfigError("dense shifting (strategy=ds) runs only on the default process group (group=None): "
+                              "its shifts address global ranks and its team groups need every process of the "
+                              "job; use su, sa, twoface or netsparse on a subgroup")
+        super().__init__(plan, group=group, **options)
         p = plan.world_size
         self.c = check_replication(replication, p)
         self.q = p // self.c

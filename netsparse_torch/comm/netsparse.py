@@ -18,9 +18,10 @@ from collections import defaultdict
 
 import torch
 
-from netsparse_torch.comm.rig import gather_columns
+from netsparse_torch.comm.rig import InFlight, gather_columns
 from netsparse_torch.comm.sa import SparsityAware
-from netsparse_torch.fabric import FABRICS
+from netsparse_torch.errors import ConfigError
+from netsparse_torch.fabric import CollectiveFabric, Fabric
 from netsparse_torch.units import RigNode
 
 COUNTERS = ("idxs", "local", "filtered", "coalesced", "prs_issued", "packets", "prs", "header_bytes",
@@ -30,27 +31,46 @@ RIG_OPTIONS = ("n_units", "n_client_units", "batch_size", "pending_capacity", "f
 
 
 class NetSparse(SparsityAware):
+    """Options: RigNode's keywords (:data:`RIG_OPTIONS`), ``fabric`` (a
+    :class:`~netsparse_torch.fabric.base.Fabric` over the ranks of ``group``, e.g. the SwitchFabric
+    the run layer attached; default: a :class:`~netsparse_torch.fabric.CollectiveFabric` on ``group``)."""
+
     name = "netsparse"
 
-    def __init__(self, plan, fabric: str = "collective", **options):
-        super().__init__(plan, **options)
+    def __init__(self, plan, group=None, fabric: Fabric | None = None, **options):
+        super().__init__(plan, group=group, **options)
         unknown = set(options) - set(RIG_OPTIONS)
         if unknown:
-            from netsparse_torch.errors import ConfigError
-
             raise ConfigError(f"unknown netsparse option(s) {sorted(unknown)}; known: {', '.join(RIG_OPTIONS)}")
         rig = {k: v for k, v in options.items() if v is not None or k == "delay_cycles"}
         self.node = RigNode(plan.rank, plan.bounds.tolist(), **rig)
-        self.fabric = FABRICS[fabric](plan.world_size)
+        self.fabric = self._fabric(fabric)
         self.slots = plan.rig_slots()
         self._layers: dict[str, dict] = defaultdict(lambda: defaultdict(int))
 
-    def start_halo(self, x: torch.Tensor, halo: torch.Tensor, tag: str) -> None:
-        """The RIG rounds fill the halo before returning (they are collective rounds, not async)."""
+    def _fabric(self, fabric) -> Fabric | None:
+        if fabric is None:
+            return CollectiveFabric(self.group) if self.plan.world_size > 1 else None
+        if not isinstance(fabric, Fabric):
+            raise ConfigError(f"netsparse: fabric must be a Fabric object (with run_kernel), got {fabric!r}; "
+                              "the run layer builds it from fabric=collective|switch")
+        if fabric.world_size != self.plan.world_size:
+            raise ConfigError(f"netsparse: the fabric connects {fabric.world_size} ranks, the plan has "
+                              f"{self.plan.world_size}")
+        return fabric
+
+    def start_halo(self, x: torch.Tensor, halo: torch.Tensor, tag: str) -> InFlight:
+        """Starts the RIG kernels that fill ``halo`` in a background thread; ``wait()`` on the result
+        (it raises the gather's error, e.g. RigTimeoutError with the halo zeroed)."""
         self.node.reset_stats()
-        _, rounds = gather_columns(self.node, self.fabric, x.contiguous(), self.plan.rig_idxs, self.slots,
-                                   self.plan.n_halo, out=halo)
-        self.record(tag, "forward", {**self.node.stats(), "rounds": rounds})
+        x = x.contiguous()
+
+        def gather() -> None:
+            _, rounds = gather_columns(self.node, self.fabric, x, self.plan.rig_idxs, self.slots,
+                                       self.plan.n_halo, out=halo)
+            self.record(tag, "forward", {**self.node.stats(), "rounds": rounds})
+
+        return InFlight(gather)
 
     def returned_gradients(self, tag: str, nbytes: int) -> None:
         self.record(tag, "backward", {"mechanism": "reverse_exchange", "payload_bytes": nbytes, "wire_bytes": nbytes})

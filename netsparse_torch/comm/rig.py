@@ -1,19 +1,23 @@
-"""Driving one node's RIG units through a fabric: the round loop shared by ``strategy=netsparse``
-and the backend's ``rig()`` operation.
+"""Running a node's RIG units over a fabric: the halo gather of ``strategy=netsparse`` and the public
+:func:`rig` operation (``netsparse_torch.rig``).
 
-Per round every rank pumps read packets out of its client units, the fabric delivers them, the
-owners' server units answer with response packets, the fabric delivers those, and the client units
-write the properties into the halo buffer. Rounds repeat until every rank's commands are answered:
-a unit stalls when its Pending PR Table is full, so a large halo takes several rounds.
+A gather is one RIG kernel per column chunk that fits a response PR; each kernel loads the node
+(``begin_kernel``, ``submit``) and hands it to the fabric (:class:`~netsparse_torch.fabric.base.Fabric`),
+which moves the packets until every rank is done. :class:`InFlight` runs a gather in a background
+thread, so the caller computes while the RIG rounds run.
 """
 
 from __future__ import annotations
+
+import threading
+from collections.abc import Callable
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
 from netsparse_torch.errors import RigTimeoutError
+from netsparse_torch.fabric import CollectiveFabric, Fabric
 from netsparse_torch.units import DEFAULT_MTU, DEFAULT_UPPER_BYTES, RigNode
 
 # A property must fit one response PR (no fragmentation in the protocol): wider rows are gathered
@@ -25,43 +29,23 @@ def max_columns(element_size: int, mtu: int = DEFAULT_MTU) -> int:
     return (mtu - RESPONSE_OVERHEAD) // element_size
 
 
-def _all_done(flag: bool, group=None) -> bool:
-    t = torch.tensor([1 if flag else 0], dtype=torch.int32)
-    dist.all_reduce(t, op=dist.ReduceOp.MIN, group=group)
-    return bool(t.item())
-
-
-def _as_bytes(per_dest: dict[int, bytes], world_size: int) -> list[bytes]:
-    return [per_dest.get(d, b"") for d in range(world_size)]
-
-
-def run_kernel(node: RigNode, fabric, local: torch.Tensor, idxs: np.ndarray, slots: np.ndarray,
+def run_kernel(node: RigNode, fabric: Fabric, local: torch.Tensor, idxs: np.ndarray, slots: np.ndarray,
                halo: torch.Tensor) -> int:
     """Gather ``halo[slots[i]] = row idxs[i]`` for every remote idx; returns the number of rounds.
 
     ``local`` is this rank's rows (C-contiguous), ``halo`` a C-contiguous buffer of the same dtype
     and width; both are viewed as raw bytes, so the copy is bit-exact."""
-    ws = fabric.world_size
     node.begin_kernel(local.size(1) * local.element_size(), halo.view(torch.uint8).numpy(),
                       local.view(torch.uint8).numpy())
     node.submit(idxs, slots)
-    if hasattr(fabric, "run_kernel"):  # event-driven fabrics (switch): a ToR cache hit breaks the rounds
-        try:
-            return fabric.run_kernel(node, local.size(1) * local.element_size())
-        except RigTimeoutError:
-            halo.zero_()  # the watchdog discards the partial halo: no half-gathered rows reach the SpMM
-            raise
-    rounds = 0
-    while True:
-        reads = fabric.exchange(_as_bytes(node.pump_reads(), ws))
-        responses = fabric.exchange(_as_bytes(node.serve(b"".join(r.tobytes() for r in reads)), ws))
-        node.absorb(b"".join(r.tobytes() for r in responses))
-        rounds += 1
-        if _all_done(node.done(), fabric.group):
-            return rounds
+    try:
+        return fabric.run_kernel(node, local.size(1) * local.element_size())
+    except RigTimeoutError:
+        halo.zero_()  # the watchdog discards the partial halo: no half-gathered rows reach the SpMM
+        raise
 
 
-def gather_columns(node: RigNode, fabric, x: torch.Tensor, idxs: np.ndarray, slots: np.ndarray,
+def gather_columns(node: RigNode, fabric: Fabric, x: torch.Tensor, idxs: np.ndarray, slots: np.ndarray,
                    n_slots: int, out: torch.Tensor | None = None) -> tuple[torch.Tensor, int]:
     """Gather every column chunk of ``x`` (one kernel per chunk that fits a response PR)."""
     out = x.new_empty(n_slots, x.size(1)) if out is None else out
@@ -78,19 +62,47 @@ def gather_columns(node: RigNode, fabric, x: torch.Tensor, idxs: np.ndarray, slo
     return out, rounds
 
 
-def rig(x_local: torch.Tensor, idxs: torch.Tensor, row_bounds, *, group=None, **options) -> torch.futures.Future:
+class InFlight:
+    """A RIG gather running in a background thread (what ``start_halo`` returns for ``netsparse``).
+
+    ``wait()`` joins it and returns its result, or raises its error (e.g. RigTimeoutError: the
+    halo is zeroed by then). The gather issues the fabric's collectives from its thread; the caller
+    must not issue collectives on the same group until ``wait()`` returns (gloo serves one thread
+    at a time per group), which the own-block SpMM that overlaps it does not. The C++ node calls
+    and the SpMM release the GIL, so both run at once."""
+
+    def __init__(self, gather: Callable[[], object]):
+        self._gather = gather
+        self._result: object = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="netsparse-rig", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._result = self._gather()
+        except BaseException as e:  # handed to the caller's thread by wait()
+            self._error = e
+
+    def wait(self):
+        self._thread.join()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        return self._result
+
+
+def rig(x_local: torch.Tensor, idxs: torch.Tensor, row_bounds, *, group=None, fabric: Fabric | None = None,
+        **options) -> torch.futures.Future:
     """Remote indexed gather over a row-partitioned matrix: ``out[i] = X[idxs[i]]``.
 
-    ``X`` is split in contiguous row blocks, rank ``p`` of ``group`` holding rows
+    ``X`` is split in contiguous row blocks, rank ``p`` of ``group`` (None: WORLD) holding rows
     ``[row_bounds[p], row_bounds[p+1])`` as ``x_local``. Every rank of the group calls it together.
     Remote rows travel as NetSparse packets through the RIG units (``options``: RigNode's keywords,
-    e.g. ``filter``, ``coalesce``, ``pending_capacity``, ``delay_cycles``). gloo collectives block, so
-    the returned future is already complete; its value is ``out`` and ``out.rig_stats`` holds the
-    node's counters.
+    e.g. ``filter``, ``coalesce``, ``pending_capacity``, ``delay_cycles``) over ``fabric`` (default:
+    a :class:`~netsparse_torch.fabric.CollectiveFabric` on ``group``). The returned future is
+    already complete; its value is ``out`` and ``out.rig_stats`` holds the node's counters.
     """
-    from netsparse_torch.fabric import CollectiveFabric
-    from netsparse_torch.units import RigNode
-
     rank, ws = dist.get_rank(group), dist.get_world_size(group)
     bounds = [int(b) for b in row_bounds]
     if len(bounds) != ws + 1 or bounds[rank + 1] - bounds[rank] != x_local.size(0):
@@ -105,7 +117,7 @@ def rig(x_local: torch.Tensor, idxs: torch.Tensor, row_bounds, *, group=None, **
     slots[remote] = inverse
     node = RigNode(rank, bounds, **options)
     x = x_local.detach().contiguous()
-    halo, _ = gather_columns(node, CollectiveFabric(ws, group), x, ids, slots, uniq.size)
+    halo, _ = gather_columns(node, fabric or CollectiveFabric(group), x, ids, slots, uniq.size)
     out = x.new_empty(ids.size, x.size(1))
     mask = torch.from_numpy(remote)
     out[~mask] = x[torch.from_numpy(ids[~remote] - r0)]

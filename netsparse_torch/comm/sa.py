@@ -27,8 +27,9 @@ class _SAPropagate(torch.autograd.Function):
         ctx.strat, ctx.own, ctx.remote, ctx.tag = strat, own, remote, tag
         halo = x.new_empty(plan.n_halo, x.size(1))
         pending = strat.start_halo(x.detach(), halo, tag)
-        out = spmm(own, x)
-        if pending is not None:
+        try:
+            out = spmm(own, x)
+        finally:  # the halo exchange owns the group's collectives until it is done, also on an error here
             pending.wait()
         strat.traffic.add("forward", row_bytes(plan.n_halo, x), x.size(1), tag)
         return out.add_(spmm(remote, halo))
@@ -39,7 +40,8 @@ class _SAPropagate(torch.autograd.Function):
         grad = grad.contiguous()
         grad_halo = ctx.remote.t_matmul(grad)
         back = grad.new_empty(plan.send_idx.numel(), grad.size(1))
-        pending = dist.all_to_all_single(back, grad_halo, plan.send_counts, plan.recv_counts, async_op=True)
+        pending = dist.all_to_all_single(back, grad_halo, plan.send_counts, plan.recv_counts, group=strat.group,
+                                         async_op=True)
         grad_x = ctx.own.t_matmul(grad)
         pending.wait()
         grad_x.index_add_(0, plan.send_idx, back)
@@ -57,8 +59,9 @@ class _SAGather(torch.autograd.Function):
         ctx.strat, ctx.tag = strat, tag
         out = x.new_empty(plan.n_local + plan.n_halo, x.size(1))
         pending = strat.start_halo(x.detach().contiguous(), out[plan.n_local:], tag)
-        out[: plan.n_local] = x.detach()  # while the halo is in flight
-        if pending is not None:
+        try:
+            out[: plan.n_local] = x.detach()  # while the halo is in flight
+        finally:
             pending.wait()
         strat.traffic.add("forward", row_bytes(plan.n_halo, x), x.size(1), tag)
         return out
@@ -68,7 +71,8 @@ class _SAGather(torch.autograd.Function):
         strat, plan = ctx.strat, ctx.strat.plan
         grad = grad.contiguous()
         back = grad.new_empty(plan.send_idx.numel(), grad.size(1))
-        pending = dist.all_to_all_single(back, grad[plan.n_local:], plan.send_counts, plan.recv_counts, async_op=True)
+        pending = dist.all_to_all_single(back, grad[plan.n_local:], plan.send_counts, plan.recv_counts,
+                                         group=strat.group, async_op=True)
         grad_x = grad[: plan.n_local].clone()
         pending.wait()
         grad_x.index_add_(0, plan.send_idx, back)
@@ -91,11 +95,12 @@ class SparsityAware(Strategy):
         return _SAPropagate.apply(x_local, self, adjacency, tag)
 
     def start_halo(self, x: torch.Tensor, halo: torch.Tensor, tag: str):
-        """Start filling ``halo`` with the rows this rank needs; returns something to ``wait()`` on,
-        or ``None`` when the halo is already complete."""
+        """Start filling ``halo`` with the rows this rank needs; returns something to ``wait()`` on.
+        Until then no other collective may run on the group (the caller only computes)."""
         plan = self.plan
         send = gather(x, plan.send_idx)  # the packing kernel: C++ on CPU, Triton on CUDA
-        return dist.all_to_all_single(halo, send, plan.recv_counts, plan.send_counts, async_op=True)
+        return dist.all_to_all_single(halo, send, plan.recv_counts, plan.send_counts, group=self.group,
+                                      async_op=True)
 
     def returned_gradients(self, tag: str, nbytes: int) -> None:
         """Hook after the backward reverse exchange (statistics)."""

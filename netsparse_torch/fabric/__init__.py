@@ -1,20 +1,13 @@
-"""How NetSparse packets travel between ranks.
+"""How NetSparse packets travel between ranks (a :class:`Fabric` runs one whole RIG kernel).
 
-``collective`` (the embedded default) carries each rank's per-destination packet bytes with
-``torch.distributed`` all_to_all; ``switch`` sends them through the gRPC switch service (fabric/switch.py),
-run event-driven per kernel (``run_kernel``); fabric/lifecycle.py starts the switches and attaches ranks.
+``collective`` (:class:`CollectiveFabric`, the embedded default) carries each rank's per-destination
+packet bytes with ``torch.distributed`` all_to_all rounds; ``switch`` (fabric/switch.py, imported on
+its own: grpc is heavy) sends them through the gRPC switch service, event-driven. The run layer
+(netsparse_torch/run/switches.py) starts the switches, attaches each rank to its ToR and hands the
+rank's SwitchFabric to the netsparse strategy.
 """
 
+from netsparse_torch.fabric.base import Fabric
 from netsparse_torch.fabric.collective import CollectiveFabric
 
-
-def _switch(world_size: int):
-    """This rank's SwitchFabric (attached by lifecycle.attach_rank; imported lazily: grpc is heavy)."""
-    from netsparse_torch.fabric.lifecycle import attached_fabric
-
-    return attached_fabric(world_size)
-
-
-FABRICS = {"collective": CollectiveFabric, "switch": _switch}
-
-__all__ = ["FABRICS", "CollectiveFabric"]
+__all__ = ["CollectiveFabric", "Fabric"]

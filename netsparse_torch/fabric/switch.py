@@ -37,7 +37,8 @@ def _dist_all_done(group=None) -> Callable[[bool], bool]:
 
 
 class SwitchFabric:
-    """One rank's attachment to its ToR. ``run_kernel(node)`` replaces the exchange rounds."""
+    """One rank's attachment to its ToR: a :class:`~netsparse_torch.fabric.base.Fabric` whose
+    ``run_kernel`` is an event loop, not exchange rounds."""
 
     name = "switch"
 
@@ -62,9 +63,6 @@ class SwitchFabric:
         self.controls = [ControlClient(a, token=token, tls_ca=tls_ca, timeout=timeout_s) for a in controls]
         self.bytes_sent = 0
         self.rounds = 0
-
-    def exchange(self, outgoing):
-        raise NotImplementedError("the switch fabric runs whole kernels event-driven: call run_kernel(node)")
 
     def _send_reads(self, per_dest: dict) -> None:
         self._peers.update(d for d, b in per_dest.items() if b)
@@ -104,10 +102,9 @@ class SwitchFabric:
                 raise SwitchError(f"switch {address}: {e}", e.code) from None
         self.all_done(True)  # a barrier
 
-    def run_kernel(self, node, prop_bytes: int | None = None) -> int:
+    def run_kernel(self, node, prop_bytes: int) -> int:
         """Drives ``node`` (a RigNode after begin_kernel/submit) until every rank is done; returns the
-        number of poll rounds. With ``prop_bytes`` it first calls ``begin_kernel(prop_bytes)`` (all
-        ranks must then pass it).
+        number of poll rounds. It first calls ``begin_kernel(prop_bytes)`` (the switches' caches).
 
         Watchdog (paper §7.1, ``timeout_s``): while read PRs are pending, some frame must arrive from
         the switch within ``timeout_s``, else RigTimeoutError names the switch and the peers whose
@@ -115,8 +112,7 @@ class SwitchFabric:
         deadline restarts on every frame, so a long kernel that keeps progressing is not cut off;
         with in-order answers this is the per-command deadline. A stream the switch
         ends (killed switch) raises SwitchError at once."""
-        if prop_bytes is not None:
-            self.begin_kernel(prop_bytes)
+        self.begin_kernel(prop_bytes)
         self._peers.clear()
         self._sent[:], self._got[:] = 0, 0
         self._send_reads(node.pump_reads())

@@ -77,9 +77,10 @@ class Plan:
         return CSR(crow, col, val, self.n_local + self.n_halo)
 
 
-def build_plan(rows: sp.csr_matrix, bounds: np.ndarray, rank: int, world_size: int) -> Plan:
-    """Build the plan from this rank's rows (global column ids). With ``world_size > 1`` every rank
-    must call it together: the request ids are exchanged with one all_to_all."""
+def build_plan(rows: sp.csr_matrix, bounds: np.ndarray, rank: int, world_size: int, group=None) -> Plan:
+    """Build the plan from this rank's rows (global column ids). With ``world_size > 1`` every rank of
+    ``group`` (None: WORLD; ``rank`` and ``world_size`` are this rank's in it) must call it together:
+    the request ids are exchanged with one all_to_all."""
     r0, r1 = int(bounds[rank]), int(bounds[rank + 1])
     cols = np.unique(rows.indices)
     halo = cols[(cols < r0) | (cols >= r1)].astype(np.int64)
@@ -90,8 +91,8 @@ def build_plan(rows: sp.csr_matrix, bounds: np.ndarray, rank: int, world_size: i
         return Plan(rank, 1, bounds, halo, recv_counts, torch.empty(0, dtype=torch.long), [0], rig_idxs)
     counts_in = torch.tensor(recv_counts, dtype=torch.long)
     counts_out = torch.empty(world_size, dtype=torch.long)
-    dist.all_to_all_single(counts_out, counts_in)
+    dist.all_to_all_single(counts_out, counts_in, group=group)
     send_counts = counts_out.tolist()
     requested = torch.empty(sum(send_counts), dtype=torch.long)
-    dist.all_to_all_single(requested, torch.from_numpy(halo), send_counts, recv_counts)
+    dist.all_to_all_single(requested, torch.from_numpy(halo), send_counts, recv_counts, group=group)
     return Plan(rank, world_size, bounds, halo, recv_counts, requested - r0, send_counts, rig_idxs)

@@ -47,6 +47,7 @@ class Transfer:
     recv_counts: list[int]
     send_idx: torch.Tensor
     send_counts: list[int]
+    group: object = None  # the process group of the exchange (None: WORLD)
     active: bool = True  # False when no rank moves a row this way: the exchange is skipped altogether
 
     @property
@@ -79,9 +80,9 @@ def coalesced_rows(cols: np.ndarray, distance: int) -> np.ndarray:
 
 
 def build_layout(rows: sp.csr_matrix, stripes: Stripes, bounds: np.ndarray, rank: int, world_size: int,
-                 k: int, width: int) -> Layout:
+                 k: int, width: int, group=None) -> Layout:
     """Split ``rows`` (global column ids) by stripe class and agree the transfers with the owners.
-    Every rank calls it together (two rounds of id exchange)."""
+    Every rank of ``group`` (None: WORLD) calls it together (two rounds of id exchange)."""
     bounds = np.asarray(bounds, dtype=np.int64)
     r0, r1 = int(bounds[rank]), int(bounds[rank + 1])
     nz_kind = stripes.kind[stripes.of_nnz]
@@ -92,12 +93,12 @@ def build_layout(rows: sp.csr_matrix, stripes: Stripes, bounds: np.ndarray, rank
     local = _select(rows, nz_kind == LOCAL)
     sync = _select(rows, nz_kind == SYNC)
     async_ = _select(rows, nz_kind == ASYNC)
-    sync_xfer, requested = _agree(sync_rows, bounds, world_size, r0)
-    async_xfer, _ = _agree(async_rows, bounds, world_size, r0)
+    sync_xfer, requested = _agree(sync_rows, bounds, world_size, r0, group)
+    async_xfer, _ = _agree(async_rows, bounds, world_size, r0, group)
     # A class no rank uses (e.g. no synchronous stripe anywhere, as overlap=sum often decides) would
     # still cost every call a collective's latency: all ranks agree to skip it.
     moved = torch.tensor([sync_xfer.n_recv, async_xfer.n_recv], dtype=torch.long)
-    dist.all_reduce(moved, op=dist.ReduceOp.MAX)
+    dist.all_reduce(moved, op=dist.ReduceOp.MAX, group=group)
     sync_xfer.active, async_xfer.active = bool(moved[0]), bool(moved[1])
     destinations: dict[int, list[int]] = {}
     for p, ids in enumerate(requested):
@@ -128,16 +129,17 @@ def _with_cols(m: sp.csr_matrix, cols: np.ndarray, n_cols: int) -> sp.csr_matrix
     return sp.csr_matrix((m.data, np.asarray(cols, dtype=np.int64), m.indptr), shape=(m.shape[0], n_cols))
 
 
-def _agree(want: np.ndarray, bounds: np.ndarray, world_size: int, r0: int) -> tuple[Transfer, list[np.ndarray]]:
+def _agree(want: np.ndarray, bounds: np.ndarray, world_size: int, r0: int,
+           group) -> tuple[Transfer, list[np.ndarray]]:
     """Tell each owner which of its rows this rank receives; returns the transfer and, per peer, the
     local row ids that peer asked for."""
     owner = np.searchsorted(bounds, want, side="right") - 1
     recv_counts = np.bincount(owner, minlength=world_size).astype(int).tolist()
     counts_out = torch.empty(world_size, dtype=torch.long)
-    dist.all_to_all_single(counts_out, torch.tensor(recv_counts, dtype=torch.long))
+    dist.all_to_all_single(counts_out, torch.tensor(recv_counts, dtype=torch.long), group=group)
     send_counts = counts_out.tolist()
     requested = torch.empty(sum(send_counts), dtype=torch.long)
-    dist.all_to_all_single(requested, torch.from_numpy(want), send_counts, recv_counts)
+    dist.all_to_all_single(requested, torch.from_numpy(want), send_counts, recv_counts, group=group)
     send_idx = requested - r0
     per_peer = list(torch.split(send_idx, send_counts))
-    return Transfer(recv_counts, send_idx, send_counts), [t.numpy() for t in per_peer]
+    return Transfer(recv_counts, send_idx, send_counts, group), [t.numpy() for t in per_peer]

@@ -45,20 +45,20 @@ class _Done:
         pass
 
 
-def _start(out: torch.Tensor, inp: torch.Tensor, out_counts: list[int], in_counts: list[int], active: bool):
-    if not active:
+def _start(out: torch.Tensor, inp: torch.Tensor, out_counts: list[int], in_counts: list[int], xfer: Transfer):
+    if not xfer.active:
         return _Done()
-    return dist.all_to_all_single(out, inp, out_counts, in_counts, async_op=True)
+    return dist.all_to_all_single(out, inp, out_counts, in_counts, group=xfer.group, async_op=True)
 
 
 def _forward_exchange(x: torch.Tensor, xfer: Transfer):
     recv = x.new_empty(xfer.n_recv, x.size(1))
-    return recv, _start(recv, gather(x, xfer.send_idx), xfer.recv_counts, xfer.send_counts, xfer.active)
+    return recv, _start(recv, gather(x, xfer.send_idx), xfer.recv_counts, xfer.send_counts, xfer)
 
 
 def _backward_exchange(g_rows: torch.Tensor, xfer: Transfer):
     back = g_rows.new_empty(xfer.send_idx.numel(), g_rows.size(1))
-    return back, _start(back, g_rows.contiguous(), xfer.send_counts, xfer.recv_counts, xfer.active)
+    return back, _start(back, g_rows.contiguous(), xfer.send_counts, xfer.recv_counts, xfer)
 
 
 def _add_spmm(out: torch.Tensor, a, z: torch.Tensor) -> None:
@@ -135,8 +135,8 @@ class TwoFace(Strategy):
     space = "global"
 
     def __init__(self, plan, width: int | None = None, profile: str | None = None,
-                 memory_limit_bytes: float | None = None, **options):
-        super().__init__(plan, **options)
+                 memory_limit_bytes: float | None = None, group=None, **options):
+        super().__init__(plan, group=group, **options)
         self.width = check_width(width) if width is not None else default_stripe_width(plan.num_nodes,
                                                                                       plan.world_size)
         self.cost = CostModel.resolve(profile)
@@ -152,7 +152,7 @@ class TwoFace(Strategy):
             stripes = classify(find_stripes(rows, plan.bounds, plan.rank, self.width), k, self.cost.coefficients,
                                self.width, self.memory_limit_bytes, overlap=self.cost.overlap)
             self._layouts[key] = build_layout(rows, stripes, plan.bounds, plan.rank, plan.world_size, k,
-                                              self.width)
+                                              self.width, self.group)
         return self._layouts[key]
 
     def propagate(self, adjacency: CSR, x_local: torch.Tensor, tag: str = "") -> torch.Tensor:

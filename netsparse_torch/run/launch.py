@@ -50,7 +50,7 @@ def init_rank(rank: int, world_size: int, timeout_s: float, backend: str = "nets
 
 
 #: Imported once by the forkserver, so forked ranks start with them loaded.
-PRELOAD = ["torch", "torch.distributed", "netsparse_torch.training"]
+PRELOAD = ["torch", "torch.distributed", "netsparse_torch.run.training"]
 
 
 def _worker(rank: int, fn: Callable, world_size: int, port: int, timeout_s: float, args: tuple, results,

@@ -63,16 +63,15 @@ class Trainer:
     def __init__(self, rank: int, world_size: int, data: Source, cfg, partitioning: Partitioning | None = None):
         self.rank, self.world_size, self.cfg = rank, world_size, cfg
         options = dict(cfg.strategy.get("options") or {})
-        if cfg.strategy.name == "netsparse":
-            options["fabric"] = str(cfg.fabric.name)
         shard = rank_shard(data, rank, world_size, partitioning or str(cfg.partition),
                            verify=bool(cfg.dataset.get("verify", True)))
         if cfg.get("normalize_features", False):
             shard.x = normalize_features(shard.x)
-        if str(cfg.fabric.name) == "switch":  # attach to this rank's ToR before the strategy asks for its fabric
-            from netsparse_torch.fabric.lifecycle import attach_rank
+        self.fabric = None  # fabric=switch: this rank's SwitchFabric (collective: the strategy's default)
+        if str(cfg.fabric.name) == "switch":
+            from netsparse_torch.run.switches import attach_rank
 
-            attach_rank(rank, world_size, cfg, shard.bounds)
+            self.fabric = options["fabric"] = attach_rank(rank, world_size, cfg, shard.bounds)
         self.dg = DistGraph(shard, rank, world_size, strategy=str(cfg.strategy.name), strategy_options=options)
         # The same initial weights on every rank and at every world size; dropout masks are keyed on
         # (seed, epoch, layer, node id, feature), so no rank draws from its own RNG stream.
@@ -199,6 +198,12 @@ class Trainer:
             },
         }
 
+    def close(self) -> None:
+        """Detach from the switch service (fabric=switch)."""
+        if self.fabric is not None:
+            self.fabric.close()
+            self.fabric = None
+
     # -- checkpoints (netsparse_torch/checkpoint.py) ----------------------------------------------
     def _save_checkpoint(self, epoch: int) -> None:
         traffic = self.dg.strategy.traffic
@@ -220,7 +225,11 @@ class Trainer:
 
 def train_rank(rank: int, world_size: int, data: Source, cfg, partitioning: Partitioning | None = None,
                run_dir: str | None = None) -> dict:
-    """Entry point of each rank (see :func:`netsparse_torch.launch.launch`): ``data`` is the whole graph
+    """Entry point of each rank (see :func:`netsparse_torch.run.launch.launch`): ``data`` is the whole graph
     (cut by ``partitioning``, or by ``cfg.partition`` on the rank) or a partitioned dataset (this rank
     reads only its shard); rank 0 writes ``logger=`` metrics into ``run_dir``."""
-    return Trainer(rank, world_size, data, cfg, partitioning).fit(run_dir)
+    trainer = Trainer(rank, world_size, data, cfg, partitioning)
+    try:
+        return trainer.fit(run_dir)
+    finally:
+        trainer.close()

@@ -1,11 +1,11 @@
 """``fabric=switch`` around a training run: the launcher's side (start or configure the switches,
 always stop the ones it started, read their counters for the report) and each rank's side (attach to
-its ToR before the netsparse strategy asks for its fabric).
+its ToR and hand the SwitchFabric to the netsparse strategy).
 
 Launcher (parent process, before the ranks are spawned)::
 
     with switch_service(cfg) as service:      # None unless fabric=switch
-        launch(...)                           # ranks call attach_rank(rank, world_size, cfg)
+        launch(...)                           # each rank: fabric = attach_rank(rank, world_size, cfg)
         switches = service.report()           # [{name, role, counters}]
 
 With ``fabric.switches: null`` it starts one ToR per ``cluster.rack_size`` ranks plus a spine on free
@@ -23,16 +23,13 @@ from contextlib import contextmanager
 from omegaconf import OmegaConf, open_dict
 
 from netsparse_torch.errors import ConfigError
-from netsparse_torch.launch import under_torchrun
+from netsparse_torch.run.launch import under_torchrun
 
 # The first kernel's property size is not known before the model runs; every kernel invalidates the
 # caches with its own size (SwitchFabric.begin_kernel), so this placeholder is never used for data.
 _INITIAL_PROP_BYTES = 4
 _SWITCH_KEYS = ("cache", "concatenation", "delay_cycles", "capacity_bytes", "ways", "segment_bytes",
                 "max_line_bytes")
-
-_attached: dict = {}  # this rank's SwitchFabric, set by attach_rank (one per rank process)
-
 
 def rack_size(cfg) -> int:
     value = cfg.cluster.get("rack_size") if "cluster" in cfg else None
@@ -116,10 +113,12 @@ def switch_service(cfg) -> Iterator[SwitchService | None]:
         service.stop()
 
 
-def attach_rank(rank: int, world_size: int, cfg, bounds=None) -> None:
+def attach_rank(rank: int, world_size: int, cfg, bounds=None):
     """Rank side: attaches this rank to its ToR (after a barrier, so the launcher's Configure of every
-    switch happened first, also under torchrun where rank 0's process configures them). With the row
-    ``bounds`` of every rank the watchdog names exactly the peers that did not answer."""
+    switch happened first, also under torchrun where rank 0's process configures them) and returns its
+    :class:`~netsparse_torch.fabric.switch.SwitchFabric`, for the netsparse strategy's ``fabric``; the
+    caller closes it. With the row ``bounds`` of every rank the watchdog names exactly the peers that
+    did not answer."""
     import torch.distributed as dist
 
     from netsparse_torch.fabric.switch import SwitchFabric, attachment
@@ -132,17 +131,6 @@ def attach_rank(rank: int, world_size: int, cfg, bounds=None) -> None:
         dist.barrier()
     spec = OmegaConf.to_container(spec, resolve=True) if OmegaConf.is_config(spec) else dict(spec)
     address, controls = attachment(spec, rank, rack_size(cfg))
-    if (previous := _attached.pop("fabric", None)) is not None:
-        previous.close()  # a second run in this process: one attachment per rank at a time
-    _attached["fabric"] = SwitchFabric(world_size, rank, address, token=_token(cfg), controls=controls,
-                                       timeout_s=float(cfg.rig.timeout_s), row_bounds=bounds)
+    return SwitchFabric(world_size, rank, address, token=_token(cfg), controls=controls,
+                        timeout_s=float(cfg.rig.timeout_s), row_bounds=bounds)
 
-
-def attached_fabric(world_size: int):
-    """``FABRICS["switch"]``: the SwitchFabric this rank attached with :func:`attach_rank`."""
-    fabric = _attached.get("fabric")
-    if fabric is None:
-        raise ConfigError("fabric=switch: this rank is not attached to a switch (attach_rank was not called)")
-    if fabric.world_size != world_size:
-        raise ConfigError(f"fabric=switch: attached for world_size {fabric.world_size}, asked for {world_size}")
-    return fabric
