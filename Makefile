@@ -36,7 +36,7 @@ test: install
 
 lint: install
 	$(PY) -m ruff check netsparse_torch hw_models tests benchmarks examples
-	.venv/bin/lint-imports --config pyproject.toml
+	.venv/bin/lint-imports
 
 bench: install
 	$(PY) benchmarks/spmm_strategies.py
