@@ -42,7 +42,8 @@ from netsparse_torch.run.launch import launch  # noqa: E402
 def strategy_options(name: str, profile: str | None = None) -> tuple[str, dict]:
     """``ds2`` -> ("ds", {"replication": 2}); ``twoface`` gets the calibration ``profile`` (None: its
     documented defaults), ``twoface_defaults`` always the defaults, ``twoface_max`` the profile with
-    ``overlap=max``; other names have no options."""
+    ``overlap=max``, ``netsparse_inline`` the RIG gather before the own-block SpMM instead of
+    overlapping it; other names have no options."""
     if name.startswith("ds") and name[2:].isdigit():
         return "ds", {"replication": int(name[2:])}
     if name == "twoface":
@@ -51,6 +52,8 @@ def strategy_options(name: str, profile: str | None = None) -> tuple[str, dict]:
         return "twoface", {"profile": None}
     if name == "twoface_max":  # the profile's coefficients with overlap=max: the overlap rule alone changed
         return "twoface", {"profile": str(with_overlap(profile, "max"))}
+    if name == "netsparse_inline":
+        return "netsparse", {"overlap": False}
     return name, {}
 
 

@@ -23,15 +23,16 @@ def compare(rank, world_size, graph, width):
     results = {}
     for layer in ("gcn", "sage"):
         per = {}
-        for strategy in ("sa", "netsparse"):
-            dg = DistGraph(graph, rank, world_size, "rows", strategy,
-                           {"pending_capacity": 4} if strategy == "netsparse" else {})
+        for variant in ("sa", "netsparse", "netsparse inline"):
+            strategy = variant.split()[0]
+            options = {"pending_capacity": 4, "overlap": variant == "netsparse"} if strategy == "netsparse" else {}
+            dg = DistGraph(graph, rank, world_size, "rows", strategy, options)
             torch.manual_seed(0)
             conv = LAYERS[layer](width, 3)
             x = torch.randn(dg.plan.n_local, width, generator=torch.Generator().manual_seed(rank)).requires_grad_()
             out = conv(x, dg)
             out.pow(2).sum().backward()
-            per[strategy] = {"out": out.detach(), "x": x.grad,
+            per[variant] = {"out": out.detach(), "x": x.grad,
                              **{n: p.grad for n, p in conv.named_parameters()}, "stats": dg.strategy.stats()}
         results[layer] = per
     return results
@@ -42,8 +43,10 @@ def test_netsparse_equals_sa(world_size):
     graph = random_graph(n=60, m=300, features=6)
     results = launch(compare, world_size, (graph, 6))
     for layer, per in results.items():
-        sa, ns = per["sa"], per["netsparse"]
+        sa, ns, inline = per["sa"], per["netsparse"], per["netsparse inline"]
         assert torch.equal(sa["out"], ns["out"]), f"{layer}: forward not bit-exact"
+        # overlap=False gathers before the own-block SpMM: the same values, the same counters
+        assert torch.equal(inline["out"], ns["out"]) and inline["stats"] == ns["stats"], layer
         for key in sa:
             if key not in ("out", "stats"):
                 torch.testing.assert_close(ns[key], sa[key], atol=1e-6, rtol=0, msg=f"{layer}: {key}")

@@ -33,12 +33,15 @@ RIG_OPTIONS = ("n_units", "n_client_units", "batch_size", "pending_capacity", "f
 class NetSparse(SparsityAware):
     """Options: RigNode's keywords (:data:`RIG_OPTIONS`), ``fabric`` (a
     :class:`~netsparse_torch.fabric.base.Fabric` over the ranks of ``group``, e.g. the SwitchFabric
-    the run layer attached; default: a :class:`~netsparse_torch.fabric.CollectiveFabric` on ``group``)."""
+    the run layer attached; default: a :class:`~netsparse_torch.fabric.CollectiveFabric` on ``group``),
+    ``overlap`` (default True: the RIG kernels run in a background thread while the own-block SpMM
+    runs; False runs them before it, to measure what the overlap buys)."""
 
     name = "netsparse"
 
-    def __init__(self, plan, group=None, fabric: Fabric | None = None, **options):
+    def __init__(self, plan, group=None, fabric: Fabric | None = None, overlap: bool = True, **options):
         super().__init__(plan, group=group, **options)
+        self.overlap = bool(overlap)
         unknown = set(options) - set(RIG_OPTIONS)
         if unknown:
             raise ConfigError(f"unknown netsparse option(s) {sorted(unknown)}; known: {', '.join(RIG_OPTIONS)}")
@@ -70,7 +73,7 @@ class NetSparse(SparsityAware):
                                        self.plan.n_halo, out=halo)
             self.record(tag, "forward", {**self.node.stats(), "rounds": rounds})
 
-        return InFlight(gather)
+        return InFlight(gather, background=self.overlap)
 
     def returned_gradients(self, tag: str, nbytes: int) -> None:
         self.record(tag, "backward", {"mechanism": "reverse_exchange", "payload_bytes": nbytes, "wire_bytes": nbytes})

@@ -71,12 +71,15 @@ class InFlight:
     at a time per group), which the own-block SpMM that overlaps it does not. The C++ node calls
     and the SpMM release the GIL, so both run at once."""
 
-    def __init__(self, gather: Callable[[], object]):
+    def __init__(self, gather: Callable[[], object], background: bool = True):
         self._gather = gather
         self._result: object = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="netsparse-rig", daemon=True)
-        self._thread.start()
+        self._thread = threading.Thread(target=self._run, name="netsparse-rig", daemon=True) if background else None
+        if self._thread is None:
+            self._run()  # inline: the gather is done before the caller's own-block SpMM starts
+        else:
+            self._thread.start()
 
     def _run(self) -> None:
         try:
@@ -85,7 +88,8 @@ class InFlight:
             self._error = e
 
     def wait(self):
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
         if self._error is not None:
             error, self._error = self._error, None
             raise error
