@@ -6,7 +6,7 @@
 import torch
 import torch.distributed as dist
 
-import netsparse_torch  # registers the "netsparse" backend
+import netsparse_torch.backend  # registers the "netsparse" backend
 
 
 def main() -> None:

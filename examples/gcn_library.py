@@ -8,7 +8,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from omegaconf import OmegaConf
 
-import netsparse_torch
+import netsparse_torch.backend  # registers the "netsparse" backend
 from netsparse_torch.graph import load_dataset
 from netsparse_torch.nn import DistGNN, DistGraph
 

@@ -1,9 +1,10 @@
 """The ``netsparse`` torch.distributed backend.
 
-Importing ``netsparse_torch`` registers it, so ``dist.init_process_group("netsparse")`` works in any
-script. It wraps gloo (and nccl for CUDA tensors when available), forwards every standard collective
-and counts calls and bytes per collective in this process (:func:`comm_stats`). ``bytes`` is what
-this rank hands to the collective as input: the tensors it contributes, not what it receives.
+Importing ``netsparse_torch.backend`` registers it (``import netsparse_torch`` alone stays torch-free and
+does not), so ``dist.init_process_group("netsparse")`` works in any script. It wraps gloo (and nccl for
+CUDA tensors when available), forwards every standard collective and counts calls and bytes per
+collective in this process (:func:`comm_stats`). ``bytes`` is what this rank hands to the collective as
+input: the tensors it contributes, not what it receives.
 
 A leaf: it imports nothing of netsparse_torch (an import-linter contract in pyproject.toml), so every
 layer can use it. The NetSparse remote indexed gather is :func:`netsparse_torch.comm.rig.rig`.

@@ -1,6 +1,9 @@
 """The netsparse backend: a plain DDP script that only changes the backend name runs unchanged,
 and the backend counts calls and bytes per collective."""
 
+import subprocess
+import sys
+
 import torch
 import torch.distributed as dist
 
@@ -44,5 +47,8 @@ def test_comm_stats_counts_bytes():
 
 
 def test_backend_registered_on_import():
-    assert "netsparse" in dist.Backend.backend_list
+    """In a fresh interpreter (this one imported the launcher, which imports the backend)."""
+    code = ("import torch.distributed as dist; import netsparse_torch.backend; "
+            "assert 'netsparse' in dist.Backend.backend_list")
+    assert subprocess.run([sys.executable, "-c", code], timeout=300).returncode == 0
     assert free_port() > 0

@@ -34,7 +34,7 @@ class CollectiveFabric:
             node.absorb(self.deliver(node.serve(reads)))
             rounds += 1
             self.rounds += 1
-            if self._all_done(node.done()):
+            if all_done(node.done(), self.group):
                 return rounds
 
     def deliver(self, outgoing: dict[int, bytes]) -> bytes:
@@ -50,7 +50,9 @@ class CollectiveFabric:
         self.bytes_sent += int(sizes.sum())
         return recv.numpy().tobytes()
 
-    def _all_done(self, flag: bool) -> bool:
-        t = torch.tensor([1 if flag else 0], dtype=torch.int32)
-        dist.all_reduce(t, op=dist.ReduceOp.MIN, group=self.group)
-        return bool(t.item())
+
+def all_done(flag: bool, group=None) -> bool:
+    """Whether every rank of ``group`` passed ``flag`` true (an all_reduce MIN; also a barrier)."""
+    t = torch.tensor([1 if flag else 0], dtype=torch.int32)
+    dist.all_reduce(t, op=dist.ReduceOp.MIN, group=group)
+    return bool(t.item())

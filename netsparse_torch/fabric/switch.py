@@ -11,6 +11,7 @@ number of times on every rank). Every wait carries a timeout.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 
@@ -19,21 +20,10 @@ import numpy as np
 
 from netsparse_torch._C import units as _cu
 from netsparse_torch.errors import RigTimeoutError
+from netsparse_torch.fabric import collective
 from netsparse_torch.switch.client import ControlClient, SwitchClient, SwitchError
 
 READ, RESPONSE = 0, 1
-
-
-def _dist_all_done(group=None) -> Callable[[bool], bool]:
-    import torch
-    import torch.distributed as dist
-
-    def all_done(flag: bool) -> bool:
-        t = torch.tensor([1 if flag else 0], dtype=torch.int32)
-        dist.all_reduce(t, op=dist.ReduceOp.MIN, group=group)
-        return bool(t.item())
-
-    return all_done
 
 
 class SwitchFabric:
@@ -56,7 +46,7 @@ class SwitchFabric:
         self.row_bounds = None if row_bounds is None else np.asarray(row_bounds, dtype=np.int64)
         self._sent = np.zeros(world_size, np.int64)
         self._got = np.zeros(world_size, np.int64)
-        self.all_done = all_done or _dist_all_done(group)
+        self.all_done = all_done or functools.partial(collective.all_done, group=group)
         # switches this rank invalidates before each kernel (e.g. the first rank of a rack: its ToR;
         # rank 0 also the spine), so every switch expects the kernel's property size
         self.control_addresses = list(controls)
