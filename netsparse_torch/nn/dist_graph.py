@@ -15,6 +15,7 @@ from netsparse_torch.partition import Partitioning, Shard, rank_shard
 from netsparse_torch.partition.source import Source
 from netsparse_torch.plan import build_plan
 from netsparse_torch.plan.bounds import owner_of
+from netsparse_torch.plan.plan import request_rows
 
 
 @dataclass
@@ -116,14 +117,9 @@ class DistGraph:
         if self.world_size > 1:
             remote = ids[~own]
             order = np.argsort(owner_of(remote, self.bounds), kind="stable")
-            want = torch.from_numpy(np.ascontiguousarray(remote[order]))
-            recv_counts = np.bincount(owner_of(remote, self.bounds), minlength=self.world_size).tolist()
-            counts = torch.empty(self.world_size, dtype=torch.long)
-            dist.all_to_all_single(counts, torch.tensor(recv_counts, dtype=torch.long))
-            send_counts = counts.tolist()
-            asked = torch.empty(sum(send_counts), dtype=torch.long)
-            dist.all_to_all_single(asked, want, send_counts, recv_counts)
-            answer = torch.empty(want.numel(), dtype=torch.long)
+            want = np.ascontiguousarray(remote[order])
+            recv_counts, asked, send_counts = request_rows(want, self.bounds, self.world_size)
+            answer = torch.empty(want.size, dtype=torch.long)
             dist.all_to_all_single(answer, self.node_ids[asked - r0], recv_counts, send_counts)
             remote_ids = np.empty(remote.size, dtype=np.int64)
             remote_ids[order] = answer.numpy()

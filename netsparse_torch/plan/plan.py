@@ -77,22 +77,32 @@ class Plan:
         return CSR(crow, col, val, self.n_local + self.n_halo)
 
 
+def request_rows(want: np.ndarray, bounds: np.ndarray, world_size: int,
+                 group=None) -> tuple[list[int], torch.Tensor, list[int]]:
+    """Tell each owner which of its rows this rank wants: ``want`` (global ids, int64, grouped by owner
+    in rank order) goes out with one all_to_all of counts and one of ids. Every rank of ``group``
+    calls it together. Returns ``recv_counts`` (rows this rank gets from each owner), ``requested``
+    (the global ids the peers asked this rank for, in peer order) and ``send_counts``."""
+    recv_counts = np.bincount(owner_of(want, bounds), minlength=world_size).astype(int).tolist()
+    counts_out = torch.empty(world_size, dtype=torch.long)
+    dist.all_to_all_single(counts_out, torch.tensor(recv_counts, dtype=torch.long), group=group)
+    send_counts = counts_out.tolist()
+    requested = torch.empty(sum(send_counts), dtype=torch.long)
+    dist.all_to_all_single(requested, torch.from_numpy(np.ascontiguousarray(want, dtype=np.int64)),
+                           send_counts, recv_counts, group=group)
+    return recv_counts, requested, send_counts
+
+
 def build_plan(rows: sp.csr_matrix, bounds: np.ndarray, rank: int, world_size: int, group=None) -> Plan:
     """Build the plan from this rank's rows (global column ids). With ``world_size > 1`` every rank of
     ``group`` (None: WORLD; ``rank`` and ``world_size`` are this rank's in it) must call it together:
-    the request ids are exchanged with one all_to_all."""
+    the request ids are exchanged by :func:`request_rows`."""
     r0, r1 = int(bounds[rank]), int(bounds[rank + 1])
     cols = np.unique(rows.indices)
     halo = cols[(cols < r0) | (cols >= r1)].astype(np.int64)
-    owners = owner_of(halo, bounds)
-    recv_counts = np.bincount(owners, minlength=world_size).astype(int).tolist()
     rig_idxs = rows.indices.astype(np.int64)
     if world_size == 1:
+        recv_counts = np.bincount(owner_of(halo, bounds), minlength=1).astype(int).tolist()
         return Plan(rank, 1, bounds, halo, recv_counts, torch.empty(0, dtype=torch.long), [0], rig_idxs)
-    counts_in = torch.tensor(recv_counts, dtype=torch.long)
-    counts_out = torch.empty(world_size, dtype=torch.long)
-    dist.all_to_all_single(counts_out, counts_in, group=group)
-    send_counts = counts_out.tolist()
-    requested = torch.empty(sum(send_counts), dtype=torch.long)
-    dist.all_to_all_single(requested, torch.from_numpy(halo), send_counts, recv_counts, group=group)
+    recv_counts, requested, send_counts = request_rows(halo, bounds, world_size, group)
     return Plan(rank, world_size, bounds, halo, recv_counts, requested - r0, send_counts, rig_idxs)

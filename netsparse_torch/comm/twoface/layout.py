@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 
 from netsparse_torch.kernels import CSR
+from netsparse_torch.plan.plan import request_rows
 from netsparse_torch.plan.twoface.classify import ASYNC, LOCAL, SYNC, Stripes, coalesce_distance
 
 
@@ -133,13 +134,7 @@ def _agree(want: np.ndarray, bounds: np.ndarray, world_size: int, r0: int,
            group) -> tuple[Transfer, list[np.ndarray]]:
     """Tell each owner which of its rows this rank receives; returns the transfer and, per peer, the
     local row ids that peer asked for."""
-    owner = np.searchsorted(bounds, want, side="right") - 1
-    recv_counts = np.bincount(owner, minlength=world_size).astype(int).tolist()
-    counts_out = torch.empty(world_size, dtype=torch.long)
-    dist.all_to_all_single(counts_out, torch.tensor(recv_counts, dtype=torch.long), group=group)
-    send_counts = counts_out.tolist()
-    requested = torch.empty(sum(send_counts), dtype=torch.long)
-    dist.all_to_all_single(requested, torch.from_numpy(want), send_counts, recv_counts, group=group)
+    recv_counts, requested, send_counts = request_rows(want, bounds, world_size, group)
     send_idx = requested - r0
     per_peer = list(torch.split(send_idx, send_counts))
     return Transfer(recv_counts, send_idx, send_counts, group), [t.numpy() for t in per_peer]
