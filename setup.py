@@ -14,7 +14,11 @@ SOURCES = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, 
 
 # OpenMP is what makes at::parallel_for parallel inside an extension: without -fopenmp its pragma
 # is ignored and every loop runs on one thread.
-FLAGS = ["-O3", "-std=c++17", "-fopenmp", "-Wall", "-Wno-unused-function", "-Wno-c++20-extensions"]
+#
+# -g0: Python's own CFLAGS carry -g, and debug information for torch's and pybind11's templates more
+# than doubles the build (spmm.cpp 37 s -> 15 s, objects 30x smaller); `make install` compiles from
+# scratch on every fresh clone, so this is most of CI's install step.
+FLAGS = ["-g0", "-O3", "-std=c++17", "-fopenmp", "-Wall", "-Wno-unused-function", "-Wno-c++20-extensions"]
 
 # `make install` builds the extension once, in place, with `build_ext --inplace` (ninja keeps its objects
 # in build/ for incremental rebuilds); it sets NETSPARSE_NO_EXTENSION=1 for its `pip install -e .` so
