@@ -87,7 +87,8 @@ def train_report(case: str) -> dict:
     from hydra import compose, initialize_config_dir
 
     from netsparse_torch.report import write_json
-    from netsparse_torch.train import config_dir, run
+    from netsparse_torch.run.job import run
+    from netsparse_torch.train import config_dir
 
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
         report = run(compose(config_name="train", overrides=GRAPH + CASES[case]))

@@ -80,7 +80,8 @@ def _run_in_process(*overrides):
     """netsparse-train's run() in this process (its ranks fork from this process's forkserver)."""
     from hydra import compose, initialize_config_dir
 
-    from netsparse_torch.train import config_dir, run
+    from netsparse_torch.run.job import run
+    from netsparse_torch.train import config_dir
 
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
         return run(compose(config_name="train", overrides=list(overrides)))

@@ -9,7 +9,7 @@ memory-mapped from a partitioned dataset on disk (:class:`PartitionedDataset`, w
 
 import importlib
 
-from netsparse_torch.partition.partitioning import PARTITIONERS, Partitioning, partition_graph
+from netsparse_torch.partition.partitioning import PARTITIONERS, Partitioning, partition_graph, partition_settings
 
 # Shards hold torch tensors: they load on first use, so torch-free tools (netsparse-simulate and
 # hw_models, which only need row bounds) start without importing torch.
@@ -24,4 +24,4 @@ def __getattr__(name: str):
 
 
 __all__ = ["PARTITIONERS", "PartitionedDataset", "Partitioning", "Shard", "ShardBuilder", "partition_graph",
-           "rank_shard", "write_partitioned"]
+           "partition_settings", "rank_shard", "write_partitioned"]

@@ -68,3 +68,9 @@ def partition_graph(adj: sp.csr_matrix, parts: int, mode: str = "rows", seed: in
     order, bounds = contiguous_order(membership, parts)
     settings = {"seed": int(seed), "weights": weights}
     return Partitioning(mode, bounds, None if parts == 1 else order, settings)  # one part: nothing to renumber
+
+
+def partition_settings(cfg) -> dict:
+    """METIS's settings from ``cfg.metis`` (seed, weights); ignored by rows and nnz."""
+    metis = cfg.get("metis") or {}
+    return {"seed": int(metis.get("seed", 0)), "weights": str(metis.get("weights", "nnz"))}

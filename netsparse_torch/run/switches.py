@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from omegaconf import OmegaConf, open_dict
 
 from netsparse_torch.errors import ConfigError
-from netsparse_torch.run.launch import under_torchrun
+from netsparse_torch.run.torchrun import under_torchrun
 
 # The first kernel's property size is not known before the model runs; every kernel invalidates the
 # caches with its own size (SwitchFabric.begin_kernel), so this placeholder is never used for data.
