@@ -4,7 +4,7 @@ predictions together), the best validation epoch and early stopping."""
 import numpy as np
 import pytest
 import torch
-from cli import train
+from cli import train_here
 from sklearn.metrics import roc_auc_score
 
 from netsparse_torch.evaluation import BestTracker, Evaluator, roc_auc
@@ -69,9 +69,8 @@ def test_best_epoch_and_patience_by_hand():
 
 def test_eval_every_best_and_patience_in_a_run(tmp_path):
     # lr=0.5 makes the validation accuracy of Cora peak early and wander: patience 3 stops the run.
-    proc, report = train(tmp_path, "dataset=cora", "world_size=2", "epochs=60", "eval_every=1", "patience=3",
-                         "lr=0.5", "dropout=0.0")
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    report, printed = train_here(tmp_path, "dataset=cora", "world_size=2", "epochs=60", "eval_every=1", "patience=3",
+                                 "lr=0.5", "dropout=0.0")
     evals = report["evaluations"]
     assert [e["epoch"] for e in evals] == [e["epoch"] for e in report["epochs"]]  # every epoch evaluated
     vals = [e["val_acc"] for e in evals]
@@ -84,4 +83,4 @@ def test_eval_every_best_and_patience_in_a_run(tmp_path):
     final = report["final"]
     assert {k: final[k] for k in ("train_acc", "val_acc", "test_acc")} == \
         {k: evals[-1][k] for k in ("train_acc", "val_acc", "test_acc")}
-    assert "best" in proc.stdout and "early stop" in proc.stdout
+    assert "best" in printed and "early stop" in printed

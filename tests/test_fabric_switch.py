@@ -140,14 +140,12 @@ def test_switch_fabric_needs_the_netsparse_strategy_and_a_rack_size():
 
 
 def test_netsparse_train_fabric_switch_matches_sa_and_reports_every_switch(tmp_path):
-    from cli import train
+    from cli import train_here
 
     common = ["dataset=cora", "world_size=4", "epochs=3", "hidden=8"]
-    proc, sw = train(tmp_path / "switch", *common, "fabric=switch", "cluster.rack_size=2")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "switch tor1" in proc.stdout and "ToR cache hits" in proc.stdout and "forwarded (no cache)" in proc.stdout
-    proc, sa = train(tmp_path / "sa", *common, "strategy=sa")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    sw, printed = train_here(tmp_path / "switch", *common, "fabric=switch", "cluster.rack_size=2")
+    assert "switch tor1" in printed and "ToR cache hits" in printed and "forwarded (no cache)" in printed
+    sa, _ = train_here(tmp_path / "sa", *common, "strategy=sa")
     assert sw["strategy"] == "netsparse" and sw["fabric"] == "switch"  # fabric=switch selects netsparse
     assert sw["epochs"][0]["loss"] == sa["epochs"][0]["loss"]  # same weights, bit-exact forward
     for a, b in zip(sw["epochs"], sa["epochs"], strict=True):

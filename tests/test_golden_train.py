@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from cli import train_here
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "train.json"
 REL = 1e-6
@@ -84,17 +85,8 @@ def without(value, keys: set[str]):
 
 def train_report(case: str) -> dict:
     """One in-process ``netsparse-train`` run, as the JSON it writes (strict: NaN -> null)."""
-    from hydra import compose, initialize_config_dir
-
-    from netsparse_torch.report import write_json
-    from netsparse_torch.run.job import run
-    from netsparse_torch.train import config_dir
-
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        report = run(compose(config_name="train", overrides=GRAPH + CASES[case]))
     with tempfile.TemporaryDirectory() as tmp:
-        (path,) = write_json(report, Path(tmp) / "report.json")
-        return scrub(json.loads(path.read_text()))
+        return scrub(train_here(Path(tmp), *GRAPH, *CASES[case])[0])
 
 
 def differences(got, want, where: str = "") -> list[str]:

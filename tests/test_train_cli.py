@@ -4,14 +4,13 @@ from a partitioned dataset written by netsparse-partition."""
 import json
 
 import pytest
-from cli import run_cli, train
+from cli import run_cli, train_here
 from graphs import random_graph
 
 
 @pytest.mark.slow
 def test_cora_gcn_two_ranks_reaches_paper_accuracy(tmp_path):
-    proc, report = train(tmp_path, "dataset=cora", "model=gcn", "world_size=2", "epochs=200")
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    report, printed = train_here(tmp_path, "dataset=cora", "model=gcn", "world_size=2", "epochs=200")
     assert report["final"]["test_acc"] >= 0.79
     # The report schema of the README.
     assert set(report["final"]) >= {"test_acc", "val_acc", "train_loss"}
@@ -22,13 +21,12 @@ def test_cora_gcn_two_ranks_reaches_paper_accuracy(tmp_path):
     assert comm["feature_bytes_per_epoch"] > 0
     assert comm["feature_bytes"] >= 200 * comm["feature_bytes_per_epoch"]
     assert comm["collectives"]["alltoall"]["calls"] > 0
-    assert "accuracy" in proc.stdout and "feature comm" in proc.stdout
+    assert "accuracy" in printed and "feature comm" in printed
 
 
 def test_sage_su_nnz_partition_on_tolokers(tmp_path):
-    proc, report = train(tmp_path, "dataset=tolokers", "model=sage", "strategy=su", "partition=nnz",
-                         "world_size=3", "epochs=2", "hidden=8")
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    report, _ = train_here(tmp_path, "dataset=tolokers", "model=sage", "strategy=su", "partition=nnz",
+                           "world_size=3", "epochs=2", "hidden=8")
     nnz = report["partition"]["nnz"]
     assert sum(nnz) == report["dataset"]["nnz"] and max(nnz) < 0.5 * sum(nnz)
     n, owned = report["dataset"]["nodes"], report["partition"]["rows"]
@@ -41,8 +39,7 @@ def test_sage_su_nnz_partition_on_tolokers(tmp_path):
 
 
 def test_netsparse_strategy_reports_its_block(tmp_path):
-    proc, report = train(tmp_path, "dataset=cora", "strategy=netsparse", "world_size=2", "epochs=2")
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    report, printed = train_here(tmp_path, "dataset=cora", "strategy=netsparse", "world_size=2", "epochs=2")
     ns = report["netsparse"]
     for key in ("idxs", "local", "filtered", "coalesced", "prs_issued", "packets", "prs_per_packet",
                 "header_bytes", "payload_bytes", "goodput", "wire_bytes"):
@@ -50,7 +47,7 @@ def test_netsparse_strategy_reports_its_block(tmp_path):
     assert ns["wire_bytes"] == ns["header_bytes"] + ns["payload_bytes"]
     assert 0 < ns["goodput"] < 1 and ns["prs_per_packet"] > 1
     assert {"layer0/forward", "layer1/forward", "layer1/backward"} <= set(ns["layers"])
-    assert "netsparse" in proc.stdout
+    assert "netsparse" in printed
 
 
 def test_partition_cli_then_train_from_the_shards(tmp_path):
@@ -60,9 +57,8 @@ def test_partition_cli_then_train_from_the_shards(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "edge cut" in proc.stdout and (out / "manifest.json").is_file()
     manifest = json.loads((out / "manifest.json").read_text())
-    proc, disk = train(tmp_path / "disk", "dataset=partitioned", f"dataset.path={out}", "world_size=2", "epochs=3")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    mem = _run_in_process("dataset=cora", "partition=metis", "world_size=2", "epochs=3")
+    disk, printed = train_here(tmp_path, "dataset=partitioned", f"dataset.path={out}", "world_size=2", "epochs=3")
+    mem, _ = train_here(tmp_path / "mem", "dataset=cora", "partition=metis", "world_size=2", "epochs=3")
     # The same shards in the same order: the same run, bit for bit.
     assert [e["loss"] for e in disk["epochs"]] == [e["loss"] for e in mem["epochs"]]
     p = disk["partition"]
@@ -73,18 +69,7 @@ def test_partition_cli_then_train_from_the_shards(tmp_path):
     assert [r["rank"] for r in disk["per_rank"]] == [0, 1]
     assert all(r["peak_rss_bytes"] > 2**20 for r in disk["per_rank"])
     assert disk["dataset"]["nodes"] == 2708 and disk["dataset"]["partitioned_path"] == str(out)
-    assert "edge cut" in proc.stdout and "peak RSS per rank" in proc.stdout
-
-
-def _run_in_process(*overrides):
-    """netsparse-train's run() in this process (its ranks fork from this process's forkserver)."""
-    from hydra import compose, initialize_config_dir
-
-    from netsparse_torch.run.job import run
-    from netsparse_torch.train import config_dir
-
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        return run(compose(config_name="train", overrides=list(overrides)))
+    assert "edge cut" in printed and "peak RSS per rank" in printed
 
 
 def test_every_strategy_trains_from_a_partitioned_dataset(tmp_path):
@@ -99,7 +84,7 @@ def test_every_strategy_trains_from_a_partitioned_dataset(tmp_path):
     variants = {"sa": ["strategy=sa"], "su": ["strategy=su"], "twoface": ["strategy=twoface"], "ds": ["strategy=ds"],
                 "netsparse": ["strategy=netsparse"], "switch": ["fabric=switch", "cluster.rack_size=1"],
                 "modeled": ["strategy=sa", "cluster=leafspine128", "cluster.nodes=16", "cluster.rack_size=4"]}
-    reports = {name: _run_in_process(*base, *extra) for name, extra in variants.items()}
+    reports = {name: train_here(tmp_path / name, *base, *extra)[0] for name, extra in variants.items()}
     want = [e["loss"] for e in reports["sa"]["epochs"]]
     for name, r in reports.items():
         assert r["partition"]["mode"] == "metis", name
@@ -125,7 +110,6 @@ def test_normalize_features_is_pygs_transform():
 @pytest.mark.slow
 def test_cora_gat_two_ranks_reaches_pyg_example_accuracy(tmp_path):
     # PyG's examples/gat.py reaches about 0.81-0.83 on Cora.
-    proc, report = train(tmp_path, "dataset=cora", "model=gat", "world_size=2")
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    report, _ = train_here(tmp_path, "dataset=cora", "model=gat", "world_size=2")
     assert report["final"]["test_acc"] >= 0.80
     assert len(report["epochs"]) == 200 and report["strategy"] == "sa"
