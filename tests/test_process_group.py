@@ -12,6 +12,7 @@ from graphs import random_graph
 
 from netsparse_torch.comm import make_strategy
 from netsparse_torch.errors import ConfigError
+from netsparse_torch.nn import DistGraph
 from netsparse_torch.partition import ShardBuilder, partition_graph, rank_shard
 from netsparse_torch.plan import build_plan
 from netsparse_torch.run.launch import launch
@@ -46,6 +47,9 @@ def subgroup_case(rank, world_size):
     order = STRATEGIES if half == 0 else STRATEGIES[::-1]
     mine = {name: propagate(shard, plan, name, group) for name in order}
     mine["rows"] = (plan.row_start, plan.n_local)
+    # The layers' graph on the subgroup: its shard check, plan, strategy and id lookup use the group.
+    dg = DistGraph(graph, sub_rank, HALF, strategy="sa", group=group)
+    mine["DistGraph"] = (dg.propagate(dg.x, "gcn").detach(), dg.original_ids(np.arange(graph.adj.shape[0])))
     with pytest.raises(ConfigError, match="default process group"):
         make_strategy("ds", plan, group=group)
     with pytest.raises(ConfigError, match="build the plan with the same group"):
@@ -79,3 +83,9 @@ def test_subgroups_run_their_own_graphs():
                 out[r0:r0 + n], grad[r0:r0 + n] = mine[name][0].numpy(), mine[name][1].numpy()
             np.testing.assert_allclose(out, out_ref, atol=1e-5, rtol=0, err_msg=f"half {half} {name}: forward")
             np.testing.assert_allclose(grad, grad_ref, atol=1e-5, rtol=0, err_msg=f"half {half} {name}: gradient")
+        out = np.zeros_like(out_ref)
+        for mine in members:
+            r0, n = mine["rows"]
+            out[r0:r0 + n] = mine["DistGraph"][0].numpy()
+            assert mine["DistGraph"][1].tolist() == list(range(out_ref.shape[0]))  # rows: ids are the rows
+        np.testing.assert_allclose(out, out_ref, atol=1e-5, rtol=0, err_msg=f"half {half} DistGraph: forward")

@@ -36,7 +36,8 @@ class DistGraph:
     ``metis`` or a precomputed :class:`~netsparse_torch.partition.Partitioning`), a partitioned dataset
     (:class:`~netsparse_torch.partition.PartitionedDataset` or its directory: only this rank's shard is
     read, and its own partition is used), or this rank's :class:`~netsparse_torch.partition.Shard`.
-    Every rank of the default process group builds it together (the plan exchanges request ids).
+    Every rank of ``group`` (None: the default process group; ``rank`` and ``world_size`` are this
+    rank's in it) builds it together (the plan exchanges request ids), and its strategy runs on it.
     ``propagate(x_local, norm)`` is the distributed SpMM ``Â[rows] x X``: the strategy gathers the
     remote rows, the C++ kernel aggregates.
 
@@ -45,16 +46,17 @@ class DistGraph:
     """
 
     def __init__(self, data: Source, rank: int, world_size: int, partition: str | Partitioning = "rows",
-                 strategy: str = "sa", strategy_options: dict | None = None, verify: bool = True):
-        self.shard: Shard = rank_shard(data, rank, world_size, partition, verify)
-        self.rank, self.world_size = rank, world_size
+                 strategy: str = "sa", strategy_options: dict | None = None, verify: bool = True,
+                 group=None):
+        self.shard: Shard = rank_shard(data, rank, world_size, partition, verify, group)
+        self.rank, self.world_size, self.group = rank, world_size, group
         self.bounds = self.shard.bounds
         r0, r1 = int(self.bounds[rank]), int(self.bounds[rank + 1])
         self.rows = slice(r0, r1)
         #: Original (pre-permutation) node ids of this rank's rows, a LongTensor.
         self.node_ids = torch.as_tensor(np.asarray(self.shard.node_ids), dtype=torch.long)
-        self.plan = build_plan(self.shard.adj, self.bounds, rank, world_size)
-        self.strategy: Strategy = make_strategy(strategy, self.plan, **(strategy_options or {}))
+        self.plan = build_plan(self.shard.adj, self.bounds, rank, world_size, group)
+        self.strategy: Strategy = make_strategy(strategy, self.plan, group, **(strategy_options or {}))
         self._adjacency: dict[str, CSR] = {}
         self._attention: dict[tuple[str, int], AttentionPattern] = {}
 
@@ -118,9 +120,9 @@ class DistGraph:
             remote = ids[~own]
             order = np.argsort(owner_of(remote, self.bounds), kind="stable")
             want = np.ascontiguousarray(remote[order])
-            recv_counts, asked, send_counts = request_rows(want, self.bounds, self.world_size)
+            recv_counts, asked, send_counts = request_rows(want, self.bounds, self.world_size, self.group)
             answer = torch.empty(want.size, dtype=torch.long)
-            dist.all_to_all_single(answer, self.node_ids[asked - r0], recv_counts, send_counts)
+            dist.all_to_all_single(answer, self.node_ids[asked - r0], recv_counts, send_counts, group=self.group)
             remote_ids = np.empty(remote.size, dtype=np.int64)
             remote_ids[order] = answer.numpy()
             out[~own] = remote_ids

@@ -37,13 +37,14 @@ def _build(data: Source, rank: int, world_size: int, partition: str | Partitioni
 
 
 def rank_shard(data: Source, rank: int, world_size: int, partition: str | Partitioning = "rows",
-               verify: bool = True) -> Shard:
+               verify: bool = True, group=None) -> Shard:
     """Rank ``rank``'s shard of ``data``.
 
     A :class:`~netsparse_torch.graph.Graph` is cut by ``partition`` (a mode name, computed here, or a
     :class:`Partitioning` computed once by the launcher); a :class:`PartitionedDataset` (or its
     directory) carries its own partition and must have ``world_size`` parts, and only this rank's shard
-    is read (``verify``: check its files' checksums).
+    is read (``verify``: check its files' checksums). With ``world_size > 1`` every rank of ``group``
+    (None: the default process group) calls it together, so that one rank's bad shard fails them all.
     """
     error: NetsparseError | None = None
     shard = None
@@ -53,7 +54,7 @@ def rank_shard(data: Source, rank: int, world_size: int, partition: str | Partit
         error = exc
     if world_size > 1 and dist.is_initialized():
         errors: list = [None] * world_size
-        dist.all_gather_object(errors, None if error is None else f"{type(error).__name__}: {error}")
+        dist.all_gather_object(errors, None if error is None else f"{type(error).__name__}: {error}", group=group)
         failed = [(r, e) for r, e in enumerate(errors) if e is not None]
         if error is None and failed:
             r, msg = failed[0]
