@@ -1,23 +1,10 @@
-"""Run control: config errors before any rank starts, resume that refuses another run,
-the default checkpoint folder, and SIGTERM/SIGINT that stop every process of a run.
-
-The stop tests tag the launcher's environment; the forkserver, the ranks (which get the launcher's
-environment) and anything else the run starts inherit it, so "nothing survives" means no process with
-the tag is left (the way tests/test_torchrun.py finds its workers).
-"""
+"""Run control: config errors before any rank starts, resume that refuses another run, and the
+default checkpoint folder. Stop signals: tests/test_stop_signals.py."""
 
 import json
-import os
-import re
-import signal
-import subprocess
-import sys
-import time
-import uuid
 
 import pytest
-from cli import ROOT, run_cli, train
-from test_torchrun import _tagged_pids
+from cli import run_cli, train, train_here
 
 from netsparse_torch.checkpoint import differences, run_identity
 
@@ -127,8 +114,7 @@ def test_resume_of_the_same_run_with_more_epochs_continues(tmp_path, checkpointe
     first = json.loads((checkpointed.parent / "report.json").read_text())
     assert report["epochs"][:2] == first["epochs"]
     # and the resumed run is the uninterrupted one: same losses, same bytes moved
-    proc, full = train(tmp_path / "full", "dataset=cora", "world_size=2", "epochs=3")
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    full, _ = train_here(tmp_path / "full", "dataset=cora", "world_size=2", "epochs=3")
     assert [e["loss"] for e in report["epochs"]] == [e["loss"] for e in full["epochs"]]
     assert report["comm"]["feature_bytes"] == full["comm"]["feature_bytes"]
 
@@ -137,58 +123,3 @@ def test_resume_without_a_checkpoint_says_where_it_looked(tmp_path):
     proc, _ = train(tmp_path, "dataset=cora", "resume=true")
     assert proc.returncode == 2
     assert "no checkpoint in" in one_error_line(proc)
-
-
-# -- stop signals ------------------------------------------------------------------------------------
-TAG_VAR = "NETSPARSE_TEST_AGENT"  # the variable tests/test_torchrun.py's _tagged_pids looks for
-
-
-def _kill_tagged(tag: str) -> None:
-    for pid in _tagged_pids(tag):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-@pytest.mark.parametrize("how, overrides", [
-    ("SIGTERM", ["world_size=4"]),
-    ("SIGINT", ["world_size=4"]),
-    ("terminal Ctrl-C", ["world_size=4"]),  # SIGINT to the whole foreground process group
-    ("SIGTERM", ["fabric=switch", "world_size=4", "cluster.rack_size=2"]),
-    ("SIGINT", ["fabric=switch", "world_size=4", "cluster.rack_size=2"]),
-])
-def test_stop_signal_stops_every_process_of_the_run(tmp_path, how, overrides):
-    tag = uuid.uuid4().hex
-    ckpt = tmp_path / "ckpt"
-    cmd = [sys.executable, "-m", "netsparse_torch.train", "dataset=cora", "epochs=100000", "checkpoint_every=1",
-           f"checkpoint_dir={ckpt}", f"hydra.run.dir={tmp_path / 'run'}", *overrides]
-    env = dict(os.environ, PYTHONUNBUFFERED="1", **{TAG_VAR: tag})
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        deadline = time.monotonic() + 180
-        while not (ckpt / "rank3-of-4.pt").exists():  # every rank is training: mid-run
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate(timeout=10)
-            time.sleep(0.2)
-        assert len(_tagged_pids(tag)) >= 5  # the launcher's forkserver and the four ranks at least
-        if how == "terminal Ctrl-C":
-            os.killpg(proc.pid, signal.SIGINT)
-        else:
-            proc.send_signal(signal.SIGTERM if how == "SIGTERM" else signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-        gone = time.monotonic() + 10
-        while _tagged_pids(tag) and time.monotonic() < gone:
-            time.sleep(0.2)
-        survivors = _tagged_pids(tag)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        _kill_tagged(tag)
-    assert survivors == [], f"still running 10 s after {how}: {survivors}"
-    signum = signal.SIGTERM if how == "SIGTERM" else signal.SIGINT
-    assert proc.returncode == 128 + signum, err[-3000:]
-    bars = re.sub(r"train:[^\r\n]*?\]", "", err)  # tqdm's bar (rank 0's, drawn until it was stopped)
-    lines = [ln for ln in re.split(r"[\r\n]", bars) if ln.strip()]
-    assert lines == [f"netsparse-train: stopped by {signal.Signals(signum).name}: every rank and switch "
-                     "stopped, no report written"], err[-3000:]
