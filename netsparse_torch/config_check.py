@@ -29,6 +29,16 @@ NUMBERS: dict[str, tuple[type, str, object]] = {
 FLAGS = ("resume", "normalize_features")
 
 
+def config_dir() -> str:
+    """The Hydra configs of every CLI (train, simulate, partition): installed packages carry
+    ``netsparse_torch/configs``; a source checkout has ``configs/``."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "configs", here.parent / "configs"):
+        if (candidate / "train.yaml").is_file():
+            return str(candidate)
+    raise RuntimeError("netsparse_torch: cannot find the Hydra configs (configs/train.yaml)")
+
+
 def group_choices(config_dir: str | Path, group: str) -> list[str]:
     return sorted(p.stem for p in (Path(config_dir) / group).glob("*.yaml"))
 

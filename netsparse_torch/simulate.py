@@ -27,6 +27,7 @@ from hw_models import analogs, analysis, compute
 from hw_models.analysis import EXTRA_STRATEGIES, analyze, default_simulator
 from hw_models.params import HardwareParams
 from hw_models.simulator import STAGES
+from netsparse_torch.config_check import config_dir
 from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.graph import generate, read_mtx
 from netsparse_torch.plan.pattern import Pattern, as_pattern
@@ -37,15 +38,6 @@ from netsparse_torch.report.plots import figure, one_x
 from netsparse_torch.report.provenance import provenance
 
 log = logging.getLogger("netsparse_torch.simulate")
-
-
-def config_dir() -> str:
-    """Installed packages carry ``netsparse_torch/configs``; a source checkout has ``configs/``."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "configs", here.parent / "configs"):
-        if (candidate / "simulate.yaml").is_file():
-            return str(candidate)
-    raise RuntimeError("netsparse_torch: cannot find the Hydra configs (configs/simulate.yaml)")
 
 
 def load_matrix(cfg: DictConfig) -> tuple[Pattern, str]:

@@ -11,25 +11,15 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
-from netsparse_torch.config_check import check_group_overrides, check_values
+from netsparse_torch.config_check import check_group_overrides, check_values, config_dir
 from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.report.metrics import check_logger
 from netsparse_torch.run.torchrun import under_torchrun
 from netsparse_torch.signals import Interrupted, stop_on_signals
-
-
-def config_dir() -> str:
-    """Installed packages carry ``netsparse_torch/configs``; a source checkout has ``configs/``."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "configs", here.parent / "configs"):
-        if (candidate / "train.yaml").is_file():
-            return str(candidate)
-    raise RuntimeError("netsparse_torch: cannot find the Hydra configs (configs/train.yaml)")
 
 
 @hydra.main(config_path=config_dir(), config_name="train", version_base="1.3")
