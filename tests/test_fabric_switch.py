@@ -195,16 +195,19 @@ def test_given_switches_must_match_the_racks():
 def test_prs_by_owner_counts_a_frames_prs_per_owner_of_their_idx():
     from netsparse_torch._C import units as cu
 
+    from hw_models import units_config
     from netsparse_torch import units
+
+    WIRE = units_config.wire()
 
     def packet(kind, idx):
         n = len(idx)
         payload = np.zeros((n, 16), np.uint8) if kind == units.RESPONSE else None
         return units.encode_packet(kind, 0, 16, np.zeros(n, np.int64), np.zeros(n, np.int64), np.array(idx),
-                                   np.arange(n), payload)
+                                   np.arange(n), payload, **WIRE)
 
     frame = packet(units.READ, [7, 12, 3, 15]) + packet(units.RESPONSE, [4, 5, 0])
     # owners hold rows [0, 4), [4, 8), [8, 16): idx 0, 3 -> 0; 4, 5, 7 -> 1; 12, 15 -> 2
-    assert cu.prs_by_owner(frame, [0, 4, 8, 16]).tolist() == [2, 3, 2]
+    assert cu.prs_by_owner(frame, [0, 4, 8, 16], **WIRE).tolist() == [2, 3, 2]
     with pytest.raises(ValueError, match="idx 12 outside the row bounds"):
-        cu.prs_by_owner(frame, [0, 4, 8])
+        cu.prs_by_owner(frame, [0, 4, 8], **WIRE)

@@ -10,6 +10,7 @@ import torch.distributed as dist
 from graphs import random_graph
 
 import netsparse_torch
+from hw_models import units_config
 from netsparse_torch.comm.netsparse import NetSparse, summarize
 from netsparse_torch.comm.rig import max_columns, rig
 from netsparse_torch.errors import ConfigError, RigTimeoutError
@@ -57,7 +58,7 @@ def test_netsparse_equals_sa(world_size):
 
 
 def test_wide_rows_are_gathered_in_column_kernels():
-    width = max_columns(4) + 7  # one property no longer fits a response PR
+    width = max_columns(4, **units_config.wire()) + 7  # one property no longer fits a response PR
     graph = random_graph(n=30, m=90, features=width)
     results = launch(compare, 2, (graph, width))
     for per in results.values():
