@@ -78,7 +78,9 @@ def test_summary_adds_ranks_and_derives_ratios():
 
 def rig_case(rank, world_size, bounds, table, idxs):
     local = table[bounds[rank]:bounds[rank + 1]]
-    fut = netsparse_torch.rig(local, idxs[rank], bounds)
+    # one RIG command per node (a batch larger than the stream): its unit's Pending PR Table coalesces
+    # every repeat, so no column is read twice; the second gather keeps Table 5's batch (auto)
+    fut = netsparse_torch.rig(local, idxs[rank], bounds, batch_size=len(idxs[rank]))
     pg_fut = rig(local, idxs[rank], bounds, group=dist.group.WORLD, coalesce=False)
     return fut.wait(), pg_fut.wait(), fut.value().rig_stats
 
