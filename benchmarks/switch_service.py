@@ -32,10 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import write_result  # noqa: E402
 from netsparse_torch._C import units as cu  # noqa: E402
 
+from hw_models import units_config  # noqa: E402
 from netsparse_torch import units  # noqa: E402
 from netsparse_torch.switch import ControlClient, SwitchClient, configure_request  # noqa: E402
 
 N_ROWS = 4096
+WIRE = units_config.wire()  # NetSparse Table 5 packet sizes (MTU, upper-layer header)
 BMV2_PACKETS_PER_S = 80_000  # the bmv2 software switch forwards about 80k packets/s
 
 
@@ -50,14 +52,14 @@ def start_tor() -> tuple[subprocess.Popen, str]:
 
 
 def read_frames(src: int, dest: int, prop: int, n_packets: int, rng) -> bytes:
-    k = units.max_prs_per_packet(units.DEFAULT_MTU, units.DEFAULT_UPPER_BYTES, units.READ, prop)
+    k = units.max_prs_per_packet(WIRE["mtu"], WIRE["upper_bytes"], units.READ, prop)
     return b"".join(units.encode_packet(units.READ, dest, prop, np.full(k, src), np.zeros(k, np.int64),
-                                        rng.integers(0, N_ROWS, k), np.arange(k)) for _ in range(n_packets))
+                                        rng.integers(0, N_ROWS, k), np.arange(k), **WIRE) for _ in range(n_packets))
 
 
 def warm(addr: str, owner: int, prop: int) -> None:
     """Fills the ToR cache: response packets from ``owner`` for every row (to node 0, who drains them)."""
-    k = units.max_prs_per_packet(units.DEFAULT_MTU, units.DEFAULT_UPPER_BYTES, units.RESPONSE, prop)
+    k = units.max_prs_per_packet(WIRE["mtu"], WIRE["upper_bytes"], units.RESPONSE, prop)
     sink, src = SwitchClient(addr, 0), SwitchClient(addr, owner)
     rows = np.random.default_rng(0).integers(0, 256, (N_ROWS, prop), dtype=np.uint8)
     try:
@@ -65,9 +67,9 @@ def warm(addr: str, owner: int, prop: int) -> None:
         for s in range(0, N_ROWS, k):
             e = min(s + k, N_ROWS)
             src.send(units.encode_packet(units.RESPONSE, 0, prop, np.zeros(e - s, np.int64), np.zeros(e - s, np.int64),
-                                         np.arange(s, e), np.arange(s, e), payload=rows[s:e]))
+                                         np.arange(s, e), np.arange(s, e), payload=rows[s:e], **WIRE))
         while n < N_ROWS:
-            n += cu.scan_frame(sink.recv(10), n_dests=owner + 1, prop_bytes=prop)[2]
+            n += cu.scan_frame(sink.recv(10), n_dests=owner + 1, prop_bytes=prop, **WIRE)[2]
     finally:
         sink.close()
         src.close()
@@ -79,7 +81,7 @@ def load(addr: str, node: int, dest: int, prop: int, n_nodes: int, args, stop: t
     their responses; open loop (forward mode): as fast as the switch's backpressure lets them in."""
     client = SwitchClient(addr, node)
     frame = read_frames(node, dest, prop, args.frame_packets, np.random.default_rng(node))
-    per_frame = cu.scan_frame(frame, n_dests=n_nodes, prop_bytes=prop)[1]
+    per_frame = cu.scan_frame(frame, n_dests=n_nodes, prop_bytes=prop, **WIRE)[1]
     sent = got = 0
     try:
         while not stop.is_set():
@@ -88,7 +90,7 @@ def load(addr: str, node: int, dest: int, prop: int, n_nodes: int, args, stop: t
                 sent += per_frame
             data = client.poll(0.05)
             if data is not None:
-                got += cu.scan_frame(data, n_dests=n_nodes, prop_bytes=prop)[2]
+                got += cu.scan_frame(data, n_dests=n_nodes, prop_bytes=prop, **WIRE)[2]
     finally:
         client.close()
 
@@ -100,7 +102,8 @@ def drain(client: SwitchClient, stop: threading.Event) -> None:
 
 def probe(c: SwitchClient, node: int, dest: int, prop: int, n: int) -> list[float]:
     """Round trips of one single-PR read (answered by the ToR cache) at a time."""
-    pkt = units.encode_packet(units.READ, dest, prop, np.array([node]), np.array([0]), np.array([1]), np.array([0]))
+    pkt = units.encode_packet(units.READ, dest, prop, np.array([node]), np.array([0]), np.array([1]), np.array([0]),
+                              **WIRE)
     lat = []
     for _ in range(n):
         t = time.perf_counter()

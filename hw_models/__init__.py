@@ -1,6 +1,8 @@
 """Hardware models: parameters with their sources, topologies, analytic baselines and the seed papers.
 
 * :mod:`hw_models.params` - NetSparse Table 5 parameters (``HardwareParams``), validated.
+* :mod:`hw_models.units_config` - the C++ units' hardware arguments from ``HardwareParams`` (no
+  hardware number is a default in C++).
 * :mod:`hw_models.topology` - leaf-spine, HyperX, Dragonfly with deterministic minimal routing.
 * :mod:`hw_models.definitions` - useful/SA/SU transfers, Table 1 redundancy, Table 4 locality, Table 3.
 * :mod:`hw_models.baselines` - SUOpt and SAOpt (NetSparse §8.1).

@@ -204,6 +204,17 @@ class SNICParams(_Validated):
     Fig. 15)."""
     concat_delay_cycles: float = _p(500, zero_ok=True, inf_ok=True)
     """NIC concatenation delay in SNIC cycles. NetSparse Table 5 (500 cycles); swept in Fig. 17."""
+    concat_phys_queue_bytes: int = _p(256)
+    """One physical queue of the virtualised concatenation queues (NetSparse §7.2, an option the
+    evaluation leaves off; ``units.Concatenator(virtual_queues=True)``). Our assumption: sub-MTU,
+    256 B; §7.2 gives no size."""
+    concat_phys_queues: int = _p(64)
+    """Physical queues in the pool of the virtualised concatenation queues (NetSparse §7.2). Our
+    assumption: 64; §7.2 gives no number."""
+    rig_cycles_per_pr: int = _p(1, zero_ok=True)
+    """SNIC cycles between two read PRs of one round of ``units.RigNode`` (the training path and the
+    switch service), so the NIC concatenation delay acts between a round's PRs. Our assumption: one
+    PR per cycle. The simulator times every PR with its own model of the units instead."""
     idx_bytes: int = _p(4)
     """Bytes per idx a RIG command's DMA brings from host memory. Our assumption: 32-bit column ids
     (enough for the paper's matrices, at most 51M columns, NetSparse Table 6)."""

@@ -75,9 +75,10 @@ def _netcrafter_table1() -> list[Row]:
 
 
 def _netsparse_table3() -> list[Row]:
+    from hw_models import units_config
     from netsparse_torch import units
 
-    sizes = units.HeaderSizes.table5()
+    sizes = units.HeaderSizes(**units_config.header_sizes())
     return [Row(f"K={k}", paper, 100.0 * units.sa_header_share(sizes, k, 4)) for k, paper in NETSPARSE_TABLE3.items()]
 
 
@@ -85,10 +86,11 @@ def _netsparse_header_formula() -> list[Row]:
     """§6.1.1 header bytes of N PRs: the formula with Table 5 sizes ("paper") vs the C++ header model ("ours")."""
     import numpy as np
 
+    from hw_models import units_config
     from netsparse_torch import units
 
     upper, concat, pr = TABLE5_SIZES
-    sizes = units.HeaderSizes.table5()
+    sizes = units.HeaderSizes(**units_config.header_sizes())
     rows = []
     for n in range(1, 65):
         separate, _ = units.stream_bytes(sizes, np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.uint8), 4)

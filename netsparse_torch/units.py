@@ -5,8 +5,9 @@ Units (paper sections in brackets):
 - wire protocol [Fig. 6]: :func:`encode_packet`, :func:`decode_packet`, :func:`decode_stream`
   (the deconcatenator), :func:`max_prs_per_packet`; header 14 B + 18 B per PR (+ ``len`` payload
   bytes per response PR), little-endian. Bad packets raise ``ValueError`` naming the problem.
-- header model [Table 5, Fig. 6]: :class:`HeaderSizes` (``table5()`` = 50/12/18 B,
-  ``wire()`` = 50/14/18 B), :func:`packet_bytes`, :func:`stream_bytes`, :func:`sa_header_share` (Table 3).
+- header model [Table 5, Fig. 6]: :class:`HeaderSizes` (the modeled Table 5 sizes, 50/12/18 B, from
+  ``hw_models.units_config.header_sizes``; ``wire(upper)`` = upper/14/18 B), :func:`packet_bytes`,
+  :func:`stream_bytes`, :func:`sa_header_share` (Table 3).
 - :class:`Concatenator` [§6.1.2, §7.2]: queues per (type, destination), expiration FIFO, optional
   virtualised queues; time is a caller-supplied cycle counter.
 - :class:`PropertyCache` [§6.2.2]: set-associative LRU switch cache.
@@ -15,9 +16,12 @@ Units (paper sections in brackets):
 - :class:`RigNode`: one node's pipeline (client units, Idx Filter, concatenators, server units) with
   the round API ``begin_kernel / submit / pump_reads / serve / absorb / done / stats / reset_stats``.
 
+No hardware number is a default here: every size, count and delay is a required keyword, and
+:mod:`hw_models.units_config` gives them all from ``HardwareParams`` (NetSparse Table 5 by default).
+
 RigNode round loop (what ``strategy=netsparse`` runs per kernel on every rank)::
 
-    node = RigNode(rank, row_bounds)                     # row_bounds: n_ranks + 1 ints, contiguous blocks
+    node = RigNode(rank, row_bounds, **units_config.rig_node())   # row_bounds: n_ranks + 1 ints
     node.begin_kernel(prop_bytes, halo_u8, local_u8)     # halo: (n_slots, prop_bytes) writable, C-contiguous;
                                                          # local: owned rows (rows, prop_bytes); filter invalidated
     node.submit(idxs, slots)                             # int64 global column ids + halo slot each
@@ -29,7 +33,7 @@ RigNode round loop (what ``strategy=netsparse`` runs per kernel on every rank)::
 Semantics: slots of locally owned idxs are ignored (may be -1); a filtered idx is copied inside the
 halo buffer from the slot where its property first landed; coalesced idxs get the same payload when
 the response arrives. Counters accumulate until ``reset_stats()``. A property must fit one response
-PR: ``prop_bytes <= MTU - upper - 14 - 18`` (1418 B with the defaults), else ``begin_kernel`` raises.
+PR: ``prop_bytes <= MTU - upper - 14 - 18`` (1418 B with Table 5's sizes), else ``begin_kernel`` raises.
 All errors are ``ValueError`` with a message naming the problem.
 """
 
@@ -41,8 +45,6 @@ READ: int = _units.READ
 RESPONSE: int = _units.RESPONSE
 CONCAT_HEADER_BYTES: int = _units.CONCAT_HEADER_BYTES
 PR_HEADER_BYTES: int = _units.PR_HEADER_BYTES
-DEFAULT_MTU: int = _units.DEFAULT_MTU
-DEFAULT_UPPER_BYTES: int = _units.DEFAULT_UPPER_BYTES
 
 encode_packet = _units.encode_packet
 decode_packet = _units.decode_packet
@@ -66,7 +68,7 @@ def goodput(header_bytes: int, payload_bytes: int) -> float:
 
 
 __all__ = [
-    "READ", "RESPONSE", "CONCAT_HEADER_BYTES", "PR_HEADER_BYTES", "DEFAULT_MTU", "DEFAULT_UPPER_BYTES",
+    "READ", "RESPONSE", "CONCAT_HEADER_BYTES", "PR_HEADER_BYTES",
     "encode_packet", "decode_packet", "decode_stream", "max_prs_per_packet", "HeaderSizes", "packet_bytes",
     "stream_bytes", "sa_header_share", "Concatenator", "PropertyCache", "SwitchPipe", "RigClientUnit", "RigNode",
     "goodput",

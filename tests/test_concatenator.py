@@ -9,9 +9,15 @@ from hypothesis import strategies as st
 from ref_models.concat_ref import ConcatRef
 from ref_models.wire_ref import decode_stream
 
+from hw_models import units_config
 from netsparse_torch import units
 
 LEN = 8
+
+
+def _concat(n_dests, len_=0, **hw):
+    """A concatenator with NetSparse Table 5's parameters (NIC delay 500 cycles) apart from ``hw``."""
+    return units.Concatenator(n_dests=n_dests, len=len_, **units_config.concatenator(**hw))
 
 
 def _stream(draw_ops, n_dests, seed):
@@ -27,8 +33,8 @@ def _stream(draw_ops, n_dests, seed):
 
 def _run_both(ops, n_dests, mtu, delay, virtual, pool, seed):
     cols = _stream(ops, n_dests, seed)
-    c = units.Concatenator(n_dests=n_dests, mtu=mtu, delay_cycles=delay, virtual_queues=virtual,
-                           phys_queue_bytes=64, phys_queues=pool, len=LEN)
+    c = _concat(n_dests, LEN, mtu=mtu, delay_cycles=delay, virtual_queues=virtual, phys_queue_bytes=64,
+                phys_queues=pool)
     ref = ConcatRef(n_dests, mtu=mtu, delay=delay, virtual=virtual, phys_bytes=64, phys_queues=pool, len_=LEN)
     c.push_many(*cols[:7], payload=cols[7])
     for i in range(len(ops)):
@@ -59,7 +65,7 @@ def test_matches_reference(ops, n_dests, mtu, delay, virtual, pool, seed):
     # Invariants: no packet beyond MTU - upper header, every PR leaves in exactly one packet.
     sent = Counter()
     for data in streams.values():
-        for p in units.decode_stream(data, mtu=mtu):
+        for p in units.decode_stream(data, **units_config.wire(mtu=mtu)):
             assert 14 + p["n_prs"] * (18 + (LEN if p["type"] else 0)) <= mtu - 50
             for i in range(p["n_prs"]):
                 sent[(p["type"], p["dest"], int(p["src"][i]), int(p["idx"][i]))] += 1
@@ -86,7 +92,7 @@ def test_infinite_delay_gives_full_packets():
 
 
 def test_expiration_after_delay():
-    c = units.Concatenator(n_dests=2, delay_cycles=500, len=4)  # NIC default delay, §6.1.2
+    c = _concat(2, 4, delay_cycles=500)  # the NIC's delay (Table 5, §6.1.2)
     z = np.zeros(1, np.int64)
     c.push_many(z, z, z, z, z, z, np.array([10]))
     c.push_many(z, z, z, z, z + 1, z, np.array([509]))  # still before 10 + 500
@@ -98,7 +104,7 @@ def test_expiration_after_delay():
 
 def test_virtual_pool_flushes_oldest_queue():
     # 2 physical queues of 64 B: each read PR (18 B) queue fits 3 PRs per physical queue.
-    c = units.Concatenator(n_dests=3, delay_cycles=None, virtual_queues=True, phys_queue_bytes=64, phys_queues=2)
+    c = _concat(3, delay_cycles=None, virtual_queues=True, phys_queue_bytes=64, phys_queues=2)
     z = np.zeros(3, np.int64)
     c.push_many(z, np.array([0, 1, 2]), z, z, np.arange(3), z, np.arange(3))
     log = c.take_log()
@@ -108,10 +114,10 @@ def test_virtual_pool_flushes_oldest_queue():
 
 def test_bad_input():
     with pytest.raises(ValueError, match="smaller than the headers"):
-        units.Concatenator(n_dests=2, mtu=60)
+        _concat(2, mtu=60)
     with pytest.raises(ValueError, match="smaller than the headers"):
-        units.Concatenator(n_dests=2, mtu=150, len=100)  # a response PR does not fit
-    c = units.Concatenator(n_dests=2)
+        _concat(2, 100, mtu=150)  # a response PR does not fit
+    c = _concat(2)
     z = np.zeros(1, np.int64)
     with pytest.raises(ValueError, match="destination 5 out of range"):
         c.push_many(z, z + 5, z, z, z, z, z)

@@ -65,7 +65,7 @@ def test_switch_fabric_equals_sa(rack_size):
 def shared_rows_graph() -> Graph:
     """160 rows in 4 blocks of 40 (rack 0 = ranks 0, 1; rack 1 = ranks 2, 3). Rank 0's first row reads
     rows 120..139 (rank 3); rank 1's rows 40..79 read rows 80..119 of rank 2 (one each, in CSR order),
-    and only its last row also reads the same rows 120..139. With a 4-entry Pending
+    and only its last row also reads the same rows 120..139. With one RIG command and a 4-entry Pending
     PR Table rank 1 reaches the shared rows ~10 round trips after rank 0 asked for them, so they are
     in ToR 0's cache by then. No read stays inside a rack (every hit is a cross-rack read)."""
     shared = np.arange(120, 140)
@@ -83,7 +83,9 @@ def shared_rows_graph() -> Graph:
 
 def gather(rank, world_size, graph, cfg):
     fabric = attach_rank(rank, world_size, cfg)
-    dg = DistGraph(graph, rank, world_size, "rows", "netsparse", {"fabric": fabric, "pending_capacity": 4})
+    # one RIG command per rank (a batch above its stream), as shared_rows_graph's timing assumes
+    options = {"fabric": fabric, "pending_capacity": 4, "batch_size": 32768}
+    dg = DistGraph(graph, rank, world_size, "rows", "netsparse", options)
     sa = DistGraph(graph, rank, world_size, "rows", "sa", {})
     conv = DistSAGEConv(8, 3)
     x = graph.x[dg.plan.row_start: dg.plan.row_start + dg.plan.n_local]
@@ -193,16 +195,19 @@ def test_given_switches_must_match_the_racks():
 def test_prs_by_owner_counts_a_frames_prs_per_owner_of_their_idx():
     from netsparse_torch._C import units as cu
 
+    from hw_models import units_config
     from netsparse_torch import units
+
+    WIRE = units_config.wire()
 
     def packet(kind, idx):
         n = len(idx)
         payload = np.zeros((n, 16), np.uint8) if kind == units.RESPONSE else None
         return units.encode_packet(kind, 0, 16, np.zeros(n, np.int64), np.zeros(n, np.int64), np.array(idx),
-                                   np.arange(n), payload)
+                                   np.arange(n), payload, **WIRE)
 
     frame = packet(units.READ, [7, 12, 3, 15]) + packet(units.RESPONSE, [4, 5, 0])
     # owners hold rows [0, 4), [4, 8), [8, 16): idx 0, 3 -> 0; 4, 5, 7 -> 1; 12, 15 -> 2
-    assert cu.prs_by_owner(frame, [0, 4, 8, 16]).tolist() == [2, 3, 2]
+    assert cu.prs_by_owner(frame, [0, 4, 8, 16], **WIRE).tolist() == [2, 3, 2]
     with pytest.raises(ValueError, match="idx 12 outside the row bounds"):
-        cu.prs_by_owner(frame, [0, 4, 8])
+        cu.prs_by_owner(frame, [0, 4, 8], **WIRE)

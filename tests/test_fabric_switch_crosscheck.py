@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from test_switch_fabric import BarrierMin
 
-from hw_models import definitions
+from hw_models import definitions, units_config
 from hw_models.params import HardwareParams
 from hw_models.simulator import simulate
 from netsparse_torch import units
@@ -41,7 +41,7 @@ def matrix() -> sp.csr_matrix:
 def run_service(a: sp.csr_matrix, bounds: list[int]) -> tuple[list[dict], dict]:
     """Every node's RIG kernel through LocalSwitches (threads stand in for ranks); per-node stats and
     the switches' counters. RIG units, Pending PR Table, batch and delays as in PARAMS (Table 5)."""
-    snic, prop = PARAMS.snic, K * PARAMS.headers.element_bytes
+    prop = K * PARAMS.headers.element_bytes
     x = np.random.default_rng(0).integers(0, 256, size=(a.shape[1], prop), dtype=np.uint8)
     sw = LocalSwitches(NODES, RACK, prop, capacity_bytes=int(PARAMS.property_cache.size_bytes),
                        delay_cycles=int(PARAMS.switch.concat_delay_cycles))
@@ -56,8 +56,7 @@ def run_service(a: sp.csr_matrix, bounds: list[int]) -> tuple[list[dict], dict]:
             uniq, inv = np.unique(idxs[remote], return_inverse=True)
             slots = np.full(idxs.size, -1, np.int64)
             slots[remote] = inv
-            nodes[r] = units.RigNode(r, bounds, n_units=snic.rig_units, pending_capacity=snic.pending_pr_table,
-                                     batch_size=snic.rig_batch_size, delay_cycles=snic.concat_delay_cycles)
+            nodes[r] = units.RigNode(r, bounds, **units_config.rig_node(PARAMS))
             halos[r] = np.zeros((max(uniq.size, 1), prop), np.uint8)
             nodes[r].begin_kernel(prop, halos[r], np.ascontiguousarray(x[bounds[r]:bounds[r + 1]]))
             nodes[r].submit(idxs, slots)

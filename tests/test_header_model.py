@@ -3,22 +3,29 @@
 import numpy as np
 import pytest
 
+from hw_models import units_config
 from netsparse_torch import units
 
 # Paper Table 3: header share of SA traffic (one read + one response packet per PR), K 4-byte elements.
 TABLE3 = {1: 97.6, 2: 95.2, 4: 90.9, 8: 83.3, 16: 71.4, 32: 55.6, 64: 38.5, 128: 23.8, 256: 13.5}
 
 
+def _table5():
+    """The modeled sizes of HardwareParams.headers (NetSparse Table 5)."""
+    return units.HeaderSizes(**units_config.header_sizes())
+
+
 @pytest.mark.parametrize("k", sorted(TABLE3))
 def test_table3_header_share(k):
-    share = units.sa_header_share(units.HeaderSizes.table5(), k, 4)
+    share = units.sa_header_share(_table5(), k, 4)
     assert round(100 * share, 1) == TABLE3[k]
 
 
 def test_size_sets():
-    t5, wire = units.HeaderSizes.table5(), units.HeaderSizes.wire()
+    t5, wire = _table5(), units.HeaderSizes.wire(upper=50)
     assert (t5.upper, t5.concat, t5.pr) == (50, 12, 18)
     assert (wire.upper, wire.concat, wire.pr) == (50, 14, 18)
+    assert units.HeaderSizes.wire(upper=0).upper == 0
     assert (wire.concat, wire.pr) == (units.CONCAT_HEADER_BYTES, units.PR_HEADER_BYTES)
 
 
@@ -32,6 +39,6 @@ def test_packet_and_stream_bytes():
 
 def test_bad_sizes():
     with pytest.raises(ValueError, match=">= 0"):
-        units.HeaderSizes(upper=-1)
+        units.HeaderSizes(upper=-1, concat=12, pr=18)
     with pytest.raises(ValueError, match="K and element bytes"):
-        units.sa_header_share(units.HeaderSizes.table5(), 0, 4)
+        units.sa_header_share(_table5(), 0, 4)

@@ -10,6 +10,7 @@ import torch.distributed as dist
 from graphs import random_graph
 
 import netsparse_torch
+from hw_models import units_config
 from netsparse_torch.comm.netsparse import NetSparse, summarize
 from netsparse_torch.comm.rig import max_columns, rig
 from netsparse_torch.errors import ConfigError, RigTimeoutError
@@ -57,7 +58,7 @@ def test_netsparse_equals_sa(world_size):
 
 
 def test_wide_rows_are_gathered_in_column_kernels():
-    width = max_columns(4) + 7  # one property no longer fits a response PR
+    width = max_columns(4, **units_config.wire()) + 7  # one property no longer fits a response PR
     graph = random_graph(n=30, m=90, features=width)
     results = launch(compare, 2, (graph, width))
     for per in results.values():
@@ -77,7 +78,9 @@ def test_summary_adds_ranks_and_derives_ratios():
 
 def rig_case(rank, world_size, bounds, table, idxs):
     local = table[bounds[rank]:bounds[rank + 1]]
-    fut = netsparse_torch.rig(local, idxs[rank], bounds)
+    # one RIG command per node (a batch larger than the stream): its unit's Pending PR Table coalesces
+    # every repeat, so no column is read twice; the second gather keeps Table 5's batch (auto)
+    fut = netsparse_torch.rig(local, idxs[rank], bounds, batch_size=len(idxs[rank]))
     pg_fut = rig(local, idxs[rank], bounds, group=dist.group.WORLD, coalesce=False)
     return fut.wait(), pg_fut.wait(), fut.value().rig_stats
 

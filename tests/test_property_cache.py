@@ -6,7 +6,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ref_models.cache_ref import CacheRef
 
+from hw_models import units_config
 from netsparse_torch import units
+
+
+def _cache(prop_bytes, **hw):
+    """A property cache with NetSparse Table 5's parameters apart from ``hw``."""
+    return units.PropertyCache(prop_bytes=prop_bytes, **units_config.property_cache(**hw))
 
 
 def _prop(idx, n):
@@ -18,7 +24,7 @@ def _prop(idx, n):
        sets_lines=st.integers(1, 6), ops=st.lists(st.tuples(st.booleans(), st.integers(0, 40)), max_size=200))
 def test_matches_lru_reference(prop, ways, sets_lines, ops):
     capacity = ways * 512 * sets_lines
-    c = units.PropertyCache(capacity_bytes=capacity, ways=ways, prop_bytes=prop)
+    c = _cache(capacity_bytes=capacity, ways=ways, prop_bytes=prop)
     ref = CacheRef(prop, capacity=capacity, ways=ways)
     assert (c.line_bytes, c.n_chunks, c.n_sets) == (ref.line, ref.chunks, ref.n_sets)
     for is_insert, idx in ops:
@@ -31,16 +37,16 @@ def test_matches_lru_reference(prop, ways, sets_lines, ops):
     assert c.counters == {"hits": ref.hits, "misses": ref.misses, "inserts": ref.inserts, "evictions": ref.evictions}
 
 
-def test_defaults_and_geometry():
-    c = units.PropertyCache(prop_bytes=64)  # 32 MB, 16 ways, 16 B segments (§6.2.2)
+def test_table5_geometry():
+    c = _cache(prop_bytes=64)  # 32 MB, 16 ways, 16 B segments (Table 5, §6.2.2)
     assert c.line_bytes == 64 and c.n_sets == (32 << 20) // 64 // 16
-    assert units.PropertyCache(prop_bytes=20).line_bytes == 32  # rounded up to whole 16 B segments
-    big = units.PropertyCache(prop_bytes=1100)  # tiled into ceil(1100 / 512) = 3 chunks of 512 B lines
+    assert _cache(prop_bytes=20).line_bytes == 32  # rounded up to whole 16 B segments
+    big = _cache(prop_bytes=1100)  # tiled into ceil(1100 / 512) = 3 chunks of 512 B lines
     assert (big.n_chunks, big.line_bytes) == (3, 512)
 
 
 def test_lru_eviction_order():
-    c = units.PropertyCache(capacity_bytes=2 * 512, ways=2, max_line_bytes=512, prop_bytes=512)  # 1 set, 2 ways
+    c = _cache(capacity_bytes=2 * 512, ways=2, max_line_bytes=512, prop_bytes=512)  # 1 set, 2 ways
     for i in (1, 2):
         c.insert(i, _prop(i, 512))
     assert c.lookup(1) is not None  # 2 is now least recently used
@@ -50,7 +56,7 @@ def test_lru_eviction_order():
 
 
 def test_invalidate_clears_everything():
-    c = units.PropertyCache(prop_bytes=64)
+    c = _cache(prop_bytes=64)
     c.insert(5, _prop(5, 64))
     c.invalidate(64)
     assert c.lookup(5) is None
@@ -59,7 +65,7 @@ def test_invalidate_clears_everything():
 def test_stream_helpers_match_single_calls():
     idx = np.random.default_rng(1).integers(0, 300, 2000)
     props = np.random.default_rng(2).integers(0, 256, (300, 32), dtype=np.uint8)
-    c = units.PropertyCache(capacity_bytes=16 * 512, prop_bytes=32)
+    c = _cache(capacity_bytes=16 * 512, prop_bytes=32)
     hits = c.lookup_or_insert_many(idx, props)
     ref = CacheRef(32, capacity=16 * 512)
     want = []
@@ -73,9 +79,9 @@ def test_stream_helpers_match_single_calls():
 
 def test_bad_input():
     with pytest.raises(ValueError, match="property size must be > 0"):
-        units.PropertyCache(prop_bytes=0)
+        _cache(prop_bytes=0)
     with pytest.raises(ValueError, match="smaller than one set"):
-        units.PropertyCache(capacity_bytes=1000, prop_bytes=4)
-    c = units.PropertyCache(prop_bytes=8)
+        _cache(capacity_bytes=1000, prop_bytes=4)
+    c = _cache(prop_bytes=8)
     with pytest.raises(ValueError, match="expected 8"):
         c.insert(1, b"abc")

@@ -6,7 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ref_models.wire_ref import encode as ref_encode
 
+from hw_models import units_config
 from netsparse_torch import units
+
+WIRE = units_config.wire()  # NetSparse Table 5: MTU 1500 B, upper-layer header 50 B
 
 
 def _arrays(prs):
@@ -22,10 +25,10 @@ pr_st = st.tuples(st.integers(0, 2**32 - 1), st.integers(0, 2**16 - 1), st.integ
        prs=st.lists(pr_st, min_size=0, max_size=12), seed=st.integers(0, 2**31))
 def test_round_trip_matches_struct_reference(type_, dest, len_, prs, seed):
     payload = np.random.default_rng(seed).integers(0, 256, (len(prs), len_), dtype=np.uint8)
-    data = units.encode_packet(type_, dest, len_, *_arrays(prs), payload=payload if type_ == 1 else None)
+    data = units.encode_packet(type_, dest, len_, *_arrays(prs), payload=payload if type_ == 1 else None, **WIRE)
     want = ref_encode(type_, dest, len_, [(*p, payload[i].tobytes()) for i, p in enumerate(prs)])
     assert data == want
-    d = units.decode_packet(data)
+    d = units.decode_packet(data, **WIRE)
     assert (d["type"], d["dest"], d["len"], d["n_prs"]) == (type_, dest, len_, len(prs))
     assert [tuple(int(d[k][i]) for k in ("src", "src_tid", "idx", "id")) for i in range(len(prs))] == prs
     if type_ == 1:
@@ -34,54 +37,55 @@ def test_round_trip_matches_struct_reference(type_, dest, len_, prs, seed):
 
 def test_sizes_are_fig6():
     assert (units.CONCAT_HEADER_BYTES, units.PR_HEADER_BYTES) == (14, 18)
-    read = units.encode_packet(0, 1, 64, [0, 0], [0, 0], [1, 2], [0, 1])
-    resp = units.encode_packet(1, 1, 64, [0], [0], [1], [0], payload=np.zeros(64, np.uint8))
+    read = units.encode_packet(0, 1, 64, [0, 0], [0, 0], [1, 2], [0, 1], **WIRE)
+    resp = units.encode_packet(1, 1, 64, [0], [0], [1], [0], payload=np.zeros(64, np.uint8), **WIRE)
     assert len(read) == 14 + 2 * 18 and len(resp) == 14 + 18 + 64
     assert read[:14] == bytes([0, 0, 1, 0, 0, 0, 64, 0, 0, 0, 2, 0, 0, 0])  # little-endian fields
 
 
-def _resp(n, len_=64, mtu=1500):
+def _resp(n, len_=64, mtu=WIRE["mtu"]):
     z = np.zeros(n, np.int64)
-    return units.encode_packet(1, 2, len_, z, z, np.arange(n), z, payload=np.ones((n, len_), np.uint8), mtu=mtu)
+    return units.encode_packet(1, 2, len_, z, z, np.arange(n), z, payload=np.ones((n, len_), np.uint8),
+                               **units_config.wire(mtu=mtu))
 
 
 def test_truncated_header():
     with pytest.raises(ValueError, match="truncated concatenation header"):
-        units.decode_packet(_resp(1)[:10])
+        units.decode_packet(_resp(1)[:10], **WIRE)
 
 
 def test_truncated_pr():
-    data = units.encode_packet(0, 2, 64, [0] * 3, [0] * 3, [1, 2, 3], [0] * 3)
+    data = units.encode_packet(0, 2, 64, [0] * 3, [0] * 3, [1, 2, 3], [0] * 3, **WIRE)
     with pytest.raises(ValueError, match="truncated"):
-        units.decode_packet(data[:-5])
+        units.decode_packet(data[:-5], **WIRE)
 
 
 def test_n_prs_disagrees_with_length():
-    data = bytearray(units.encode_packet(0, 2, 64, [0] * 2, [0] * 2, [1, 2], [0] * 2))
+    data = bytearray(units.encode_packet(0, 2, 64, [0] * 2, [0] * 2, [1, 2], [0] * 2, **WIRE))
     data[10] = 3  # header says 3 PRs, the body holds 2
     with pytest.raises(ValueError, match="n_prs=3 disagrees"):
-        units.decode_packet(bytes(data))
+        units.decode_packet(bytes(data), **WIRE)
 
 
 def test_wrong_payload_length():
     data = bytearray(_resp(2, 60))
     data[6] = 64  # len says 64 B per property, each PR carries 60
     with pytest.raises(ValueError, match="wrong payload length"):
-        units.decode_packet(bytes(data))
+        units.decode_packet(bytes(data), **WIRE)
 
 
 def test_unknown_type():
     data = bytearray(_resp(1))
     data[0] = 7
     with pytest.raises(ValueError, match="unknown type 7"):
-        units.decode_packet(bytes(data))
+        units.decode_packet(bytes(data), **WIRE)
 
 
 def test_larger_than_mtu():
     big = _resp(20, 64, mtu=9000)  # 14 + 20 * 82 = 1654 B > 1450
     with pytest.raises(ValueError, match="larger than the MTU"):
-        units.decode_packet(big)
-    assert units.decode_packet(big, mtu=9000)["n_prs"] == 20
+        units.decode_packet(big, **WIRE)
+    assert units.decode_packet(big, **units_config.wire(mtu=9000))["n_prs"] == 20
 
 
 def test_encoder_never_exceeds_mtu():
@@ -90,7 +94,7 @@ def test_encoder_never_exceeds_mtu():
     assert len(_resp(n)) <= 1450
     z = np.zeros(n + 1, np.int64)
     with pytest.raises(ValueError, match="do not fit one packet"):
-        units.encode_packet(1, 0, 64, z, z, z, z, payload=np.zeros((n + 1, 64), np.uint8))
+        units.encode_packet(1, 0, 64, z, z, z, z, payload=np.zeros((n + 1, 64), np.uint8), **WIRE)
 
 
 def test_mtu_smaller_than_headers():
@@ -99,8 +103,8 @@ def test_mtu_smaller_than_headers():
 
 
 def test_decode_stream_splits_back_to_back_packets():
-    a, b = _resp(2), units.encode_packet(0, 5, 64, [1], [2], [3], [4])
-    out = units.decode_stream(a + b)
+    a, b = _resp(2), units.encode_packet(0, 5, 64, [1], [2], [3], [4], **WIRE)
+    out = units.decode_stream(a + b, **WIRE)
     assert [p["n_prs"] for p in out] == [2, 1] and out[1]["dest"] == 5
     with pytest.raises(ValueError, match="truncated"):
-        units.decode_stream(a + b[:-1])
+        units.decode_stream(a + b[:-1], **WIRE)

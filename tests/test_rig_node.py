@@ -6,14 +6,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hw_models import units_config
 from netsparse_torch import units
+
+WIRE = units_config.wire()
 
 
 def _cluster(bounds, streams, x, nodes=None, **kw):
-    """Run one kernel on all nodes with loopback exchange; returns nodes, halos."""
+    """Run one kernel on all nodes with loopback exchange; returns nodes, halos. ``kw``: RigNode keywords
+    that differ from NetSparse Table 5's."""
     xb = x.view(np.uint8)
     pb = xb.shape[1]
-    nodes = nodes or [units.RigNode(p, bounds, **kw) for p in range(len(streams))]
+    nodes = nodes or [_node_of(p, bounds, **kw) for p in range(len(streams))]
     halos = []
     for p, (idxs, slots, n_slots) in enumerate(streams):
         halos.append(np.zeros((n_slots, pb), np.uint8))
@@ -27,6 +31,10 @@ def _cluster(bounds, streams, x, nodes=None, **kw):
             for dest, data in node.pump_reads(rounds).items():
                 node.absorb(nodes[dest].serve(data)[p])
     return nodes, halos
+
+
+def _node_of(p, bounds, **kw):
+    return units.RigNode(p, bounds, **units_config.rig_node(**kw))
 
 
 def _streams(rng, bounds, nnz, per_nonzero_slots):
@@ -87,8 +95,8 @@ def test_one_unit_issues_each_remote_column_once():
         assert nodes[p].stats()["prs_issued"] == len(np.unique(remote))
 
 
-def test_defaults_and_packing():
-    node = units.RigNode(0, [0, 10, 20])
+def test_table5_node_and_packing():
+    node = _node_of(0, [0, 10, 20])
     assert node.n_client_units == 16  # 32 units (Table 5), half client
     x = np.zeros((20, 16), np.float32)
     idxs = np.arange(10, 20, dtype=np.int64)
@@ -118,22 +126,22 @@ def test_second_kernel_after_reset_stats():
 
 
 def _node():
-    node = units.RigNode(0, [0, 4, 8], n_units=2)
+    node = _node_of(0, [0, 4, 8], n_units=2)
     halo = np.zeros((4, 8), np.uint8)
     node.begin_kernel(8, halo, np.zeros((4, 8), np.uint8))
     return node, halo
 
 
 def test_bad_input():
-    node = units.RigNode(0, [0, 4, 8])
+    node = _node_of(0, [0, 4, 8])
     with pytest.raises(ValueError, match="property size must be > 0"):
         node.begin_kernel(0, np.zeros(8, np.uint8), np.zeros(0, np.uint8))
     with pytest.raises(ValueError, match="local property array"):
         node.begin_kernel(8, np.zeros((4, 8), np.uint8), np.zeros((3, 8), np.uint8))
     with pytest.raises(ValueError, match="smaller than the headers"):
-        units.RigNode(0, [0, 4, 8], mtu=120).begin_kernel(64, np.zeros((1, 64), np.uint8), np.zeros((4, 64), np.uint8))
+        _node_of(0, [0, 4, 8], mtu=120).begin_kernel(64, np.zeros((1, 64), np.uint8), np.zeros((4, 64), np.uint8))
     with pytest.raises(ValueError, match="node 5 out of range"):
-        units.RigNode(5, [0, 4, 8])
+        _node_of(5, [0, 4, 8])
     node, _ = _node()
     with pytest.raises(ValueError, match="idx 8 at position 1 out of range"):
         node.submit(np.array([5, 8]), np.array([0, 1]))
@@ -141,13 +149,13 @@ def test_bad_input():
         node.submit(np.array([5]), np.array([4]))
     with pytest.raises(ValueError, match="truncated"):
         node.serve(b"\x00\x00\x00")
-    read = units.encode_packet(0, 0, 8, [1], [0], [2], [0])
+    read = units.encode_packet(0, 0, 8, [1], [0], [2], [0], **WIRE)
     with pytest.raises(ValueError, match="pass it to serve"):
         node.absorb(read)
-    resp = units.encode_packet(1, 0, 8, [0], [0], [5], [3], payload=np.zeros(8, np.uint8))
+    resp = units.encode_packet(1, 0, 8, [0], [0], [5], [3], payload=np.zeros(8, np.uint8), **WIRE)
     with pytest.raises(ValueError, match="pass it to absorb"):
         node.serve(resp)
     with pytest.raises(ValueError, match="matches no pending entry"):
         node.absorb(resp)
     with pytest.raises(ValueError, match="which owns rows"):
-        node.serve(units.encode_packet(0, 0, 8, [1], [0], [6], [0]))
+        node.serve(units.encode_packet(0, 0, 8, [1], [0], [6], [0], **WIRE))

@@ -153,7 +153,7 @@ sizes = st.lists(st.tuples(st.integers(1, 100), st.integers(0, 2)), min_size=1, 
 def test_untimed_stitching_matches_reference(pk, flit, overhead, window):
     n = len(pk)
     size, dest = [p[0] for p in pk], [p[1] for p in pk]
-    cfg = units.FlitLinkConfig(flit_bytes=flit, piece_overhead=overhead, pool_cycles=0, stitch_window=window)
+    cfg = nc.LinkConfig(flit_bytes=flit, piece_overhead=overhead, pool_cycles=0, stitch_window=window).to_cpp()
     z = np.zeros(n, dtype=np.int64)
     out = units.flit_link_run(cfg, z, np.array(dest), np.array(size), z, z - 1, z)
     ref = stitch(size, dest, flit, overhead, window)

@@ -9,10 +9,12 @@ import time
 import grpc
 import pytest
 
+from hw_models import units_config
 from netsparse_torch import units
 from netsparse_torch.switch import ControlClient, SwitchClient, SwitchError, SwitchServer, configure_request
 
 PROP = 16
+WIRE = units_config.wire()  # NetSparse Table 5 packet sizes (MTU, upper-layer header)
 TOKEN = "s3cret"
 
 
@@ -58,7 +60,7 @@ def still_serving(server) -> None:
     try:
         a.send(read_packet(1, 2))
         got = b.recv(timeout=10)
-        assert units.decode_packet(got)["src"].tolist() == [1]
+        assert units.decode_packet(got, **WIRE)["src"].tolist() == [1]
     finally:
         a.close()
         b.close()

@@ -12,14 +12,17 @@ import time
 import numpy as np
 import pytest
 
+from hw_models import units_config
 from netsparse_torch import units
 from netsparse_torch.switch import ControlClient, SwitchClient, SwitchError, SwitchServer, configure_request
 
 PROP = 16
+WIRE = units_config.wire()  # NetSparse Table 5 packet sizes (MTU, upper-layer header)
 
 
 def read_packet(src: int, dest: int) -> bytes:
-    return units.encode_packet(units.READ, dest, PROP, np.array([src]), np.array([0]), np.array([7]), np.array([1]))
+    return units.encode_packet(units.READ, dest, PROP, np.array([src]), np.array([0]), np.array([7]), np.array([1]),
+                               **WIRE)
 
 
 def test_cli_serves_and_logs_a_one_line_summary_on_sigterm():
@@ -50,7 +53,7 @@ def test_killed_switch_fails_its_clients_and_a_restart_serves_again():
         ControlClient(server.address).configure(configure_request(2, PROP, {0: [0, 1]}))
         a, b = SwitchClient(server.address, 0), SwitchClient(server.address, 1)
         a.send(read_packet(0, 1))
-        assert units.decode_packet(b.recv(timeout=10))["idx"].tolist() == [7]
+        assert units.decode_packet(b.recv(timeout=10), **WIRE)["idx"].tolist() == [7]
         server.stop(grace=0)
         with pytest.raises(SwitchError):
             b.recv(timeout=10)  # the stream ends: an error, not a hang
@@ -69,7 +72,7 @@ def test_killed_switch_fails_its_clients_and_a_restart_serves_again():
         a, b = SwitchClient(restarted.address, 0), SwitchClient(restarted.address, 1)
         try:
             a.send(read_packet(0, 1))
-            assert units.decode_packet(b.recv(timeout=10))["idx"].tolist() == [7]
+            assert units.decode_packet(b.recv(timeout=10), **WIRE)["idx"].tolist() == [7]
         finally:
             a.close()
             b.close()
@@ -93,7 +96,7 @@ def test_tls_and_token_together(tmp_path):
         b = SwitchClient(server.address, 1, token="t", tls_ca=ca)
         try:
             a.send(read_packet(0, 1))
-            assert units.decode_packet(b.recv(timeout=10))["idx"].tolist() == [7]
+            assert units.decode_packet(b.recv(timeout=10), **WIRE)["idx"].tolist() == [7]
         finally:
             a.close()
             b.close()
@@ -107,9 +110,9 @@ def test_a_port_that_stops_reading_is_failed_and_its_prs_counted_not_dropped_sil
     """Node 1 never reads: gRPC flow control, then its bounded egress queue fill up; after the stall
     timeout the ToR fails the port and counts every PR it could not deliver, so PRs in = PRs delivered
     + undelivered."""
-    k = units.max_prs_per_packet(units.DEFAULT_MTU, units.DEFAULT_UPPER_BYTES, units.READ, PROP)
+    k = units.max_prs_per_packet(WIRE["mtu"], WIRE["upper_bytes"], units.READ, PROP)
     pkt = units.encode_packet(units.READ, 1, PROP, np.zeros(k, np.int64), np.zeros(k, np.int64),
-                              np.arange(k), np.arange(k))
+                              np.arange(k), np.arange(k), **WIRE)
     frame, n_frames = pkt * 32, 600  # ~28 MB, beyond any flow-control window
     server = SwitchServer("tor", queue_depth=2, stall_timeout_s=1.0)
     a = b = None

@@ -8,10 +8,16 @@ from ref_models.cache_ref import CacheRef
 from ref_models.concat_ref import ConcatRef
 from ref_models.wire_ref import decode_stream, encode
 
+from hw_models import units_config
 from netsparse_torch import units
 
 LEN, N = 16, 4
 CACHE = {"capacity_bytes": 2 * 512 * 2, "ways": 2}  # 64 sets of 2 ways at 16 B lines: evictions happen
+
+
+def _pipe(n_dests, prop_bytes, **hw):
+    """A switch pipe with NetSparse Table 5's parameters apart from ``hw``."""
+    return units.SwitchPipe(n_dests=n_dests, prop_bytes=prop_bytes, **units_config.switch_pipe(**hw))
 
 
 def _prop(idx):
@@ -50,7 +56,7 @@ pkt_st = st.tuples(st.integers(0, 20), st.sampled_from([0, 1]), st.integers(0, N
 @settings(max_examples=60, deadline=None)
 @given(pkts=st.lists(pkt_st, max_size=40), delay=st.sampled_from([0, 5, 125, None]))
 def test_matches_reference(pkts, delay):
-    sw = units.SwitchPipe(n_dests=N, prop_bytes=LEN, delay_cycles=delay, **CACHE)
+    sw = _pipe(n_dests=N, prop_bytes=LEN, delay_cycles=delay, **CACHE)
     now, timed = 0, []
     for dt, type_, dest, prs in pkts:
         now += dt
@@ -69,7 +75,7 @@ def test_matches_reference(pkts, delay):
 
 
 def test_hit_answers_source_and_miss_goes_on():
-    sw = units.SwitchPipe(n_dests=3, prop_bytes=LEN, delay_cycles=None)
+    sw = _pipe(n_dests=3, prop_bytes=LEN, delay_cycles=None)
     sw.process(_packet(1, 0, [(0, 1, 42, 9)]), 0)  # a response to node 0 passes and fills the cache
     sw.process(_packet(0, 2, [(1, 3, 42, 7), (1, 3, 43, 8)]), 1)  # node 1 reads 42 (cached) and 43 from node 2
     sw.flush_all(2)
@@ -81,7 +87,7 @@ def test_hit_answers_source_and_miss_goes_on():
 
 
 def test_bad_input():
-    sw = units.SwitchPipe(n_dests=2, prop_bytes=LEN)
+    sw = _pipe(n_dests=2, prop_bytes=LEN)
     with pytest.raises(ValueError, match="differs from the kernel's property size"):
         sw.process(encode(0, 1, 32, [(0, 0, 1, 0, b"")]), 0)
     with pytest.raises(ValueError, match="destination 5 out of range"):
@@ -91,4 +97,4 @@ def test_bad_input():
     with pytest.raises(ValueError, match="property size must be > 0"):
         sw.begin_kernel(0)
     with pytest.raises(ValueError, match="smaller than the headers"):
-        units.SwitchPipe(n_dests=2, prop_bytes=LEN, mtu=70)
+        _pipe(n_dests=2, prop_bytes=LEN, mtu=70)

@@ -15,10 +15,12 @@ import numpy as np
 import pytest
 from netsparse_torch._C import units as cu
 
+from hw_models import units_config
 from netsparse_torch import units
 from netsparse_torch.switch import ControlClient, SwitchClient, SwitchServer, configure_request
 
 PROP = 32  # bytes per property (8 float32)
+WIRE = units_config.wire()  # NetSparse Table 5 packet sizes (MTU, upper-layer header)
 
 
 @contextmanager
@@ -78,7 +80,7 @@ def drive(nodes: dict, clients: dict, deadline_s: float = 30.0) -> None:
                 if frame is None:
                     send(node.pump_reads())
                     continue
-                parts, _, _ = cu.split_frame(frame, n_ports=2, by_type=True)
+                parts, _, _ = cu.split_frame(frame, n_ports=2, by_type=True, **WIRE)
                 if parts[units.READ]:
                     send(node.serve(parts[units.READ]))
                 if parts[units.RESPONSE]:
@@ -106,7 +108,7 @@ def rig_nodes(x: np.ndarray, bounds: list[int], wants: dict[int, np.ndarray]):
     """RigNodes for every rank, kernel started; returns (nodes, halos)."""
     nodes, halos = {}, {}
     for r in range(len(bounds) - 1):
-        node = units.RigNode(r, bounds)
+        node = units.RigNode(r, bounds, **units_config.rig_node())
         idxs = wants.get(r, np.zeros(0, dtype=np.int64))
         halos[r] = np.zeros((max(len(idxs), 1), x.shape[1]), dtype=np.uint8)
         node.begin_kernel(x.shape[1], halos[r], np.ascontiguousarray(x[bounds[r]:bounds[r + 1]]))
@@ -257,10 +259,10 @@ def test_load_8_clients_20k_prs_each_answered_exactly_once():
     x = features(n_rows, seed=5)
     bounds = [0] * (owner + 1) + [n_rows]  # node 8 owns every row
     racks = {0: list(range(owner + 1))}
-    max_prs = units.max_prs_per_packet(units.DEFAULT_MTU, units.DEFAULT_UPPER_BYTES, units.READ, PROP)
+    max_prs = units.max_prs_per_packet(WIRE["mtu"], WIRE["upper_bytes"], units.READ, PROP)
     rng = np.random.default_rng(7)
     with fabric(racks, capacity_bytes=64 * 1024, delay_cycles=None) as (servers, addrs):
-        server_node = units.RigNode(owner, bounds)
+        server_node = units.RigNode(owner, bounds, **units_config.rig_node())
         server_node.begin_kernel(PROP, np.zeros((1, PROP), np.uint8), x)
         server_client = SwitchClient(addrs[owner], owner)
         clients = {r: SwitchClient(addrs[r], r) for r in range(n_req)}
@@ -281,7 +283,7 @@ def test_load_8_clients_20k_prs_each_answered_exactly_once():
             for s in range(0, per, max_prs * 16):  # frames of 16 packets
                 frame = b"".join(
                     units.encode_packet(units.READ, owner, PROP, np.full(e - b, r), np.zeros(e - b, np.int64),
-                                        idx[b:e], np.arange(b, e))
+                                        idx[b:e], np.arange(b, e), **WIRE)
                     for b in range(s, min(s + max_prs * 16, per), max_prs)
                     for e in [min(b + max_prs, per)])
                 clients[r].send(frame)
@@ -289,7 +291,7 @@ def test_load_8_clients_20k_prs_each_answered_exactly_once():
             while n < per:
                 data = clients[r].recv(timeout=20)
                 got[r].append(data)
-                n += cu.scan_frame(data, n_dests=owner + 1, prop_bytes=PROP)[2]
+                n += cu.scan_frame(data, n_dests=owner + 1, prop_bytes=PROP, **WIRE)[2]
 
         threads = [threading.Thread(target=serve, daemon=True)]
         threads += [threading.Thread(target=request, args=(r,), daemon=True) for r in range(n_req)]
@@ -306,7 +308,7 @@ def test_load_8_clients_20k_prs_each_answered_exactly_once():
                 c.close()
         for r in range(n_req):
             ids, rows = [], []
-            for pk in cu.decode_stream(b"".join(got[r])):
+            for pk in cu.decode_stream(b"".join(got[r]), **WIRE):
                 assert pk["type"] == units.RESPONSE and pk["dest"] == r
                 ids.append(pk["id"])
                 rows.append(pk["payload"])

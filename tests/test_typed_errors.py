@@ -9,9 +9,11 @@ import struct
 import pytest
 from netsparse_torch._C import units
 
+from hw_models import units_config
 from netsparse_torch import errors
 
 PROP = 16
+WIRE = units_config.wire()  # NetSparse Table 5 packet sizes (MTU, upper-layer header)
 
 
 def header(type_: int, dest: int, len_: int, n_prs: int) -> bytes:
@@ -38,7 +40,7 @@ def read(src: int, dest: int, n: int = 1, len_: int = PROP) -> bytes:
 ])
 def test_frame_errors_are_typed(frame, cls, kind):
     with pytest.raises(getattr(units, cls)) as info:
-        units.scan_frame(frame, n_dests=3, prop_bytes=PROP, expected_src=0)
+        units.scan_frame(frame, n_dests=3, prop_bytes=PROP, expected_src=0, **WIRE)
     e = info.value
     assert isinstance(e, errors.PacketError) and isinstance(e, errors.NetsparseError) and isinstance(e, ValueError)
     assert e.kind == kind and type(e).kind == kind

@@ -55,9 +55,8 @@ void bind_concatenator(py::module_& units) {
              con.begin(static_cast<uint32_t>(len));
              return con;
            }),
-           py::kw_only(), py::arg("n_dests"), py::arg("mtu") = kDefaultMTU, py::arg("upper_bytes") = kDefaultUpperBytes,
-           py::arg("delay_cycles") = 500, py::arg("virtual_queues") = false, py::arg("phys_queue_bytes") = 256,
-           py::arg("phys_queues") = 64, py::arg("len") = 0)
+           py::kw_only(), py::arg("n_dests"), py::arg("mtu"), py::arg("upper_bytes"), py::arg("delay_cycles"),
+           py::arg("virtual_queues") = false, py::arg("phys_queue_bytes"), py::arg("phys_queues"), py::arg("len") = 0)
       .def("begin", [](Concatenator& c, int64_t len) {
         if (len < 0 || len > UINT32_MAX) throw std::invalid_argument("len must fit a u32");
         c.begin(static_cast<uint32_t>(len));

@@ -100,7 +100,8 @@ py::dict stream(const FlitLinkConfig& cfg, const I64& arrival, const I64& dest, 
 }  // namespace
 
 void bind_flit_link(py::module_& units) {
-  py::class_<FlitLinkConfig>(units, "FlitLinkConfig", "NetCrafter link-layer parameters (see csrc/units/flit_link.h)")
+  py::class_<FlitLinkConfig>(units, "FlitLinkConfig", "NetCrafter link-layer parameters (see csrc/units/flit_link.h); "
+                                                   "hw_models.seeds.netcrafter.LinkConfig builds it")
       .def(py::init([](int64_t flit_bytes, int64_t piece_overhead, bool stitching, int64_t pool_cycles,
                        int64_t no_pool_class, bool sequencing, bool trimming, int64_t trim_granularity,
                        int64_t stitch_window) {
@@ -109,9 +110,9 @@ void bind_flit_link(py::module_& units) {
              c.validate();
              return c;
            }),
-           py::kw_only(), py::arg("flit_bytes") = 16, py::arg("piece_overhead") = 4, py::arg("stitching") = true,
-           py::arg("pool_cycles") = 32, py::arg("no_pool_class") = -1, py::arg("sequencing") = false,
-           py::arg("trimming") = false, py::arg("trim_granularity") = 16, py::arg("stitch_window") = 8)
+           py::kw_only(), py::arg("flit_bytes"), py::arg("piece_overhead"), py::arg("stitching"),
+           py::arg("pool_cycles"), py::arg("no_pool_class"), py::arg("sequencing"), py::arg("trimming"),
+           py::arg("trim_granularity"), py::arg("stitch_window"))
       .def_readwrite("flit_bytes", &FlitLinkConfig::flit_bytes)
       .def_readwrite("piece_overhead", &FlitLinkConfig::piece_overhead)
       .def_readwrite("stitching", &FlitLinkConfig::stitching)

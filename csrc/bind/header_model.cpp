@@ -12,15 +12,16 @@ namespace py = pybind11;
 using namespace netsparse::units;
 
 void bind_header_model(py::module_& units) {
-  py::class_<HeaderSizes>(units, "HeaderSizes", "Header sizes per layer (defaults: paper Table 5)")
+  py::class_<HeaderSizes>(units, "HeaderSizes",
+                          "Header sizes per layer (the modeled Table 5 sizes: hw_models.units_config.header_sizes)")
       .def(py::init([](int64_t upper, int64_t concat, int64_t pr) {
              HeaderSizes h{upper, concat, pr};
              h.validate();
              return h;
            }),
-           py::kw_only(), py::arg("upper") = 50, py::arg("concat") = 12, py::arg("pr") = 18)
-      .def_static("table5", &HeaderSizes::table5, "Paper Table 5: upper 50, concatenation 12, PR 18 B")
-      .def_static("wire", &HeaderSizes::wire, "Encoded Fig. 6 format: upper 50, concatenation 14, PR 18 B")
+           py::kw_only(), py::arg("upper"), py::arg("concat"), py::arg("pr"))
+      .def_static("wire", &HeaderSizes::wire, "Encoded Fig. 6 format: the given upper layers, concatenation 14, PR 18 B",
+                  py::arg("upper"))
       .def_readonly("upper", &HeaderSizes::upper)
       .def_readonly("concat", &HeaderSizes::concat)
       .def_readonly("pr", &HeaderSizes::pr)
@@ -47,5 +48,5 @@ void bind_header_model(py::module_& units) {
       "(header, payload) bytes of a packet stream", py::arg("sizes"), py::arg("n_prs"), py::arg("response"),
       py::arg("len"));
   units.def("sa_header_share", &sa_header_share, "Header share of SA traffic (paper Table 3)", py::arg("sizes"),
-            py::arg("k"), py::arg("elem_bytes") = 4);
+            py::arg("k"), py::arg("elem_bytes"));
 }

@@ -25,8 +25,8 @@ void bind_property_cache(py::module_& units) {
              c.invalidate(prop_bytes);
              return c;
            }),
-           py::kw_only(), py::arg("capacity_bytes") = int64_t{32} << 20, py::arg("ways") = 16,
-           py::arg("segment_bytes") = 16, py::arg("max_line_bytes") = 512, py::arg("prop_bytes"))
+           py::kw_only(), py::arg("capacity_bytes"), py::arg("ways"), py::arg("segment_bytes"),
+           py::arg("max_line_bytes"), py::arg("prop_bytes"))
       .def("invalidate", &PropertyCache::invalidate, "Invalidate every line; set the next kernel's property size",
            py::arg("prop_bytes"))
       .def("lookup",

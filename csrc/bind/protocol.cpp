@@ -94,15 +94,13 @@ void bind_protocol(py::module_& units) {
   units.attr("RESPONSE") = kResponseType;
   units.attr("CONCAT_HEADER_BYTES") = kConcatHeaderBytes;
   units.attr("PR_HEADER_BYTES") = kPRHeaderBytes;
-  units.attr("DEFAULT_MTU") = kDefaultMTU;
-  units.attr("DEFAULT_UPPER_BYTES") = kDefaultUpperBytes;
   units.def("encode_packet", &encode, "Encode one Fig. 6 packet (little-endian)", py::arg("type"), py::arg("dest"),
             py::arg("len"), py::arg("src"), py::arg("src_tid"), py::arg("idx"), py::arg("id"),
-            py::arg("payload") = py::none(), py::arg("mtu") = kDefaultMTU, py::arg("upper_bytes") = kDefaultUpperBytes);
-  units.def("decode_packet", &decode, "Decode and validate exactly one packet", py::arg("data"),
-            py::arg("mtu") = kDefaultMTU, py::arg("upper_bytes") = kDefaultUpperBytes);
+            py::arg("payload") = py::none(), py::kw_only(), py::arg("mtu"), py::arg("upper_bytes"));
+  units.def("decode_packet", &decode, "Decode and validate exactly one packet", py::arg("data"), py::kw_only(),
+            py::arg("mtu"), py::arg("upper_bytes"));
   units.def("decode_stream", &decode_stream, "Decode back-to-back packets (deconcatenator)", py::arg("data"),
-            py::arg("mtu") = kDefaultMTU, py::arg("upper_bytes") = kDefaultUpperBytes);
+            py::kw_only(), py::arg("mtu"), py::arg("upper_bytes"));
   units.def("max_prs_per_packet", &max_prs_per_packet, "PRs that fit one packet", py::arg("mtu"),
             py::arg("upper_bytes"), py::arg("type"), py::arg("len"));
 }

@@ -64,7 +64,7 @@ py::dict stats(const NodeHandle& h) {
   d["stalls"] = s.rig.stalls;
   d["commands"] = s.rig.commands;
   d["served_prs"] = s.served_prs;
-  const HeaderSizes wire = HeaderSizes::wire();
+  const HeaderSizes wire = HeaderSizes::wire(cc.upper_bytes);
   int64_t packets = 0, prs = 0, header = 0, encoded = 0;
   const char* names[2] = {"read", "response"};
   for (int t = 0; t < 2; ++t) {
@@ -124,10 +124,9 @@ void bind_rig_node(py::module_& units) {
              h->node = std::make_unique<RigNode>(node, std::move(row_bounds), c);
              return h;
            }),
-           py::arg("node"), py::arg("row_bounds"), py::kw_only(), py::arg("n_units") = 32,
-           py::arg("n_client_units") = -1, py::arg("batch_size") = 32768, py::arg("pending_capacity") = 256,
-           py::arg("filter") = true, py::arg("coalesce") = true, py::arg("mtu") = kDefaultMTU,
-           py::arg("upper_bytes") = kDefaultUpperBytes, py::arg("delay_cycles") = 500, py::arg("cycles_per_pr") = 1)
+           py::arg("node"), py::arg("row_bounds"), py::kw_only(), py::arg("n_units"), py::arg("n_client_units"),
+           py::arg("batch_size"), py::arg("pending_capacity"), py::arg("filter") = true, py::arg("coalesce") = true,
+           py::arg("mtu"), py::arg("upper_bytes"), py::arg("delay_cycles"), py::arg("cycles_per_pr"))
       .def("begin_kernel",
            [](NodeHandle& h, int64_t prop_bytes, py::array halo, py::array local) {
              uint8_t* hp = writable_bytes(halo, "halo buffer");
@@ -187,6 +186,9 @@ void bind_rig_node(py::module_& units) {
       .def("done", [](const NodeHandle& h) { return h.node->done(); })
       .def_property_readonly("pending", [](const NodeHandle& h) { return h.node->pending(); })
       .def_property_readonly("n_client_units", [](const NodeHandle& h) { return h.node->n_client_units(); })
+      // the packet size limits the node was built with: a fabric decodes the node's frames with them
+      .def_property_readonly("mtu", [](const NodeHandle& h) { return h.node->config().concat.mtu; })
+      .def_property_readonly("upper_bytes", [](const NodeHandle& h) { return h.node->config().concat.upper_bytes; })
       .def("reset_stats", [](NodeHandle& h) { h.node->reset_stats(); }, "Zero every counter (per layer/direction)")
       .def("stats", &stats, "Every counter plus packets, PRs/packet, header, payload and wire bytes (Fig. 6 sizes)");
 }

@@ -45,7 +45,7 @@ void bind_rig_unit(py::module_& units) {
   py::class_<ClientHarness>(units, "RigClientUnit",
                             "One RIG client unit (tid 0) of `node` with its own Idx Filter (paper §5.1-5.3)")
       .def(py::init<uint32_t, std::vector<int64_t>, int64_t, bool, bool>(), py::kw_only(), py::arg("node"),
-           py::arg("row_bounds"), py::arg("pending_capacity") = 256, py::arg("filter") = true,
+           py::arg("row_bounds"), py::arg("pending_capacity"), py::arg("filter") = true,
            py::arg("coalesce") = true)
       .def("begin_kernel",
            [](ClientHarness& h, int64_t prop_bytes, int64_t n_slots) {

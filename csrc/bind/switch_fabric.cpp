@@ -46,6 +46,6 @@ py::array_t<int64_t> prs_by_owner(const py::bytes& data, const I64& row_bounds, 
 
 void bind_switch_fabric(py::module_& units) {
   units.def("prs_by_owner", &prs_by_owner, "PRs of a frame per owner of their idx (row_bounds: n_owners + 1)",
-            py::arg("data"), py::arg("row_bounds"), py::kw_only(), py::arg("mtu") = kDefaultMTU,
-            py::arg("upper_bytes") = kDefaultUpperBytes);
+            py::arg("data"), py::arg("row_bounds"), py::kw_only(), py::arg("mtu"),
+            py::arg("upper_bytes"));
 }

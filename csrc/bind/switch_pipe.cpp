@@ -27,11 +27,9 @@ void bind_switch_pipe(py::module_& units) {
              p.begin_kernel(prop_bytes);
              return p;
            }),
-           py::kw_only(), py::arg("n_dests"), py::arg("prop_bytes"), py::arg("capacity_bytes") = int64_t{32} << 20,
-           py::arg("ways") = 16, py::arg("segment_bytes") = 16, py::arg("max_line_bytes") = 512,
-           py::arg("mtu") = kDefaultMTU, py::arg("upper_bytes") = kDefaultUpperBytes,
-           // Switch concatenation delay 125 cycles (paper §6.1.2).
-           py::arg("delay_cycles") = 125)
+           py::kw_only(), py::arg("n_dests"), py::arg("prop_bytes"), py::arg("capacity_bytes"), py::arg("ways"),
+           py::arg("segment_bytes"), py::arg("max_line_bytes"), py::arg("mtu"), py::arg("upper_bytes"),
+           py::arg("delay_cycles"))
       .def("begin_kernel", &SwitchPipe::begin_kernel, py::arg("prop_bytes"))
       .def("process",
            [](SwitchPipe& p, const py::bytes& data, int64_t now) {

@@ -82,12 +82,11 @@ void bind_switch_service(py::module_& units) {
   units.def("scan_frame", &scan_frame,
             "Validate a frame of back-to-back packets; returns (packets, read_prs, response_prs)", py::arg("data"),
             py::kw_only(), py::arg("n_dests"), py::arg("prop_bytes"), py::arg("expected_src") = -1,
-            py::arg("mtu") = kDefaultMTU, py::arg("upper_bytes") = kDefaultUpperBytes);
+            py::arg("mtu"), py::arg("upper_bytes"));
   units.def("split_frame", &split_frame,
             "Route a frame's packets to ports by destination; returns (list[bytes], packets, prs) per port",
             py::arg("data"), py::kw_only(), py::arg("port_of_dest") = I64(0), py::arg("n_ports"), py::arg("by_type") = false,
-            py::arg("mtu") = kDefaultMTU,
-            py::arg("upper_bytes") = kDefaultUpperBytes);
+            py::arg("mtu"), py::arg("upper_bytes"));
   units.def(
       "switch_pipe_unit_counters",
       [](SwitchPipe& p) {

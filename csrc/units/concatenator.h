@@ -21,16 +21,18 @@
 
 namespace netsparse::units {
 
+// No value lives here: the bindings set every field (from hw_models/units_config.py, which names each
+// value's source in HardwareParams); fields are value-initialised (zero, no virtual queues) until then.
 struct ConcatConfig {
-  int64_t n_dests = 1;
-  int64_t mtu = kDefaultMTU;                 // Ethernet MTU (paper §6.1.2)
-  int64_t upper_bytes = kDefaultUpperBytes;  // upper-layer header, paper Table 5
-  // Concatenation delay: NIC default 500 cycles, switch default 125 cycles (paper §6.1.2).
-  // Negative = infinite (queues flush only when full or on flush_all()).
-  int64_t delay_cycles = 500;
-  bool virtual_queues = false;     // §7.2 virtualised concatenation queues
-  int64_t phys_queue_bytes = 256;  // size of one physical queue (our assumption: sub-MTU, 256 B)
-  int64_t phys_queues = 64;        // pool size (our assumption)
+  int64_t n_dests{};
+  int64_t mtu{};          // MTU including the upper-layer header (paper §6.1.2)
+  int64_t upper_bytes{};  // upper-layer header per packet (paper Table 5)
+  // Concatenation delay in cycles (NIC and switch values: paper Table 5, §6.1.2). Negative = infinite
+  // (queues flush only when full or on flush_all()).
+  int64_t delay_cycles{};
+  bool virtual_queues{};      // §7.2 virtualised concatenation queues
+  int64_t phys_queue_bytes{};  // size of one physical queue (virtual mode)
+  int64_t phys_queues{};       // physical queues in the pool (virtual mode)
   void validate() const;
 };
 

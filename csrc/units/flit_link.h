@@ -11,30 +11,28 @@
 
 namespace netsparse::units {
 
+// No value lives here: hw_models/seeds/netcrafter.py (LinkConfig) sets every field and names each value's
+// source (NetCrafter or our assumption); fields are value-initialised (zero, every mechanism off) until then.
 struct FlitLinkConfig {
-  // Flit size. NetCrafter Table 1 uses 16 B flits; 8 B is the paper's alternative flit size.
-  int64_t flit_bytes = 16;
-  // ID+Size overhead carried by a *piece* (a packet's tail stitched into another packet's flit).
-  // Our assumption: 2 B packet ID + 2 B size = 4 B. The worked example of NetCrafter (two Read Rsp
-  // in 9 flits) holds for any overhead <= 8 B. A whole stitched packet carries its own header and
-  // needs no extra bytes (a 12 B Read Req and a 4 B Write Rsp fill one 16 B flit exactly).
-  int64_t piece_overhead = 4;
-  bool stitching = true;
+  int64_t flit_bytes{};  // flit size
+  // ID+Size overhead carried by a *piece* (a packet's tail stitched into another packet's flit). A whole
+  // stitched packet carries its own header and needs no extra bytes.
+  int64_t piece_overhead{};
+  bool stitching{};
   // Flit pooling window W in cycles: a partially filled flit waits up to W cycles for a stitching
-  // candidate. Default 32 cycles (NetCrafter's flit pooling default). 0 disables pooling.
-  int64_t pool_cycles = 32;
+  // candidate. 0 disables pooling.
+  int64_t pool_cycles{};
   // Selective pooling: packets of this class never wait in the pool, and a pooled flit that takes
   // one of them leaves at once. -1 = no exempt class.
-  int64_t no_pool_class = -1;
+  int64_t no_pool_class{};
   // Sequencing: the egress queue serves lower class numbers first (class 0 = highest priority);
   // off = arrival order.
-  bool sequencing = false;
+  bool sequencing{};
   // Trimming: a trimmable response sends only its needed sector, rounded up to trim_granularity.
-  bool trimming = false;
-  int64_t trim_granularity = 16;  // NetCrafter trims to 16 B sectors (20 B trimmed Read Rsp).
-  // How many queued same-destination packets a newly opened flit examines (our assumption: a small
-  // associative search window at the egress queue).
-  int64_t stitch_window = 8;
+  bool trimming{};
+  int64_t trim_granularity{};
+  // How many queued same-destination packets a newly opened flit examines at the egress queue.
+  int64_t stitch_window{};
 
   void validate() const;
 };

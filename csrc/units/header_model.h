@@ -2,23 +2,26 @@
 // Header model: header and payload bytes of a stream of NetSparse packets.
 //
 // Two size sets are kept explicit because the paper uses both:
-//   * table5(): the model defaults of paper Table 5 -- upper layers 50 B, concatenation header 12 B,
-//     PR header 18 B. The paper's analytic numbers (Table 3 header share) use these.
-//   * wire():   the encoded format of paper Fig. 6 (protocol.h) -- concatenation header 14 B
-//     (u16 type + u32 dest + u32 len + u32 n_prs), PR header 18 B, plus the same 50 B upper layers.
+//   * the modeled sizes of paper Table 5 (upper layers 50 B, concatenation header 12 B, PR header 18 B),
+//     which the paper's analytic numbers (Table 3 header share) use: hw_models/units_config.py builds
+//     them from HardwareParams.headers;
+//   * wire(upper): the encoded format of paper Fig. 6 (protocol.h) -- concatenation header 14 B
+//     (u16 type + u32 dest + u32 len + u32 n_prs), PR header 18 B, plus the given upper layers.
 // The paper's text also quotes 10, 12 and 14 B for the concatenation header in different places.
 #include <cstdint>
 #include <vector>
 
+#include "units/protocol.h"
+
 namespace netsparse::units {
 
+// No value lives here (the model's sizes come from HardwareParams.headers); zero until set.
 struct HeaderSizes {
-  int64_t upper = 50;   // Ethernet+IP+transport headers per packet (Table 5)
-  int64_t concat = 12;  // concatenation header per packet (Table 5)
-  int64_t pr = 18;      // PR header per PR (Table 5 and Fig. 6)
+  int64_t upper{};   // Ethernet+IP+transport headers per packet
+  int64_t concat{};  // concatenation header per packet
+  int64_t pr{};      // PR header per PR
 
-  static HeaderSizes table5() { return HeaderSizes{50, 12, 18}; }
-  static HeaderSizes wire() { return HeaderSizes{50, 14, 18}; }
+  static HeaderSizes wire(int64_t upper) { return HeaderSizes{upper, kConcatHeaderBytes, kPRHeaderBytes}; }
   void validate() const;
 };
 

@@ -2,9 +2,9 @@
 // Property cache of the switch (paper §6.2.2): set-associative, LRU, invalidated as a whole before
 // each kernel.
 //
-// Defaults (paper §6.2.2): 32 MB capacity, 16 ways, 16 B segments, lines of at most 512 B. A line
-// holds one property rounded up to whole segments. A property larger than the maximum line is tiled
-// into ceil(bytes / 512) chunks, each its own line with key idx * n_chunks + chunk (consecutive
+// Parameters (paper Table 5, §6.2.2; HardwareParams.property_cache): capacity, ways, segment size and the
+// largest line (32 MB, 16 ways, 16 B, 512 B). A line holds one property rounded up to whole segments. A
+// property larger than the maximum line is tiled into ceil(bytes / max line) chunks, each its own line with key idx * n_chunks + chunk (consecutive
 // chunks land in consecutive sets). Set of a key = key mod n_sets (our assumption: low-order index
 // bits). A property lookup hits only when all its chunks are present; counters count property
 // lookups (hits, misses) and lines (inserts, evictions).
@@ -14,11 +14,12 @@
 
 namespace netsparse::units {
 
+// No value lives here: set by the binding / the simulator from HardwareParams; zero until then.
 struct CacheConfig {
-  int64_t capacity_bytes = int64_t{32} << 20;  // paper §6.2.2
-  int64_t ways = 16;                           // paper §6.2.2
-  int64_t segment_bytes = 16;                  // paper §6.2.2
-  int64_t max_line_bytes = 512;                // paper §6.2.2
+  int64_t capacity_bytes{};
+  int64_t ways{};
+  int64_t segment_bytes{};
+  int64_t max_line_bytes{};
   void validate() const;
 };
 

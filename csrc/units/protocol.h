@@ -18,9 +18,6 @@ constexpr uint16_t kReadType = 0;
 constexpr uint16_t kResponseType = 1;
 constexpr int64_t kConcatHeaderBytes = 14;  // Fig. 6
 constexpr int64_t kPRHeaderBytes = 18;      // Fig. 6
-// Ethernet MTU (paper §6.1.2) and upper-layer (Ethernet+IP+UDP-like) header of Table 5.
-constexpr int64_t kDefaultMTU = 1500;
-constexpr int64_t kDefaultUpperBytes = 50;
 
 struct PR {
   uint32_t src = 0;      // requesting node

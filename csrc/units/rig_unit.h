@@ -100,7 +100,7 @@ struct RigCounters {
 
 class RigClientUnit {
  public:
-  // Pending PR Table of 256 entries per unit by default (NetSparse Table 5; our reading of §5.3).
+  // Pending PR Table of pending_capacity entries (HardwareParams.snic.pending_pr_table: NetSparse Table 5, §5.3).
   RigClientUnit(uint16_t tid, int64_t pending_capacity);
   uint16_t tid() const { return tid_; }
   void reset();  // new kernel: drops commands (the table must be empty)

@@ -5,7 +5,7 @@
 //                    PR (fields unchanged, cached payload) to the PR's source; a miss goes on
 //                    unchanged to the packet's destination; then concatenate per destination.
 //   response packet: deconcatenate; insert each property if absent; concatenate to the destination.
-// The switch concatenator defaults to a 125-cycle delay (paper §6.1.2).
+// The switch concatenator's delay is the switch's (125 cycles in paper Table 5, §6.1.2).
 #include <cstdint>
 
 #include "units/concatenator.h"

@@ -72,17 +72,28 @@ def table1(flit_bytes: int = FLIT_BYTES) -> list[dict[str, int | str]]:
 
 @dataclass
 class LinkConfig:
-    """Parameters of one NetCrafter link (mirrors the C++ ``FlitLinkConfig``; see its comments)."""
+    """Parameters of one NetCrafter link: every field of the C++ ``FlitLinkConfig`` (the one place that
+    builds it, :meth:`to_cpp`; the C++ struct holds no value), each default with its source."""
 
     flit_bytes: int = FLIT_BYTES
+    """Flit size. NetCrafter Table 1 (16 B)."""
     piece_overhead: int = DEFAULT_PIECE_OVERHEAD
+    """ID+Size bytes of a stitched piece. Our assumption (4 B, see :data:`DEFAULT_PIECE_OVERHEAD`)."""
     stitching: bool = True
+    """Flit stitching (NetCrafter's first mechanism) on."""
     pool_cycles: int = DEFAULT_POOL_CYCLES
+    """Flit pooling window in cycles (:data:`DEFAULT_POOL_CYCLES`); 0 = no pooling."""
     no_pool_class: int = -1
+    """Selective pooling: the packet class that never waits in the pool; -1 = none."""
     sequencing: bool = False
+    """Sequencing (lower classes first at the egress queue) on."""
     trimming: bool = False
+    """Trimming of trimmable responses to their needed sector on."""
     trim_granularity: int = 16
+    """Sector a trimmed response is rounded up to. NetCrafter (16 B sectors: the 20 B trimmed Read Rsp)."""
     stitch_window: int = 8
+    """Queued same-destination packets a newly opened flit examines. Our assumption: a small associative
+    search window at the egress queue (8)."""
 
     def to_cpp(self) -> _units.FlitLinkConfig:
         """The C++ config (validates every field)."""

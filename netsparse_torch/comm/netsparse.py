@@ -18,6 +18,7 @@ from collections import defaultdict
 
 import torch
 
+from hw_models import units_config
 from netsparse_torch.comm.rig import InFlight, gather_columns
 from netsparse_torch.comm.sa import SparsityAware
 from netsparse_torch.errors import ConfigError
@@ -31,7 +32,8 @@ RIG_OPTIONS = ("n_units", "n_client_units", "batch_size", "pending_capacity", "f
 
 
 class NetSparse(SparsityAware):
-    """Options: RigNode's keywords (:data:`RIG_OPTIONS`), ``fabric`` (a
+    """Options: RigNode's keywords (:data:`RIG_OPTIONS`; those not given are NetSparse Table 5's,
+    :func:`hw_models.units_config.rig_node`), ``fabric`` (a
     :class:`~netsparse_torch.fabric.base.Fabric` over the ranks of ``group``, e.g. the SwitchFabric
     the run layer attached; default: a :class:`~netsparse_torch.fabric.CollectiveFabric` on ``group``),
     ``overlap`` (default True: the RIG kernels run in a background thread while the own-block SpMM
@@ -46,7 +48,7 @@ class NetSparse(SparsityAware):
         if unknown:
             raise ConfigError(f"unknown netsparse option(s) {sorted(unknown)}; known: {', '.join(RIG_OPTIONS)}")
         rig = {k: v for k, v in options.items() if v is not None or k == "delay_cycles"}
-        self.node = RigNode(plan.rank, plan.bounds.tolist(), **rig)
+        self.node = RigNode(plan.rank, plan.bounds.tolist(), **units_config.rig_node(**rig))
         self.fabric = self._fabric(fabric)
         self.slots = plan.rig_slots()
         self._layers: dict[str, dict] = defaultdict(lambda: defaultdict(int))

@@ -16,17 +16,17 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from hw_models import units_config
 from netsparse_torch.errors import RigTimeoutError
 from netsparse_torch.fabric import CollectiveFabric, Fabric
-from netsparse_torch.units import DEFAULT_MTU, DEFAULT_UPPER_BYTES, RigNode
-
-# A property must fit one response PR (no fragmentation in the protocol): wider rows are gathered
-# as several kernels over column chunks.
-RESPONSE_OVERHEAD = DEFAULT_UPPER_BYTES + 14 + 18
+from netsparse_torch.units import CONCAT_HEADER_BYTES, PR_HEADER_BYTES, RigNode
 
 
-def max_columns(element_size: int, mtu: int = DEFAULT_MTU) -> int:
-    return (mtu - RESPONSE_OVERHEAD) // element_size
+def max_columns(element_size: int, mtu: int, upper_bytes: int) -> int:
+    """Columns of ``element_size`` bytes that fit one response PR of a packet of ``mtu`` bytes: a property
+    must fit one (no fragmentation in the protocol), so wider rows are gathered as several kernels over
+    column chunks."""
+    return (mtu - upper_bytes - CONCAT_HEADER_BYTES - PR_HEADER_BYTES) // element_size
 
 
 def run_kernel(node: RigNode, fabric: Fabric, local: torch.Tensor, idxs: np.ndarray, slots: np.ndarray,
@@ -49,7 +49,7 @@ def gather_columns(node: RigNode, fabric: Fabric, x: torch.Tensor, idxs: np.ndar
                    n_slots: int, out: torch.Tensor | None = None) -> tuple[torch.Tensor, int]:
     """Gather every column chunk of ``x`` (one kernel per chunk that fits a response PR)."""
     out = x.new_empty(n_slots, x.size(1)) if out is None else out
-    step = max_columns(x.element_size())
+    step = max_columns(x.element_size(), node.mtu, node.upper_bytes)
     rounds = 0
     for c0 in range(0, x.size(1), step):
         c1 = min(c0 + step, x.size(1))
@@ -103,7 +103,8 @@ def rig(x_local: torch.Tensor, idxs: torch.Tensor, row_bounds, *, group=None, fa
     ``X`` is split in contiguous row blocks, rank ``p`` of ``group`` (None: WORLD) holding rows
     ``[row_bounds[p], row_bounds[p+1])`` as ``x_local``. Every rank of the group calls it together.
     Remote rows travel as NetSparse packets through the RIG units (``options``: RigNode's keywords,
-    e.g. ``filter``, ``coalesce``, ``pending_capacity``, ``delay_cycles``) over ``fabric`` (default:
+    e.g. ``filter``, ``coalesce``, ``pending_capacity``, ``delay_cycles``; the others are NetSparse
+    Table 5's, :func:`hw_models.units_config.rig_node`) over ``fabric`` (default:
     a :class:`~netsparse_torch.fabric.CollectiveFabric` on ``group``). The returned future is
     already complete; its value is ``out`` and ``out.rig_stats`` holds the node's counters.
     """
@@ -119,7 +120,7 @@ def rig(x_local: torch.Tensor, idxs: torch.Tensor, row_bounds, *, group=None, fa
     uniq, inverse = np.unique(ids[remote], return_inverse=True)
     slots = np.full(ids.size, -1, dtype=np.int64)
     slots[remote] = inverse
-    node = RigNode(rank, bounds, **options)
+    node = RigNode(rank, bounds, **units_config.rig_node(**options))
     x = x_local.detach().contiguous()
     halo, _ = gather_columns(node, fabric or CollectiveFabric(group), x, ids, slots, uniq.size)
     out = x.new_empty(ids.size, x.size(1))

@@ -54,13 +54,17 @@ class SwitchFabric:
         self.bytes_sent = 0
         self.rounds = 0
 
-    def _send_reads(self, per_dest: dict) -> None:
+    def _send_reads(self, node) -> None:
+        per_dest = node.pump_reads()
         self._peers.update(d for d, b in per_dest.items() if b)
         if self.row_bounds is not None:
             for data in per_dest.values():
                 if data:
-                    self._sent += _cu.prs_by_owner(data, self.row_bounds)
+                    self._sent += self._prs_by_owner(node, data)
         self._send(per_dest)
+
+    def _prs_by_owner(self, node, data: bytes) -> np.ndarray:
+        return _cu.prs_by_owner(data, self.row_bounds, mtu=node.mtu, upper_bytes=node.upper_bytes)
 
     def _send(self, per_dest: dict) -> None:
         data = b"".join(per_dest.values())
@@ -69,13 +73,14 @@ class SwitchFabric:
             self.bytes_sent += len(data)
 
     def _handle(self, node, frame: bytes) -> None:
-        parts, _, _ = _cu.split_frame(frame, n_ports=2, by_type=True)
+        # the node's packet sizes: the switches carry the packets the nodes built (same configuration)
+        parts, _, _ = _cu.split_frame(frame, n_ports=2, by_type=True, mtu=node.mtu, upper_bytes=node.upper_bytes)
         if parts[READ]:
             self._send(node.serve(parts[READ]))
         if parts[RESPONSE]:
             node.absorb(parts[RESPONSE])
             if self.row_bounds is not None:
-                self._got += _cu.prs_by_owner(parts[RESPONSE], self.row_bounds)
+                self._got += self._prs_by_owner(node, parts[RESPONSE])
 
     def begin_kernel(self, prop_bytes: int) -> None:
         """Invalidates the property caches of this rank's switches for a kernel of ``prop_bytes``-byte
@@ -105,7 +110,7 @@ class SwitchFabric:
         self.begin_kernel(prop_bytes)
         self._peers.clear()
         self._sent[:], self._got[:] = 0, 0
-        self._send_reads(node.pump_reads())
+        self._send_reads(node)
         rounds, last_progress, pending = 0, time.monotonic(), node.pending
         while True:
             end = time.monotonic() + self.poll_s
@@ -115,7 +120,7 @@ class SwitchFabric:
                     break
                 self._handle(node, frame)
                 last_progress = time.monotonic()
-            self._send_reads(node.pump_reads())
+            self._send_reads(node)
             rounds += 1
             self.rounds += 1
             if self.all_done(node.done()):

@@ -2,8 +2,9 @@
 
 ``SwitchConfig`` is the validated form of a ``ConfigureRequest``; ``PortCounters`` and
 ``SwitchCounters`` hold what ``ReadCounters`` returns. A field a request leaves at 0 takes its value
-from :class:`hw_models.params.HardwareParams`, which names each source (property cache §6.2.2 /
-Table 5, switch concatenation delay §6.1.2, MTU and upper-layer header Table 5).
+from :mod:`hw_models.units_config` (the SwitchPipe's arguments from ``HardwareParams``, which names
+each source: property cache §6.2.2 / Table 5, switch concatenation delay §6.1.2, MTU and upper-layer
+header Table 5).
 """
 
 from __future__ import annotations
@@ -11,16 +12,13 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from hw_models.params import HardwareParams
+from hw_models import units_config
 from netsparse_torch.switch._proto import pb
 
-_HW = HardwareParams()
-DEFAULT_DELAY_CYCLES = int(_HW.switch.concat_delay_cycles)
-DEFAULT_CACHE = {"capacity_bytes": int(_HW.property_cache.size_bytes), "ways": _HW.property_cache.ways,
-                 "segment_bytes": _HW.property_cache.segment_bytes,
-                 "max_line_bytes": _HW.property_cache.max_line_bytes}
-DEFAULT_MTU = _HW.headers.mtu_bytes
-DEFAULT_UPPER_BYTES = _HW.headers.upper_bytes
+DEFAULT_DELAY_CYCLES = units_config.switch_pipe()["delay_cycles"]
+DEFAULT_CACHE = units_config.property_cache()
+DEFAULT_MTU = units_config.wire()["mtu"]
+DEFAULT_UPPER_BYTES = units_config.wire()["upper_bytes"]
 
 
 class ConfigInvalid(ValueError):

@@ -1,0 +1,114 @@
+"""The hardware arguments of the C++ units, from :class:`~hw_models.params.HardwareParams`.
+
+No hardware number is a default in C++: every size, count and delay a unit of
+``netsparse_torch._C.units`` takes is a required keyword of its binding. This module is the one place
+that turns :class:`HardwareParams` (which names each value's source: NetSparse Table 5, a section, or
+our assumption) into those keywords; each function returns the keyword dict of the binding it is
+named after::
+
+    units.RigNode(rank, row_bounds, **units_config.rig_node())
+    units.SwitchPipe(n_dests=4, prop_bytes=64, **units_config.switch_pipe(capacity_bytes=4096))
+
+``params`` (default: Table 5) is the modeled cluster; ``overrides`` replace single keywords (a
+strategy option, a test's small cache), and a name the binding does not take raises
+:class:`~netsparse_torch.errors.ConfigError`. The simulator's ``SimConfig`` is built by
+:func:`hw_models.simulator.sim_config`, NetCrafter's ``FlitLinkConfig`` by
+:class:`hw_models.seeds.netcrafter.LinkConfig`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from hw_models.params import HardwareParams
+from netsparse_torch.errors import ConfigError
+
+RIG_SWITCHES = ("filter", "coalesce")
+"""Mechanism switches of the RIG units (on unless a caller turns them off): not hardware numbers, so
+the bindings keep them as defaults."""
+
+
+def wire(params: HardwareParams | None = None, **overrides: Any) -> dict[str, int]:
+    """``mtu`` and ``upper_bytes`` of the packet functions (``encode_packet``, ``decode_packet``,
+    ``decode_stream``, ``scan_frame``, ``split_frame``, ``prs_by_owner``): NetSparse Table 5."""
+    hd = (params or HardwareParams()).headers
+    return _merge("wire", {"mtu": hd.mtu_bytes, "upper_bytes": hd.upper_bytes}, overrides)
+
+
+def concatenator(params: HardwareParams | None = None, **overrides: Any) -> dict[str, Any]:
+    """``units.Concatenator``: the NIC's concatenation delay (Table 5) and the pool of its optional
+    virtualised queues (§7.2; ``virtual_queues`` stays off unless given)."""
+    p = params or HardwareParams()
+    base = {**wire(p), "delay_cycles": _delay(p.snic.concat_delay_cycles),
+            "phys_queue_bytes": p.snic.concat_phys_queue_bytes, "phys_queues": p.snic.concat_phys_queues}
+    return _merge("Concatenator", base, overrides, ("virtual_queues",))
+
+
+def property_cache(params: HardwareParams | None = None, **overrides: Any) -> dict[str, int]:
+    """``units.PropertyCache``: one cache holding the switch's whole capacity (Table 5, §6.2.2), as the
+    switch service's one pipe per ToR does. (The simulator splits it over the middle pipes.)"""
+    pc = (params or HardwareParams()).property_cache
+    if math.isinf(pc.size_bytes):
+        raise ConfigError("property_cache.size_bytes=inf: an infinite cache is a simulator setting "
+                          "(sized from the matrix); a cache unit needs a capacity in bytes")
+    base = {"capacity_bytes": int(pc.size_bytes), "ways": pc.ways, "segment_bytes": pc.segment_bytes,
+            "max_line_bytes": pc.max_line_bytes}
+    return _merge("PropertyCache", base, overrides)
+
+
+def switch_pipe(params: HardwareParams | None = None, **overrides: Any) -> dict[str, Any]:
+    """``units.SwitchPipe``: the property cache of :func:`property_cache`, the packet sizes and the
+    switch's concatenation delay (Table 5, §6.1.2)."""
+    p = params or HardwareParams()
+    base = {**property_cache(p), **wire(p), "delay_cycles": _delay(p.switch.concat_delay_cycles)}
+    return _merge("SwitchPipe", base, overrides)
+
+
+def rig_node(params: HardwareParams | None = None, **overrides: Any) -> dict[str, Any]:
+    """``units.RigNode``: the SNIC's RIG units, Pending PR Tables, RIG batch size and concatenation
+    delay (Table 5), the packet sizes and the round clock (``snic.rig_cycles_per_pr``). Half the units
+    are clients (``n_client_units=-1``), as in the simulator."""
+    p = params or HardwareParams()
+    snic = p.snic
+    base = {"n_units": snic.rig_units, "n_client_units": -1, "batch_size": _batch(snic.rig_batch_size),
+            "pending_capacity": snic.pending_pr_table, **wire(p), "delay_cycles": _delay(snic.concat_delay_cycles),
+            "cycles_per_pr": snic.rig_cycles_per_pr}
+    return _merge("RigNode", base, overrides, RIG_SWITCHES)
+
+
+def rig_client_unit(params: HardwareParams | None = None, **overrides: Any) -> dict[str, Any]:
+    """``units.RigClientUnit``: its Pending PR Table (Table 5)."""
+    base = {"pending_capacity": (params or HardwareParams()).snic.pending_pr_table}
+    return _merge("RigClientUnit", base, overrides, RIG_SWITCHES)
+
+
+def header_sizes(params: HardwareParams | None = None, **overrides: Any) -> dict[str, int]:
+    """``units.HeaderSizes``: the modeled header sizes of NetSparse Table 5 (upper layers,
+    concatenation header, PR header). ``HeaderSizes.wire(upper)`` gives the encoded Fig. 6 sizes."""
+    hd = (params or HardwareParams()).headers
+    return _merge("HeaderSizes", {"upper": hd.upper_bytes, "concat": hd.concat_bytes, "pr": hd.pr_bytes}, overrides)
+
+
+def _merge(unit: str, base: Mapping[str, Any], overrides: Mapping[str, Any],
+           switches: Iterable[str] = ()) -> dict[str, Any]:
+    known = [*base, *switches]
+    unknown = sorted(set(overrides) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown {unit} argument(s) {unknown}; known: {', '.join(known)}")
+    return {**base, **overrides}
+
+
+def _delay(cycles: float) -> int | None:
+    """A concatenation delay for a unit: ``inf`` -> None (queues flush only when full)."""
+    return None if math.isinf(cycles) else int(cycles)
+
+
+def _batch(batch: float | str) -> int | str:
+    if batch == "auto":
+        return "auto"
+    if math.isinf(batch):
+        raise ConfigError("snic.rig_batch_size=inf (the node's whole stream in one command) is a simulator "
+                          "setting; units.RigNode takes a whole number or 'auto'")
+    return int(batch)
