@@ -96,3 +96,19 @@ def test_overrides_and_what_a_unit_cannot_take():
         units_config.property_cache(HardwareParams().replace(property_cache={"size_bytes": "inf"}))
     with pytest.raises(ConfigError, match="rig_batch_size=inf"):
         units_config.rig_node(HardwareParams().replace(snic={"rig_batch_size": "inf"}))
+
+
+def test_hydra_configs_show_the_hardware_params_values():
+    """The training configs spell the units' hardware values out, so that a user sees and overrides
+    them (``strategy.options.n_units=16``); they must be HardwareParams', not a drifting copy."""
+    from omegaconf import OmegaConf
+
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    options = OmegaConf.load(configs / "strategy" / "netsparse.yaml").options
+    node = units_config.rig_node()
+    for key in ("n_units", "batch_size", "pending_capacity", "mtu", "delay_cycles"):
+        assert options[key] == node[key], key
+    switch = OmegaConf.load(configs / "fabric" / "switch.yaml")
+    pipe = units_config.switch_pipe()
+    for key in ("delay_cycles", "capacity_bytes", "ways", "segment_bytes", "max_line_bytes"):
+        assert switch[key] == pipe[key], key
