@@ -33,10 +33,10 @@ from torch_geometric.nn import GATConv
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import GRAPHS, paired, write_result  # noqa: E402
 
+from netsparse_torch.config_check import config_dir  # noqa: E402
 from netsparse_torch.graph import load_dataset  # noqa: E402
 from netsparse_torch.run.launch import launch  # noqa: E402
 from netsparse_torch.run.training import Trainer, normalize_features  # noqa: E402
-from netsparse_torch.train import config_dir  # noqa: E402
 
 
 class PyGGAT(torch.nn.Module):

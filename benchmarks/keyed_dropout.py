@@ -28,12 +28,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import GRAPHS, paired, write_result  # noqa: E402
 
 import netsparse_torch.nn.models as models  # noqa: E402
+from netsparse_torch.config_check import config_dir  # noqa: E402
 from netsparse_torch.graph import load_dataset  # noqa: E402
 from netsparse_torch.malloc import keep_freed_memory  # noqa: E402
 from netsparse_torch.nn.dropout import keyed_dropout  # noqa: E402
 from netsparse_torch.run.launch import launch  # noqa: E402
 from netsparse_torch.run.training import Trainer  # noqa: E402
-from netsparse_torch.train import config_dir  # noqa: E402
 
 
 def torch_dropout(x, node_ids, p, *, seed, epoch, layer, training=True):

@@ -61,8 +61,8 @@ def write_datasets(graph, partitions: list[str], parts: list[int], workdir: Path
 def train(path: Path, world_size: int, epochs: int, hidden: int) -> dict:
     from hydra import compose, initialize_config_dir
 
+    from netsparse_torch.config_check import config_dir
     from netsparse_torch.run.job import run
-    from netsparse_torch.train import config_dir
 
     overrides = ["dataset=partitioned", f"dataset.path={path}", f"world_size={world_size}", f"epochs={epochs}",
                  "strategy=sa", f"hidden={hidden}", "timeout_s=1800"]

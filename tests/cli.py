@@ -34,8 +34,8 @@ def train_here(tmp_path: Path, *overrides: str) -> tuple[dict, str]:
     signals and Hydra's run directory belong to the CLI: test those with :func:`train`."""
     from hydra import compose, initialize_config_dir
 
+    from netsparse_torch.config_check import config_dir
     from netsparse_torch.run.job import run
-    from netsparse_torch.train import config_dir
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     report = tmp_path / "report.json"

@@ -6,9 +6,9 @@ import itertools
 from graphs import random_graph
 from hydra import compose, initialize_config_dir
 
+from netsparse_torch.config_check import config_dir
 from netsparse_torch.run.launch import launch
 from netsparse_torch.run.training import Trainer
-from netsparse_torch.train import config_dir
 
 WORLD_SIZES = [1, 2, 3]
 STRATEGIES = ["su", "sa", "netsparse"]

@@ -33,7 +33,7 @@ def test_config_errors_are_one_line_and_exit_2_before_any_rank(tmp_path, overrid
 def _composed(*overrides: str):
     from hydra import compose, initialize_config_dir
 
-    from netsparse_torch.train import config_dir
+    from netsparse_torch.config_check import config_dir
 
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
         return compose("train", overrides=list(overrides))
@@ -57,9 +57,8 @@ def test_value_checks(override, message):
 
 
 def test_group_choices_of_a_sweep_are_each_checked():
-    from netsparse_torch.config_check import check_group_overrides
+    from netsparse_torch.config_check import check_group_overrides, config_dir
     from netsparse_torch.errors import ConfigError
-    from netsparse_torch.train import config_dir
 
     check_group_overrides(["-m", "strategy=su,sa", "dataset.path=x", "model=gcn", "--cfg", "job"], config_dir())
     with pytest.raises(ConfigError, match="unknown strategy 'foo'; choose one of ds, netsparse, sa, su, twoface"):

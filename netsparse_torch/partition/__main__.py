@@ -17,11 +17,11 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from netsparse_torch.config_check import config_dir
 from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.graph import load_dataset
 from netsparse_torch.partition.dataset import PartitionedDataset, write_partitioned
 from netsparse_torch.partition.partitioning import partition_graph, partition_settings
-from netsparse_torch.train import config_dir
 
 
 def run(cfg: DictConfig) -> dict:
