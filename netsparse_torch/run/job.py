@@ -59,7 +59,6 @@ def run(cfg: DictConfig) -> dict | None:
         partitioning = partition_graph(data.adj, int(cfg.world_size), str(cfg.partition), **partition_settings(cfg))
     check_cluster(cfg, data)
     check_logger(str(cfg.get("logger") or "none"))
-    out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
     args = (data, cfg, partitioning, str(out_dir) if out_dir else None)
     with switch_service(cfg) as switches:  # fabric=switch: start (or configure) the switches; always stopped
         result = launch(TRAIN_RANK, int(cfg.world_size), args, timeout_s=float(cfg.timeout_s))
