@@ -75,11 +75,12 @@ class InFlight:
         self._gather = gather
         self._result: object = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="netsparse-rig", daemon=True) if background else None
-        if self._thread is None:
-            self._run()  # inline: the gather is done before the caller's own-block SpMM starts
-        else:
+        self._thread: threading.Thread | None = None
+        if background:
+            self._thread = threading.Thread(target=self._run, name="netsparse-rig", daemon=True)
             self._thread.start()
+        else:
+            self._run()  # inline: the gather is done before the caller's own-block SpMM starts
 
     def _run(self) -> None:
         try:
