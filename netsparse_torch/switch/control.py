@@ -17,8 +17,8 @@ from netsparse_torch.switch._proto import pb
 
 DEFAULT_DELAY_CYCLES = units_config.switch_pipe()["delay_cycles"]
 DEFAULT_CACHE = units_config.property_cache()
-DEFAULT_MTU = units_config.wire()["mtu"]
-DEFAULT_UPPER_BYTES = units_config.wire()["upper_bytes"]
+_WIRE = units_config.wire()
+DEFAULT_MTU, DEFAULT_UPPER_BYTES = _WIRE["mtu"], _WIRE["upper_bytes"]
 
 
 class ConfigInvalid(ValueError):
