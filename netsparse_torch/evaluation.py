@@ -69,8 +69,8 @@ class Evaluator:
             positive = torch.softmax(out.float(), dim=1)[:, 1]
             for split in SPLITS:
                 m = masks[split]
-                labels = gather(y[m].numpy().astype(np.int64))
-                scores[f"{split}_roc_auc"] = roc_auc(labels, gather(positive[m].numpy().astype(np.float64)))
+                labels = gather(y[m].cpu().numpy().astype(np.int64))
+                scores[f"{split}_roc_auc"] = roc_auc(labels, gather(positive[m].cpu().numpy().astype(np.float64)))
         return scores
 
 

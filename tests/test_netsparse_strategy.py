@@ -106,7 +106,7 @@ def test_rig_rejects_out_of_range_idx():
 
 
 class _HeldFabric:
-    """A fabric whose kernel waits until the caller has got ``start_halo``'s handle back (so the gather
+    """A fabric whose kernel waits until the caller has got ``transport.start``'s handle back (so the gather
     must run in the background), notes its thread, then gives up as a RIG watchdog would."""
 
     name = "held"
@@ -118,7 +118,7 @@ class _HeldFabric:
 
     def run_kernel(self, node, prop_bytes):
         self.thread = threading.current_thread()
-        assert self.released.wait(30), "start_halo did not return while the gather was in flight"
+        assert self.released.wait(30), "transport.start did not return while the gather was in flight"
         raise RigTimeoutError("RIG command watchdog expired (test)", peers=[1 - dist.get_rank()])
 
 
@@ -128,8 +128,8 @@ def held_gather(rank, world_size, graph):
     strat = NetSparse(dg.plan, fabric=fabric)
     x = torch.randn(dg.plan.n_local, 4)
     halo = torch.full((dg.plan.n_halo, 4), -1.0)
-    pending = strat.start_halo(x, halo, "t")
-    fabric.released.set()  # only reachable when start_halo returned before the kernel finished
+    pending = strat.transport.start(x, halo, "t")
+    fabric.released.set()  # only reachable when transport.start returned before the kernel finished
     with pytest.raises(RigTimeoutError) as err:
         pending.wait()
     assert err.value.peers == [1 - rank]

@@ -27,12 +27,12 @@ def _load() -> dict:
         from netsparse_torch.comm.base import Strategy, Traffic
         from netsparse_torch.comm.ds import DenseShifting
         from netsparse_torch.comm.netsparse import NetSparse
-        from netsparse_torch.comm.sa import SparsityAware
+        from netsparse_torch.comm.sa import HaloExchange
         from netsparse_torch.comm.su import SparsityUnaware
         from netsparse_torch.comm.twoface import TwoFace
 
         g.update(Strategy=Strategy, Traffic=Traffic,
-                 STRATEGIES={"su": SparsityUnaware, "sa": SparsityAware, "netsparse": NetSparse,
+                 STRATEGIES={"su": SparsityUnaware, "sa": HaloExchange, "netsparse": NetSparse,
                              "twoface": TwoFace, "ds": DenseShifting})
     return g["STRATEGIES"]
 

@@ -41,12 +41,6 @@ class _Teams:
         return cls.cache[key][team]
 
 
-def _csr(a: sp.csr_matrix) -> CSR:
-    a.sort_indices()
-    return CSR(torch.from_numpy(a.indptr.astype(np.int64)), torch.from_numpy(a.indices.astype(np.int64)),
-               torch.from_numpy(a.data.astype(np.float32)), a.shape[1])
-
-
 def _shift(buf: torch.Tensor, to: int, frm: int) -> tuple[torch.Tensor, list]:
     out = torch.empty_like(buf)
     return out, [dist.isend(buf, to), dist.irecv(out, frm)]
@@ -139,7 +133,7 @@ class DenseShifting(Strategy):
         key = id(adjacency)
         if key not in self._parts:
             bounds = np.asarray(self.plan.bounds, dtype=np.int64)
-            crow, col, val = adjacency.crow.numpy(), adjacency.col.numpy(), adjacency.val.detach().numpy()
+            crow, col, val = (t.detach().cpu().numpy() for t in (adjacency.crow, adjacency.col, adjacency.val))
             owner = np.searchsorted(bounds, col, side="right") - 1
             pos = (owner % self.c) * self.block + col - bounds[owner]
             rows = np.repeat(np.arange(adjacency.n_rows), np.diff(crow))
@@ -147,7 +141,7 @@ class DenseShifting(Strategy):
             for team in range(self.q):
                 m = owner // self.c == team
                 a = sp.csr_matrix((val[m], (rows[m], pos[m])), shape=(adjacency.n_rows, self.c * self.block))
-                out.append((_csr(a), _csr(a.T.tocsr())))
+                out.append((CSR.from_scipy(a, adjacency.device), CSR.from_scipy(a.T, adjacency.device)))
             self._parts[key] = out
         return self._parts[key]
 

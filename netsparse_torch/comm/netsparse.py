@@ -6,6 +6,10 @@ NetSparse packets per destination; the fabric delivers them; the owners' server 
 response packets carrying the feature rows, deconcatenated into the halo buffer. The result equals
 ``sa`` bit for bit.
 
+The strategy is ``sa``'s :class:`~netsparse_torch.comm.sa.HaloExchange` with a :class:`RigTransport`
+in place of the all_to_all. The RIG units work in host memory; features on a GPU are staged through
+pinned host buffers, and the copies are reported apart (``staging_*`` counters).
+
 Backward: gradient rows go back to their owners by a reverse exchange (an all_to_all of exactly the
 halo gradient rows, as in ``sa``), not as NetSparse packets: the paper's RIG is a gather, and the
 reverse scatter-add has no RIG counterpart. Its bytes are counted in the traffic meter and in the
@@ -19,77 +23,125 @@ from collections import defaultdict
 import torch
 
 from hw_models import units_config
-from netsparse_torch.comm.rig import InFlight, gather_columns
-from netsparse_torch.comm.sa import SparsityAware
+from netsparse_torch.comm.halo import HostStaging, InFlight, Pending
+from netsparse_torch.comm.rig import gather_columns
+from netsparse_torch.comm.sa import HaloExchange
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.fabric import CollectiveFabric, Fabric
+from netsparse_torch.plan import Plan
 from netsparse_torch.units import RigNode
 
 COUNTERS = ("idxs", "local", "filtered", "coalesced", "prs_issued", "packets", "prs", "header_bytes",
             "payload_bytes", "wire_bytes", "rounds")
+STAGING = ("staging_to_host_s", "staging_to_device_s", "staging_to_host_bytes", "staging_to_device_bytes")
 RIG_OPTIONS = ("n_units", "n_client_units", "batch_size", "pending_capacity", "filter", "coalesce", "mtu",
                "upper_bytes", "delay_cycles")
 
 
-class NetSparse(SparsityAware):
-    """Options: RigNode's keywords (:data:`RIG_OPTIONS`; those not given are NetSparse Table 5's,
-    :func:`hw_models.units_config.rig_node`), ``fabric`` (a
-    :class:`~netsparse_torch.fabric.base.Fabric` over the ranks of ``group``, e.g. the SwitchFabric
-    the run layer attached; default: a :class:`~netsparse_torch.fabric.CollectiveFabric` on ``group``),
-    ``overlap`` (default True: the RIG kernels run in a background thread while the own-block SpMM
-    runs; False runs them before it, to measure what the overlap buys)."""
+class RigTransport:
+    """The halo filled by this node's RIG units over a fabric, in host memory (NetSparse §5: the
+    SmartNIC reads properties from host memory); features on a GPU are staged through pinned host
+    buffers (:class:`~netsparse_torch.comm.halo.HostStaging`)."""
 
-    name = "netsparse"
+    name = "rig"
 
-    def __init__(self, plan, group=None, fabric: Fabric | None = None, overlap: bool = True, **options):
-        super().__init__(plan, group=group, **options)
-        self.overlap = bool(overlap)
-        unknown = set(options) - set(RIG_OPTIONS)
-        if unknown:
-            raise ConfigError(f"unknown netsparse option(s) {sorted(unknown)}; known: {', '.join(RIG_OPTIONS)}")
-        rig = {k: v for k, v in options.items() if v is not None or k == "delay_cycles"}
-        self.node = RigNode(plan.rank, plan.bounds.tolist(), **units_config.rig_node(**rig))
-        self.fabric = self._fabric(fabric)
+    def __init__(self, plan: Plan, node: RigNode, fabric: Fabric | None, overlap: bool = True,
+                 staging: HostStaging | None = None):
+        self.plan, self.node, self.fabric, self.overlap = plan, node, fabric, bool(overlap)
+        self.staging = staging or HostStaging()
         self.slots = plan.rig_slots()
         self._layers: dict[str, dict] = defaultdict(lambda: defaultdict(int))
 
-    def _fabric(self, fabric) -> Fabric | None:
-        if fabric is None:
-            return CollectiveFabric(self.group) if self.plan.world_size > 1 else None
-        if not isinstance(fabric, Fabric):
-            raise ConfigError(f"netsparse: fabric must be a Fabric object (with run_kernel), got {fabric!r}; "
-                              "the run layer builds it from fabric=collective|switch")
-        if fabric.world_size != self.plan.world_size:
-            raise ConfigError(f"netsparse: the fabric connects {fabric.world_size} ranks, the plan has "
-                              f"{self.plan.world_size}")
-        return fabric
-
-    def start_halo(self, x: torch.Tensor, halo: torch.Tensor, tag: str) -> InFlight:
+    def start(self, x: torch.Tensor, halo: torch.Tensor, tag: str) -> Pending:
         """Starts the RIG kernels that fill ``halo`` in a background thread; ``wait()`` on the result
         (it raises the gather's error, e.g. RigTimeoutError with the halo zeroed)."""
         self.node.reset_stats()
-        x = x.contiguous()
+        staging = self.staging
+        before = staging.stats()
+        x_host = staging.to_host(x)
+        halo_host = staging.host_buffer(halo)
 
         def gather() -> None:
-            _, rounds = gather_columns(self.node, self.fabric, x, self.plan.rig_idxs, self.slots,
-                                       self.plan.n_halo, out=halo)
+            try:
+                _, rounds = gather_columns(self.node, self.fabric, x_host, self.plan.rig_idxs, self.slots,
+                                           self.plan.n_halo, out=halo_host)
+            except BaseException:
+                if halo_host is not halo:
+                    halo.zero_()  # as the host halo: no half-gathered rows reach the SpMM
+                raise
+            staging.to_device(halo_host, halo)  # a side-stream copy on CUDA: overlaps the own-block SpMM
             self.record(tag, "forward", {**self.node.stats(), "rounds": rounds})
 
-        return InFlight(gather, background=self.overlap)
+        inflight = InFlight(gather, background=self.overlap)
+        return _Staged(inflight, staging, self, tag, before)
 
-    def returned_gradients(self, tag: str, nbytes: int) -> None:
-        self.record(tag, "backward", {"mechanism": "reverse_exchange", "payload_bytes": nbytes, "wire_bytes": nbytes})
+    def record_reverse(self, tag: str, nbytes: int) -> None:
+        self.record(tag, "backward", {"mechanism": "reverse_exchange", "payload_bytes": nbytes,
+                                      "wire_bytes": nbytes})
 
     def record(self, tag: str, direction: str, stats: dict) -> None:
         entry = self._layers[f"{tag}/{direction}"]
         for key, value in stats.items():
-            if key in COUNTERS:
+            if key in COUNTERS or key in STAGING:
                 entry[key] += value
             elif key == "mechanism":
                 entry[key] = value
 
     def stats(self) -> dict:
         return {"layers": {k: dict(v) for k, v in self._layers.items()}}
+
+
+class _Staged:
+    """A RIG gather in flight; ``wait()`` joins it, makes the caller's stream wait for the copy of the
+    halo to the device, and records the staging copies of this gather apart from its counters."""
+
+    def __init__(self, inflight: InFlight, staging: HostStaging, transport: RigTransport, tag: str, before: dict):
+        self.inflight, self.staging, self.transport, self.tag, self.before = inflight, staging, transport, tag, before
+
+    def wait(self) -> None:
+        self.inflight.wait()
+        self.staging.join()
+        if self.staging.needed(self.transport.plan.device):
+            after = self.staging.stats()
+            self.transport.record(self.tag, "forward", {k: after[k] - self.before[k] for k in STAGING})
+
+
+class NetSparse(HaloExchange):
+    """``sa``'s exchange with the RIG transport. Options: RigNode's keywords (:data:`RIG_OPTIONS`; those
+    not given are NetSparse Table 5's, :func:`hw_models.units_config.rig_node`), ``fabric`` (a
+    :class:`~netsparse_torch.fabric.base.Fabric` over the ranks of ``group``, e.g. the SwitchFabric
+    the run layer attached; default: a :class:`~netsparse_torch.fabric.CollectiveFabric` on ``group``),
+    ``overlap`` (default True: the RIG kernels run in a background thread while the own-block SpMM
+    runs; False runs them before it, to measure what the overlap buys) and ``stage`` (True: stage
+    through host buffers also on CPU, the CPU twin of the GPU path; on CUDA the staging always runs)."""
+
+    name = "netsparse"
+
+    def __init__(self, plan, group=None, fabric: Fabric | None = None, overlap: bool = True, stage: bool = False,
+                 **options):
+        unknown = set(options) - set(RIG_OPTIONS)
+        if unknown:
+            raise ConfigError(f"unknown netsparse option(s) {sorted(unknown)}; known: {', '.join(RIG_OPTIONS)}")
+        rig = {k: v for k, v in options.items() if v is not None or k == "delay_cycles"}
+        node = RigNode(plan.rank, plan.bounds.tolist(), **units_config.rig_node(**rig))
+        transport = RigTransport(plan, node, _fabric(fabric, plan, group), overlap, HostStaging(always=stage))
+        super().__init__(plan, group=group, transport=transport, **options)
+
+    @property
+    def node(self) -> RigNode:
+        return self.transport.node
+
+
+def _fabric(fabric, plan: Plan, group) -> Fabric | None:
+    if fabric is None:
+        return CollectiveFabric(group) if plan.world_size > 1 else None
+    if not isinstance(fabric, Fabric):
+        raise ConfigError(f"netsparse: fabric must be a Fabric object (with run_kernel), got {fabric!r}; "
+                          "the run layer builds it from fabric=collective|switch")
+    if fabric.world_size != plan.world_size:
+        raise ConfigError(f"netsparse: the fabric connects {fabric.world_size} ranks, the plan has "
+                          f"{plan.world_size}")
+    return fabric
 
 
 def summarize(per_rank: list[dict]) -> dict:
@@ -105,6 +157,8 @@ def summarize(per_rank: list[dict]) -> dict:
                     layers[key][name] += value
     forward = [v for k, v in layers.items() if k.endswith("/forward")]
     totals = {name: sum(v.get(name, 0) for v in forward) for name in COUNTERS}
+    totals.update({name: sum(v.get(name, 0) for v in forward) for name in STAGING
+                   if any(name in v for v in forward)})
     totals["backward_bytes"] = sum(v.get("payload_bytes", 0) for k, v in layers.items() if k.endswith("/backward"))
     for entry in [totals, *forward]:
         wire = entry.get("wire_bytes", 0)

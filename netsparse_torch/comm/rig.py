@@ -3,14 +3,11 @@
 
 A gather is one RIG kernel per column chunk that fits a response PR; each kernel loads the node
 (``begin_kernel``, ``submit``) and hands it to the fabric (:class:`~netsparse_torch.fabric.base.Fabric`),
-which moves the packets until every rank is done. :class:`InFlight` runs a gather in a background
-thread, so the caller computes while the RIG rounds run.
+which moves the packets until every rank is done. The units read and write host memory: :func:`rig`
+stages features that live on a GPU through host buffers.
 """
 
 from __future__ import annotations
-
-import threading
-from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -62,41 +59,6 @@ def gather_columns(node: RigNode, fabric: Fabric, x: torch.Tensor, idxs: np.ndar
     return out, rounds
 
 
-class InFlight:
-    """A RIG gather running in a background thread (what ``start_halo`` returns for ``netsparse``).
-
-    ``wait()`` joins it and returns its result, or raises its error (e.g. RigTimeoutError: the
-    halo is zeroed by then). The gather issues the fabric's collectives from its thread; the caller
-    must not issue collectives on the same group until ``wait()`` returns (gloo serves one thread
-    at a time per group), which the own-block SpMM that overlaps it does not. The C++ node calls
-    and the SpMM release the GIL, so both run at once."""
-
-    def __init__(self, gather: Callable[[], object], background: bool = True):
-        self._gather = gather
-        self._result: object = None
-        self._error: BaseException | None = None
-        self._thread: threading.Thread | None = None
-        if background:
-            self._thread = threading.Thread(target=self._run, name="netsparse-rig", daemon=True)
-            self._thread.start()
-        else:
-            self._run()  # inline: the gather is done before the caller's own-block SpMM starts
-
-    def _run(self) -> None:
-        try:
-            self._result = self._gather()
-        except BaseException as e:  # handed to the caller's thread by wait()
-            self._error = e
-
-    def wait(self):
-        if self._thread is not None:
-            self._thread.join()
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
-        return self._result
-
-
 def rig(x_local: torch.Tensor, idxs: torch.Tensor, row_bounds, *, group=None, fabric: Fabric | None = None,
         **options) -> torch.futures.Future:
     """Remote indexed gather over a row-partitioned matrix: ``out[i] = X[idxs[i]]``.
@@ -107,13 +69,14 @@ def rig(x_local: torch.Tensor, idxs: torch.Tensor, row_bounds, *, group=None, fa
     e.g. ``filter``, ``coalesce``, ``pending_capacity``, ``delay_cycles``; the others are NetSparse
     Table 5's, :func:`hw_models.units_config.rig_node`) over ``fabric`` (default:
     a :class:`~netsparse_torch.fabric.CollectiveFabric` on ``group``). The returned future is
-    already complete; its value is ``out`` and ``out.rig_stats`` holds the node's counters.
+    already complete; its value is ``out`` (on ``x_local``'s device) and ``out.rig_stats`` holds the
+node's counters.
     """
     rank, ws = dist.get_rank(group), dist.get_world_size(group)
     bounds = [int(b) for b in row_bounds]
     if len(bounds) != ws + 1 or bounds[rank + 1] - bounds[rank] != x_local.size(0):
         raise ValueError(f"rig: row_bounds must have {ws + 1} entries and give this rank {x_local.size(0)} rows")
-    ids = idxs.to(torch.long).numpy()
+    ids = idxs.to("cpu", torch.long).numpy()
     if ids.size and (ids.min() < 0 or ids.max() >= bounds[-1]):
         raise ValueError(f"rig: an idx is outside [0, {bounds[-1]})")
     r0, r1 = bounds[rank], bounds[rank + 1]
@@ -122,12 +85,13 @@ def rig(x_local: torch.Tensor, idxs: torch.Tensor, row_bounds, *, group=None, fa
     slots = np.full(ids.size, -1, dtype=np.int64)
     slots[remote] = inverse
     node = RigNode(rank, bounds, **units_config.rig_node(**options))
-    x = x_local.detach().contiguous()
+    x = x_local.detach().to("cpu").contiguous()  # the RIG units read host memory (NetSparse §5)
     halo, _ = gather_columns(node, fabric or CollectiveFabric(group), x, ids, slots, uniq.size)
     out = x.new_empty(ids.size, x.size(1))
     mask = torch.from_numpy(remote)
     out[~mask] = x[torch.from_numpy(ids[~remote] - r0)]
     out[mask] = halo[torch.from_numpy(inverse)]
+    out = out.to(x_local.device)
     out.rig_stats = node.stats()
     fut: torch.futures.Future = torch.futures.Future()
     fut.set_result(out)

@@ -96,6 +96,28 @@ class CSR:
     def device(self) -> torch.device:
         return self.col.device
 
+    def to(self, device: torch.device | str) -> CSR:
+        """This matrix on ``device`` (itself when already there); the transposes cached so far move too."""
+        device = torch.device(device)
+        if self.device == device:
+            return self
+        out = CSR.__new__(CSR)
+        out.crow, out.col, out.val = (t.to(device) for t in (self.crow, self.col, self.val))
+        out.n_rows, out.n_cols = self.n_rows, self.n_cols
+        move = lambda parts: None if parts is None else tuple(t.to(device) for t in parts)  # noqa: E731
+        out._t, out._t_perm = move(self._t), move(self._t_perm)
+        out._splits = {at: (a.to(device), b.to(device)) for at, (a, b) in self._splits.items()}
+        return out
+
+    @classmethod
+    def from_scipy(cls, m, device: torch.device | str = "cpu") -> CSR:
+        """A ``scipy.sparse.csr_matrix`` as a float32 CSR on ``device`` (int64 indices, shape kept)."""
+        m = m.tocsr()
+        m.sort_indices()
+        parts = (m.indptr.astype("int64"), m.indices.astype("int64"), m.data.astype("float32"))
+        crow, col, val = (torch.from_numpy(p).to(device) for p in parts)
+        return cls(crow, col, val, m.shape[1], check_columns=False)
+
     def transpose_parts(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(crow, col, val)`` of ``A^T``, computed on first use and cached (values as of then)."""
         if self._t is None:

@@ -47,34 +47,45 @@ class DistGraph:
 
     def __init__(self, data: Source, rank: int, world_size: int, partition: str | Partitioning = "rows",
                  strategy: str = "sa", strategy_options: dict | None = None, verify: bool = True,
-                 group=None):
+                 group=None, device: torch.device | str | None = None):
         self.shard: Shard = rank_shard(data, rank, world_size, partition, verify, group)
+        #: Where the graph's tensors live: features, labels, masks, adjacencies and the plan's index
+        #: tensors (``None``: CPU). A model trained on it moves there with ``.to(graph.device)``.
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
         self.rank, self.world_size, self.group = rank, world_size, group
         self.bounds = self.shard.bounds
         r0, r1 = int(self.bounds[rank]), int(self.bounds[rank + 1])
         self.rows = slice(r0, r1)
         #: Original (pre-permutation) node ids of this rank's rows, a LongTensor.
         self.node_ids = torch.as_tensor(np.asarray(self.shard.node_ids), dtype=torch.long)
-        self.plan = build_plan(self.shard.adj, self.bounds, rank, world_size, group)
+        self.plan = build_plan(self.shard.adj, self.bounds, rank, world_size, group).to(self.device)
         self.strategy: Strategy = make_strategy(strategy, self.plan, group, **(strategy_options or {}))
         self._adjacency: dict[str, CSR] = {}
         self._attention: dict[tuple[str, int], AttentionPattern] = {}
+        self._node_data: dict[str, torch.Tensor] = {}
+
+    def _on_device(self, name: str, host: torch.Tensor) -> torch.Tensor:
+        """``host`` (a shard tensor) on the graph's device, copied once."""
+        if name not in self._node_data:
+            self._node_data[name] = host.to(self.device)
+        return self._node_data[name]
 
     @property
     def x(self) -> torch.Tensor:
-        return self.shard.x
+        return self._on_device("x", self.shard.x)
 
     @property
     def y(self) -> torch.Tensor:
-        return self.shard.y
+        return self._on_device("y", self.shard.y)
 
     def mask(self, split: str) -> torch.Tensor:
-        return self.shard.mask(split)
+        return self._on_device(f"{split}_mask", self.shard.mask(split))
 
     def adjacency(self, norm: str) -> CSR:
         """This rank's rows of the ``norm``-normalised adjacency, in the strategy's column space."""
         if norm not in self._adjacency:
-            self._adjacency[norm] = self.plan.localize(self.shard.normalized(norm), self.strategy.space)
+            local = self.plan.localize(self.shard.normalized(norm), self.strategy.space)
+            self._adjacency[norm] = local.to(self.device)
         return self._adjacency[norm]
 
     def propagate(self, x_local: torch.Tensor, norm: str, tag: str = "") -> torch.Tensor:
@@ -103,7 +114,8 @@ class DistGraph:
         key = (norm, int(k))
         if key not in self._attention:
             a, gathered = self.strategy.gather_layout(self.adjacency(norm), int(k))
-            self._attention[key] = AttentionPattern(a, self.node_ids, self.original_ids(gathered))
+            self._attention[key] = AttentionPattern(a, self.node_ids.to(self.device),
+                                                    self.original_ids(gathered).to(self.device))
         return self._attention[key]
 
     def original_ids(self, ids: np.ndarray) -> torch.Tensor:
@@ -132,10 +144,10 @@ class DistGraph:
         """Every rank's rows of ``local`` (a per-node tensor of this rank's rows) in original node order,
         on every rank. O(whole graph): for small graphs, tests and final per-node results."""
         if self.world_size == 1:
-            parts, ids = [local], [self.node_ids]
+            parts, ids = [local.detach().cpu()], [self.node_ids]
         else:
             parts, ids = [None] * self.world_size, [None] * self.world_size
-            dist.all_gather_object(parts, local.detach())
+            dist.all_gather_object(parts, local.detach().cpu())
             dist.all_gather_object(ids, self.node_ids)
         out = torch.empty((self.shard.num_nodes, *local.shape[1:]), dtype=local.dtype)
         out[torch.cat(ids)] = torch.cat(parts).to(local.dtype)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,6 +31,16 @@ class Plan:
     send_idx: torch.Tensor
     send_counts: list[int]
     rig_idxs: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+
+    @property
+    def device(self) -> torch.device:
+        """Where the send list lives: the device of the features it indexes."""
+        return self.send_idx.device
+
+    def to(self, device: torch.device | str) -> Plan:
+        """The same plan with its index tensor on ``device`` (the id arrays stay host-side numpy: the
+        plan's bookkeeping and the RIG units read them there)."""
+        return replace(self, send_idx=self.send_idx.to(device))
 
     @property
     def row_start(self) -> int:

@@ -19,13 +19,6 @@ from netsparse_torch.plan.plan import request_rows
 from netsparse_torch.plan.twoface.classify import ASYNC, LOCAL, SYNC, Stripes, coalesce_distance
 
 
-def _csr(m: sp.csr_matrix) -> CSR:
-    m = m.tocsr()
-    m.sort_indices()
-    return CSR(torch.from_numpy(m.indptr.astype(np.int64)), torch.from_numpy(m.indices.astype(np.int64)),
-               torch.from_numpy(m.data.astype(np.float32)), m.shape[1])
-
-
 @dataclass
 class Part:
     """One class of nonzeros as a CSR over its own column space, with its transpose for the backward.
@@ -36,8 +29,8 @@ class Part:
     a_t: CSR
 
     @classmethod
-    def of(cls, m: sp.csr_matrix) -> Part:
-        return cls(_csr(m), _csr(m.T))
+    def of(cls, m: sp.csr_matrix, device: torch.device) -> Part:
+        return cls(CSR.from_scipy(m, device), CSR.from_scipy(m.T, device))
 
 
 @dataclass
@@ -81,9 +74,10 @@ def coalesced_rows(cols: np.ndarray, distance: int) -> np.ndarray:
 
 
 def build_layout(rows: sp.csr_matrix, stripes: Stripes, bounds: np.ndarray, rank: int, world_size: int,
-                 k: int, width: int, group=None) -> Layout:
+                 k: int, width: int, group=None, device: torch.device | str = "cpu") -> Layout:
     """Split ``rows`` (global column ids) by stripe class and agree the transfers with the owners.
-    Every rank of ``group`` (None: WORLD) calls it together (two rounds of id exchange)."""
+    Every rank of ``group`` (None: WORLD) calls it together (two rounds of id exchange). The parts and
+    the send lists are put on ``device``, the device of the features they will serve."""
     bounds = np.asarray(bounds, dtype=np.int64)
     r0, r1 = int(bounds[rank]), int(bounds[rank + 1])
     nz_kind = stripes.kind[stripes.of_nnz]
@@ -94,8 +88,8 @@ def build_layout(rows: sp.csr_matrix, stripes: Stripes, bounds: np.ndarray, rank
     local = _select(rows, nz_kind == LOCAL)
     sync = _select(rows, nz_kind == SYNC)
     async_ = _select(rows, nz_kind == ASYNC)
-    sync_xfer, requested = _agree(sync_rows, bounds, world_size, r0, group)
-    async_xfer, _ = _agree(async_rows, bounds, world_size, r0, group)
+    sync_xfer, requested = _agree(sync_rows, bounds, world_size, r0, group, device)
+    async_xfer, _ = _agree(async_rows, bounds, world_size, r0, group, device)
     # A class no rank uses (e.g. no synchronous stripe anywhere, as overlap=sum often decides) would
     # still cost every call a collective's latency: all ranks agree to skip it.
     moved = torch.tensor([sync_xfer.n_recv, async_xfer.n_recv], dtype=torch.long)
@@ -105,9 +99,9 @@ def build_layout(rows: sp.csr_matrix, stripes: Stripes, bounds: np.ndarray, rank
     for p, ids in enumerate(requested):
         for start in np.unique(r0 + (ids // width) * width).tolist():
             destinations.setdefault(int(start), []).append(p)
-    return Layout(Part.of(_with_cols(local, local.indices - r0, r1 - r0)),
-                  Part.of(_with_cols(sync, np.searchsorted(sync_rows, sync.indices), sync_rows.size)),
-                  Part.of(_with_cols(async_, np.searchsorted(async_rows, async_.indices), async_rows.size)),
+    return Layout(Part.of(_with_cols(local, local.indices - r0, r1 - r0), device),
+                  Part.of(_with_cols(sync, np.searchsorted(sync_rows, sync.indices), sync_rows.size), device),
+                  Part.of(_with_cols(async_, np.searchsorted(async_rows, async_.indices), async_rows.size), device),
                   sync_xfer, async_xfer, stripes, destinations, sync_rows, async_rows)
 
 
@@ -131,10 +125,10 @@ def _with_cols(m: sp.csr_matrix, cols: np.ndarray, n_cols: int) -> sp.csr_matrix
 
 
 def _agree(want: np.ndarray, bounds: np.ndarray, world_size: int, r0: int,
-           group) -> tuple[Transfer, list[np.ndarray]]:
+           group, device: torch.device | str = "cpu") -> tuple[Transfer, list[np.ndarray]]:
     """Tell each owner which of its rows this rank receives; returns the transfer and, per peer, the
     local row ids that peer asked for."""
     recv_counts, requested, send_counts = request_rows(want, bounds, world_size, group)
     send_idx = requested - r0
     per_peer = list(torch.split(send_idx, send_counts))
-    return Transfer(recv_counts, send_idx, send_counts, group), [t.numpy() for t in per_peer]
+    return Transfer(recv_counts, send_idx.to(device), send_counts, group), [t.numpy() for t in per_peer]

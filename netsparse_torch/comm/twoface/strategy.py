@@ -152,7 +152,7 @@ class TwoFace(Strategy):
             stripes = classify(find_stripes(rows, plan.bounds, plan.rank, self.width), k, self.cost.coefficients,
                                self.width, self.memory_limit_bytes, overlap=self.cost.overlap)
             self._layouts[key] = build_layout(rows, stripes, plan.bounds, plan.rank, plan.world_size, k,
-                                              self.width, self.group)
+                                              self.width, self.group, adjacency.device)
         return self._layouts[key]
 
     def propagate(self, adjacency: CSR, x_local: torch.Tensor, tag: str = "") -> torch.Tensor:
@@ -173,7 +173,7 @@ class TwoFace(Strategy):
         if plan.world_size == 1:
             return super().gather_layout(adjacency, k)
         lay = self.layout(adjacency, k)
-        cols = adjacency.col.numpy()
+        cols = adjacency.col.cpu().numpy()
         kind = lay.stripes.kind[lay.stripes.of_nnz]
         n, n_async = plan.n_local, lay.async_rows.size
         out = np.empty_like(cols)
@@ -183,7 +183,7 @@ class TwoFace(Strategy):
         m = kind == LOCAL
         out[m] = cols[m] - plan.row_start
         ids = np.concatenate([np.arange(plan.row_start, plan.row_start + n), lay.async_rows, lay.sync_rows])
-        csr = CSR(adjacency.crow, torch.from_numpy(out), adjacency.val, ids.size)
+        csr = CSR(adjacency.crow, torch.from_numpy(out).to(adjacency.device), adjacency.val, ids.size)
         return csr, ids.astype(np.int64)
 
     def count(self, direction: str, layout: Layout, x: torch.Tensor, tag: str) -> None:
@@ -207,5 +207,5 @@ class TwoFace(Strategy):
 def _scipy_rows(adjacency: CSR, n_cols: int):
     import scipy.sparse as sp
 
-    return sp.csr_matrix((adjacency.val.detach().numpy().astype(np.float32), adjacency.col.numpy(),
-                          adjacency.crow.numpy()), shape=(adjacency.n_rows, n_cols))
+    crow, col, val = (t.detach().cpu().numpy() for t in (adjacency.crow, adjacency.col, adjacency.val))
+    return sp.csr_matrix((val.astype(np.float32), col, crow), shape=(adjacency.n_rows, n_cols))

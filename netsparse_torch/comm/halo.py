@@ -1,0 +1,212 @@
+"""The halo exchange: a forward transport that fills the halo, and the reverse exchange shared by all.
+
+A strategy that gathers halo rows (``sa``, ``netsparse``) is one :class:`HaloExchange` (in
+:mod:`netsparse_torch.comm.sa`) composed with a :class:`Transport`:
+
+- :class:`AllToAll`: one ``all_to_all`` of exactly the rows each peer asked for (``sa``);
+- :class:`~netsparse_torch.comm.netsparse.RigTransport`: the node's RIG units over a fabric (``netsparse``).
+
+``Transport.start`` returns a :class:`Pending`, the typed awaitable of one gather: the caller computes
+(the own-block SpMM) and then calls ``wait()``; until then no other collective may run on the group.
+The backward reverse (each halo gradient row back to its owner) is the same all_to_all for every
+transport.
+
+:class:`HostStaging` is how a transport that works in host memory (the RIG units read properties from
+host memory, as the SmartNIC does, NetSparse §5) serves features that live on a GPU: the owner rows go
+to pinned host memory, and the filled halo comes back with a non-blocking copy on a side stream that
+overlaps the own-block SpMM. The copies are timed apart from the gather.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+import torch
+import torch.distributed as dist
+
+from netsparse_torch.kernels import gather
+from netsparse_torch.plan import Plan
+
+
+class Pending(Protocol):
+    """One gather in flight: ``wait()`` returns once the halo buffer holds every row (or raises the
+    gather's error)."""
+
+    def wait(self) -> object: ...
+
+
+class Transport(Protocol):
+    """Fills a halo buffer with the rows the plan asks for."""
+
+    name: str
+
+    def start(self, x: torch.Tensor, halo: torch.Tensor, tag: str) -> Pending:
+        """Start filling ``halo`` (``plan.n_halo`` rows, ``x``'s width, dtype and device) from the owners'
+        rows ``x``."""
+        ...
+
+    def record_reverse(self, tag: str, nbytes: int) -> None:
+        """Called after the backward reverse exchange of ``nbytes`` payload bytes (statistics)."""
+        ...
+
+    def stats(self) -> dict:
+        ...
+
+
+class Done:
+    """A gather that finished before ``start`` returned."""
+
+    def wait(self) -> None:
+        return None
+
+
+class InFlight:
+    """A gather running in a background thread (or inline with ``background=False``).
+
+    ``wait()`` joins it and returns its result, or raises its error in the caller's thread. The gather
+    may issue the fabric's collectives from its thread; the caller must not issue collectives on the
+    same group until ``wait()`` returns (gloo serves one thread at a time per group), which the
+    own-block SpMM that overlaps it does not. The C++ node calls and the SpMM release the GIL, so both
+    run at once."""
+
+    def __init__(self, work: Callable[[], object], background: bool = True):
+        self._work = work
+        self._result: object = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if background:
+            self._thread = threading.Thread(target=self._run, name="netsparse-halo", daemon=True)
+            self._thread.start()
+        else:
+            self._run()
+
+    def _run(self) -> None:
+        try:
+            self._result = self._work()
+        except BaseException as e:  # handed to the caller's thread by wait()
+            self._error = e
+
+    def wait(self) -> object:
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        return self._result
+
+
+class AllToAll:
+    """``sa``'s transport: pack the asked-for rows (the gather kernel) and one all_to_all."""
+
+    name = "all_to_all"
+
+    def __init__(self, plan: Plan, group=None):
+        self.plan, self.group = plan, group
+
+    def start(self, x: torch.Tensor, halo: torch.Tensor, tag: str) -> Pending:
+        plan = self.plan
+        send = gather(x, plan.send_idx)  # the packing kernel: C++ on CPU, Triton on CUDA
+        return dist.all_to_all_single(halo, send, plan.recv_counts, plan.send_counts, group=self.group,
+                                      async_op=True)
+
+    def record_reverse(self, tag: str, nbytes: int) -> None:
+        pass
+
+    def stats(self) -> dict:
+        return {}
+
+
+def reverse_exchange(plan: Plan, grad_halo: torch.Tensor, group) -> tuple[torch.Tensor, Pending]:
+    """Start sending each halo gradient row back to its owner; returns the buffer of the rows that come
+    back (``plan.send_idx`` order) and the handle to wait on before adding them (``add_returned``)."""
+    back = grad_halo.new_empty(plan.send_idx.numel(), grad_halo.size(1))
+    work = dist.all_to_all_single(back, grad_halo.contiguous(), plan.send_counts, plan.recv_counts, group=group,
+                                  async_op=True)
+    return back, work
+
+
+def add_returned(grad_x: torch.Tensor, plan: Plan, back: torch.Tensor, work: Pending) -> torch.Tensor:
+    work.wait()
+    return grad_x.index_add_(0, plan.send_idx, back)
+
+
+class HostStaging:
+    """Moves a gather's operands between the features' device and host memory, timing each copy.
+
+    On CPU tensors nothing is copied unless ``always`` (the CPU twin of the GPU path, which runs the
+    same steps with plain host buffers). On CUDA the owner rows go to a pinned buffer (the copy is
+    waited for: the RIG units read it from another thread), and :meth:`to_device` copies the filled host
+    halo back on a side stream; :meth:`join` makes the caller's stream wait for that copy.
+    """
+
+    def __init__(self, always: bool = False):
+        self.always = bool(always)
+        self.seconds = {"to_host": 0.0, "to_device": 0.0}
+        self.bytes = {"to_host": 0, "to_device": 0}
+        self._stream = None
+        self._copied: torch.cuda.Event | None = None
+        self._timing: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
+
+    def needed(self, device: torch.device) -> bool:
+        return device.type != "cpu" or self.always
+
+    def to_host(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` (C-contiguous) in host memory, complete when this returns."""
+        if not self.needed(x.device):
+            return x.contiguous()
+        t0 = time.perf_counter()
+        host = torch.empty(x.shape, dtype=x.dtype, pin_memory=x.is_cuda)
+        host.copy_(x, non_blocking=x.is_cuda)
+        if x.is_cuda:
+            torch.cuda.current_stream(x.device).synchronize()  # the RIG units read it from another thread
+        self._add("to_host", time.perf_counter() - t0, host)
+        return host
+
+    def host_buffer(self, like: torch.Tensor) -> torch.Tensor:
+        """A host buffer for ``like`` (itself when no staging is needed)."""
+        if not self.needed(like.device):
+            return like
+        return torch.empty(like.shape, dtype=like.dtype, pin_memory=like.is_cuda)
+
+    def to_device(self, host: torch.Tensor, out: torch.Tensor) -> None:
+        """Copy the filled ``host`` into ``out`` (may run in the gather's thread); no-op when they are one."""
+        if host is out:
+            return
+        if not out.is_cuda:
+            t0 = time.perf_counter()
+            out.copy_(host)
+            self._add("to_device", time.perf_counter() - t0, host)
+            return
+        if self._stream is None:
+            self._stream = torch.cuda.Stream(out.device)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        # The device context too: this may run in the gather's thread, whose current device is its own.
+        with torch.cuda.device(out.device), torch.cuda.stream(self._stream):
+            start.record()
+            out.copy_(host, non_blocking=True)
+            end.record()
+        self._copied = end
+        self._timing.append((start, end))
+        self.bytes["to_device"] += host.numel() * host.element_size()
+
+    def join(self) -> None:
+        """The caller's stream waits for the last copy to the device (CUDA); it does not block the host."""
+        if self._copied is not None:
+            torch.cuda.current_stream().wait_event(self._copied)
+            self._copied = None
+
+    def _add(self, way: str, seconds: float, t: torch.Tensor) -> None:
+        self.seconds[way] += seconds
+        self.bytes[way] += t.numel() * t.element_size()
+
+    def stats(self) -> dict:
+        """Seconds and bytes of the copies so far (CUDA copies are read from their events here)."""
+        for start, end in self._timing:
+            end.synchronize()
+            self.seconds["to_device"] += start.elapsed_time(end) / 1e3
+        self._timing.clear()
+        return {"staging_to_host_s": self.seconds["to_host"], "staging_to_device_s": self.seconds["to_device"],
+                "staging_to_host_bytes": self.bytes["to_host"], "staging_to_device_bytes": self.bytes["to_device"]}
