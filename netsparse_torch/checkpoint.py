@@ -109,6 +109,6 @@ def load(folder: Path, rank: int, world_size: int, cfg) -> dict:
     if not path.is_file():
         raise ConfigError(f"resume=true but no checkpoint at {path}; run with checkpoint_every=N first "
                           "(same checkpoint_dir and world_size)")
-    state = torch.load(path, weights_only=False)
+    state = torch.load(path, map_location="cpu", weights_only=False)  # load_state_dict moves it to the run's device
     check_same_run(state.get("run", {}), cfg, folder)
     return state

@@ -64,8 +64,14 @@ def check_group_overrides(overrides: list[str], config_dir: str | Path) -> None:
                 raise ConfigError(f"unknown {o.key_or_group} {v!r}; choose one of {', '.join(choices)}")
 
 
+#: The values of ``device=`` (netsparse_torch/run/device.py resolves them once torch is loaded).
+DEVICES = ("auto", "cpu", "cuda")
+
+
 def check_values(cfg) -> None:
     """Types and ranges of the top-level training keys (``lr=abc`` is a string to Hydra)."""
+    if "device" in cfg and str(cfg.device) not in DEVICES:
+        raise ConfigError(f"device must be one of {', '.join(DEVICES)}, got {cfg.device!r}")
     for key, (kind, rule, ok) in NUMBERS.items():
         if key not in cfg:
             continue

@@ -9,6 +9,9 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("NETSPARSE_DATA", ROOT.parent / "shared" / "data"))
+# netsparse-train's device=auto would take a GPU where there is one: the suite checks CPU results (golden
+# losses, counters) on every machine, and the CUDA tests ask for device=cuda themselves.
+os.environ.setdefault("NETSPARSE_DEVICE", "cpu")
 
 
 @pytest.fixture(autouse=True)

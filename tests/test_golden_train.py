@@ -56,16 +56,18 @@ CASES: dict[str, list[str]] = {
 
 #: Report fields that measure the machine, not the training (see the module docstring).
 MACHINE = {"wall_s", "epoch_time_s", "provenance", "config"}
+#: Per-rank fields of the machine: peak RSS, and where the rank ran (its device, its CUDA collectives).
+PER_RANK_MACHINE = {"peak_rss_bytes", "device", "cuda_collectives"}
 #: RIG counters that depend on packet arrival times when the switch fabric runs a kernel event-driven.
 ARRIVAL = {"packets", "prs", "payload_bytes", "header_bytes", "wire_bytes", "goodput", "prs_per_packet", "rounds"}
 
 
 def scrub(report: dict) -> dict:
-    """The report without the fields of :data:`MACHINE`, per-epoch times and peak RSS; with the switch
+    """The report without the fields of :data:`MACHINE`, per-epoch times and :data:`PER_RANK_MACHINE`; with the switch
     fabric also without the :data:`ARRIVAL` counters, the collective counts and the switches' counters."""
     out = {k: v for k, v in report.items() if k not in MACHINE}
     out["epochs"] = [{k: v for k, v in e.items() if k != "time_s"} for e in report["epochs"]]
-    out["per_rank"] = [{k: v for k, v in r.items() if k != "peak_rss_bytes"} for r in report["per_rank"]]
+    out["per_rank"] = [{k: v for k, v in r.items() if k not in PER_RANK_MACHINE} for r in report["per_rank"]]
     if report["fabric"] == "switch":
         out["comm"] = {k: v for k, v in report["comm"].items() if k != "collectives"}
         out["netsparse"] = without(report["netsparse"], ARRIVAL)

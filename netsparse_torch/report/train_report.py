@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from netsparse_torch.report.provenance import provenance
 
 #: The per-rank summary of the report: partition sizes and the rank's peak RSS (getrusage, bytes).
-PER_RANK = ("rank", "rows", "nnz", "halo", "edge_cut", "peak_rss_bytes")
+PER_RANK = ("rank", "device", "rows", "nnz", "halo", "edge_cut", "peak_rss_bytes")
 
 
 def _sum_collectives(per_rank: list[dict]) -> dict:

@@ -8,6 +8,8 @@ several seconds that torch and PyG take to import.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from netsparse_torch.report import build_train_report, summary_lines, write_json
 from netsparse_torch.report.curves import save_curves
 from netsparse_torch.report.metrics import check_logger
 from netsparse_torch.report.modeled import add_modeled, check_cluster, modeled_lines
+from netsparse_torch.run.device import device_kind, local_rank, sharing_warning
 from netsparse_torch.run.launch import ByName, launch
 from netsparse_torch.run.switches import switch_service
 
@@ -40,6 +43,11 @@ def check_config(cfg: DictConfig) -> None:
     check_values(cfg)
 
 
+def ranks_per_node(cfg: DictConfig) -> int:
+    """Ranks on this machine: torchrun's LOCAL_WORLD_SIZE, else every local rank."""
+    return int(os.environ.get("LOCAL_WORLD_SIZE", cfg.world_size))
+
+
 def run(cfg: DictConfig) -> dict | None:
     """Train as configured; returns the report on rank 0 (``None`` on other torchrun ranks).
 
@@ -48,6 +56,7 @@ def run(cfg: DictConfig) -> dict | None:
     (its manifest): each rank memory-maps its own shard, and no process loads the whole graph.
     """
     check_config(cfg)
+    device_kind(cfg.get("device", "auto"))  # device=cuda without a GPU: one line before any rank starts
     out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
     checkpoint.prepare(cfg, out_dir)  # default folder in the run's directory; resume=true: the same run?
     t0 = time.perf_counter()
@@ -59,6 +68,9 @@ def run(cfg: DictConfig) -> dict | None:
         partitioning = partition_graph(data.adj, int(cfg.world_size), str(cfg.partition), **partition_settings(cfg))
     check_cluster(cfg, data)
     check_logger(str(cfg.get("logger") or "none"))
+    warning = sharing_warning(device_kind(cfg.get("device", "auto")), ranks_per_node(cfg))
+    if warning and local_rank(0) == 0:  # one line per node, also under torchrun
+        print(warning, file=sys.stderr)
     args = (data, cfg, partitioning, str(out_dir) if out_dir else None)
     with switch_service(cfg) as switches:  # fabric=switch: start (or configure) the switches; always stopped
         result = launch(TRAIN_RANK, int(cfg.world_size), args, timeout_s=float(cfg.timeout_s))

@@ -72,7 +72,8 @@ def _worker(rank: int, fn: Callable, world_size: int, port: int, timeout_s: floa
     # leave to the resource tracker (and its "leaked semaphore" warning); one writer needs no such lock.
     tqdm.set_lock(threading.RLock())
     os.environ.clear()
-    os.environ.update(env, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    # LOCAL_RANK as torchrun sets it: the GPU this rank takes, and the backend's shared-GPU check.
+    os.environ.update(env, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), LOCAL_RANK=str(rank))
     # Ranks share the machine's cores: oversubscribing threads makes every collective wait.
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
     try:

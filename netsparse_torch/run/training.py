@@ -20,6 +20,7 @@ from netsparse_torch.partition import Partitioning, rank_shard
 from netsparse_torch.partition.source import Source
 from netsparse_torch.progress import DEFAULT_EVERY, Progress
 from netsparse_torch.report.metrics import MetricsLogger, open_logger
+from netsparse_torch.run.device import device_kind, rank_device
 
 
 def _allreduce(value: float | int, op=dist.ReduceOp.SUM, dtype=torch.float64) -> float:
@@ -62,6 +63,7 @@ class Trainer:
 
     def __init__(self, rank: int, world_size: int, data: Source, cfg, partitioning: Partitioning | None = None):
         self.rank, self.world_size, self.cfg = rank, world_size, cfg
+        self.device = rank_device(device_kind(cfg.get("device", "auto")), rank)  # before any collective
         options = dict(cfg.strategy.get("options") or {})
         shard = rank_shard(data, rank, world_size, partitioning or str(cfg.partition),
                            verify=bool(cfg.dataset.get("verify", True)))
@@ -72,13 +74,14 @@ class Trainer:
             from netsparse_torch.run.switches import attach_rank
 
             self.fabric = options["fabric"] = attach_rank(rank, world_size, cfg, shard.bounds)
-        self.dg = DistGraph(shard, rank, world_size, strategy=str(cfg.strategy.name), strategy_options=options)
+        self.dg = DistGraph(shard, rank, world_size, strategy=str(cfg.strategy.name), strategy_options=options,
+                            device=self.device)
         # The same initial weights on every rank and at every world size; dropout masks are keyed on
         # (seed, epoch, layer, node id, feature), so no rank draws from its own RNG stream.
         torch.manual_seed(int(cfg.seed))
         self.model = DistGNN(str(cfg.model.name), shard.num_features, int(cfg.hidden), shard.num_classes,
                              int(cfg.model.num_layers), float(cfg.dropout), seed=int(cfg.seed),
-                             **model_options(cfg.model))
+                             **model_options(cfg.model)).to(self.device)  # initialised on CPU: the same on any device
         self.opt = torch.optim.Adam(self.model.parameters(), lr=float(cfg.lr),
                                     weight_decay=float(cfg.weight_decay))
         self.n_train = int(_allreduce(int(shard.train_mask.sum())))
@@ -175,7 +178,8 @@ class Trainer:
         traffic = self.dg.strategy.traffic
         plan = self.dg.plan
         shard = self.dg.shard
-        local = {"rank": self.rank, "rows": plan.n_local, "nnz": shard.nnz, "halo": plan.n_halo,
+        local = {"rank": self.rank, "device": str(self.device), "rows": plan.n_local, "nnz": shard.nnz,
+                 "halo": plan.n_halo,
                  "halo_from": plan.recv_counts, "edge_cut": shard.edge_cut, "partition": shard.mode,
                  "peak_rss_bytes": peak_rss_bytes(), "collectives": comm_stats(),
                  "strategy_stats": self.dg.strategy.stats()}
