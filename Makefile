@@ -9,7 +9,12 @@ JOBS    ?= 2
 # pytest-xdist workers: most tests wait on spawned ranks and servers, so two workers fill two cores.
 TEST_JOBS ?= 2
 
-.PHONY: install demo test lint bench clean
+# make gpu-check runs on a GPU machine with its own python3 (torch, triton and PyG installed, no network):
+# no .venv there, whose CPU torch would replace the machine's CUDA build. docs/gpu.md.
+GPU_PY  ?= python3
+GPU_CHECK_JSON ?= benchmarks/results/gpu_check.json
+
+.PHONY: install demo test lint bench clean gpu-check gpu-wheels
 
 install: $(EXT)
 
@@ -35,8 +40,15 @@ test: install
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile tests
 
 lint: install
-	$(PY) -m ruff check netsparse_torch hw_models tests benchmarks examples
+	$(PY) -m ruff check netsparse_torch hw_models tests benchmarks examples tools
 	.venv/bin/lint-imports
+
+gpu-check:
+	$(GPU_PY) tools/gpu_check.py --out $(GPU_CHECK_JSON)
+
+# Wheels of what a GPU machine's image lacks (docs/gpu.md), for Python 3.12 on x86-64, into .whl/.
+gpu-wheels:
+	python3 tools/gpu_wheels.py
 
 bench: install
 	$(PY) benchmarks/spmm_strategies.py

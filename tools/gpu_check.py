@@ -1,0 +1,149 @@
+"""``make gpu-check``: on a GPU machine that already has torch, triton and PyG (and no network), build the
+extension, run the CUDA tests and the GPU benchmarks, and write one JSON.
+
+    python3 tools/gpu_check.py [--out FILE] [--wheels DIR] [--full]
+
+Steps, each recorded in the JSON with its time and outcome:
+
+1. packages: the modules the package and its tests import. Wheels in ``--wheels`` (default ``.whl/``,
+   see docs/gpu.md) are installed first into a private target folder; what is still missing is named in
+   one line, and the check stops there.
+2. build: the C++ extension, in place (``setup.py build_ext --inplace``).
+3. tests: the CUDA tests (``pytest -k cuda``; ``--full``: the whole suite), Triton native.
+4. benchmarks: benchmarks/gpu_kernels.py and benchmarks/gpu_epoch.py.
+
+Budget: 8 minutes on one H100 or H200; each step has a timeout so the JSON is always written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: import name -> the package to bring (pip name), for everything the package, its tests and the
+#: benchmarks import on a GPU machine.
+REQUIRED = {
+    "torch": "torch", "triton": "triton", "torch_geometric": "torch-geometric", "numpy": "numpy",
+    "scipy": "scipy", "hydra": "hydra-core", "omegaconf": "omegaconf", "antlr4": "antlr4-python3-runtime",
+    "tqdm": "tqdm", "grpc": "grpcio", "grpc_tools": "grpcio-tools", "google.protobuf": "protobuf",
+    "matplotlib": "matplotlib", "sklearn": "scikit-learn", "pymetis": "pymetis", "pytest": "pytest",
+    "xdist": "pytest-xdist", "hypothesis": "hypothesis", "ninja": "ninja",
+}
+SITE = Path("/tmp/netsparse-gpu-site")
+
+
+def missing_modules() -> list[str]:
+    gone = []
+    for module, package in REQUIRED.items():
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:  # a dotted name whose parent is missing
+            found = False
+        if not found:
+            gone.append(package)
+    return gone
+
+
+def install_wheels(wheels: Path) -> list[str]:
+    """Install every wheel in ``wheels`` into :data:`SITE` (no index, no dependencies) and put it first on
+    the path of this process and of the steps it starts."""
+    files = sorted(str(p) for p in wheels.glob("*.whl")) if wheels.is_dir() else []
+    if files:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+                        "--upgrade", "--target", str(SITE), *files], check=True)
+        sys.path.insert(0, str(SITE))
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(SITE), os.environ["PYTHONPATH"]])
+        importlib.invalidate_caches()
+    return [Path(f).name for f in files]
+
+
+def step(name: str, cmd: list[str], timeout: float, env: dict | None = None) -> dict:
+    """Run one step with a hard timeout; its last lines are kept for the JSON."""
+    t0 = time.perf_counter()
+    print(f"== {name}: {' '.join(cmd)}", flush=True)
+    try:
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **(env or {})})
+        rc, out = proc.returncode, proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        rc, out = 124, f"{exc.stdout or ''}{exc.stderr or ''}\n{name}: timed out after {timeout:.0f} s"
+    out = out.decode() if isinstance(out, bytes) else out
+    tail = out.strip().splitlines()[-15:]
+    print("\n".join(tail), flush=True)
+    return {"command": cmd, "rc": rc, "seconds": round(time.perf_counter() - t0, 1), "tail": tail}
+
+
+def device_info() -> dict:
+    import torch
+
+    info = {"python": sys.version.split()[0], "torch": torch.__version__, "cuda": torch.version.cuda,
+            "cuda_available": torch.cuda.is_available()}
+    if torch.cuda.is_available():
+        info["device"] = torch.cuda.get_device_name(0)
+        info["device_count"] = torch.cuda.device_count()
+    for module in ("triton", "torch_geometric"):
+        try:
+            info[module] = __import__(module).__version__
+        except ImportError:
+            info[module] = None
+    return info
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "gpu_check.json")
+    ap.add_argument("--wheels", type=Path, default=ROOT / ".whl")
+    ap.add_argument("--full", action="store_true", help="the whole test suite, not only the CUDA tests")
+    args = ap.parse_args()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    # The steps import this checkout (the benchmarks run as scripts, outside the repository root).
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    report: dict = {"check": "gpu-check", "started": time.strftime("%Y-%m-%d %H:%M:%S"), "steps": {}}
+
+    def finish(rc: int) -> int:
+        args.out.write_text(json.dumps(report, indent=2, default=str))
+        print(f"wrote {args.out}")
+        return rc
+
+    report["wheels_installed"] = install_wheels(args.wheels)
+    report["missing"] = missing_modules()
+    if report["missing"]:
+        print(f"gpu-check: missing Python packages: {', '.join(report['missing'])} (no network here? bring them "
+              "as wheels: docs/gpu.md)", file=sys.stderr)
+        return finish(2)
+    report["machine"] = device_info()
+    if not report["machine"]["cuda_available"]:
+        print("gpu-check: torch sees no CUDA GPU: nothing to check here (make test covers the CPU)", file=sys.stderr)
+        return finish(2)
+    steps = report["steps"]
+    jobs = str(min(16, os.cpu_count() or 1))
+    steps["build"] = step("build", [sys.executable, "setup.py", "-q", "build_ext", "--inplace"], 300,
+                          {"MAX_JOBS": jobs})
+    if steps["build"]["rc"]:
+        return finish(1)
+    selection = [] if args.full else ["-k", "cuda or gpu"]
+    results = args.out.parent / "gpu_check_junit.xml"
+    steps["tests"] = step("tests", [sys.executable, "-m", "pytest", "-q", "-n", "8", "--dist", "loadfile",
+                                    "-p", "no:cacheprovider", f"--junitxml={results}", *selection, "tests"],
+                          600 if args.full else 240, {"TRITON_INTERPRET": "0"})
+    bench = {}
+    for name, extra in (("gpu_kernels", []), ("gpu_epoch", ["--repeats", "20"])):
+        out = args.out.parent / f"{name}.json"
+        steps[name] = step(name, [sys.executable, f"benchmarks/{name}.py", "--out", str(out), *extra], 180)
+        bench[name] = json.loads(out.read_text()) if out.exists() and steps[name]["rc"] == 0 else None
+    report["benchmarks"] = bench
+    failed = [name for name, s in steps.items() if s["rc"]]
+    report["failed_steps"] = failed
+    print(f"gpu-check: {'all steps passed' if not failed else 'failed: ' + ', '.join(failed)}")
+    return finish(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
