@@ -94,8 +94,9 @@ def test_strategies_on_a_device_match_pyg(device, world_size):
     combos = COMBOS if world_size > 1 else COMBOS[:3]
     results = launch(device_layer, world_size, (graph, weight, device, combos), timeout_s=120)
     for (strategy, options, layer), per_rank in results.items():
-        # float32 on a GPU sums in another order than the CPU reference: within float32 tolerance
-        assert_matches_pyg(per_rank, graph, layer, weight, f"{strategy}{options}/{layer}/{device}/ws={world_size}")
+        # float32 on a GPU sums in another order than the CPU reference (no TF32: torch's default)
+        assert_matches_pyg(per_rank, graph, layer, weight, f"{strategy}{options}/{layer}/{device}/ws={world_size}",
+                           tol=1e-4 if device == "cuda" else 1e-5)
         if strategy == "netsparse" and "stage" in options and world_size > 1:
             forward = per_rank[0]["stats"]["layers"]["/forward"]
             assert forward["staging_to_host_bytes"] > 0 and forward["staging_to_device_bytes"] > 0

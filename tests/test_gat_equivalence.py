@@ -37,28 +37,31 @@ def reference(graph, spec, weight):
     return out.detach(), {"x": x.grad.clone(), **{n: p.grad.clone() for n, p in conv.named_parameters()}}
 
 
-def run_layers(rank, world_size, data, partition, strategy, weight):
-    dg = DistGraph(data, rank, world_size, partition, strategy)
+def run_layers(rank, world_size, data, partition, strategy, weight, device="cpu", options=None):
+    dg = DistGraph(data, rank, world_size, partition, strategy, options, device=device)
     per_spec = {}
     for spec in LAYERS:
         heads, concat, loops, residual = spec
         torch.manual_seed(0)
         conv = DistGATConv(dg.shard.num_features, C, heads=heads, concat=concat, add_self_loops=loops,
-                           residual=residual)
+                           residual=residual).to(dg.device)
         x = dg.x.clone().requires_grad_()
         out = conv(x, dg)
-        (out * weight[dg.node_ids, : out.size(1)]).sum().backward()
+        (out * weight[dg.node_ids, : out.size(1)].to(dg.device)).sum().backward()
         params = {n: p.grad.clone() for n, p in conv.named_parameters()}
         for g in params.values():
-            dist.all_reduce(g)  # each rank holds its rows' share of a weight gradient
-        per_spec[spec] = {"out": out.detach(), "x": x.grad.clone(), "params": params, "node_ids": dg.node_ids}
+            if world_size > 1:
+                dist.all_reduce(g)  # each rank holds its rows' share of a weight gradient
+        per_spec[spec] = {"out": out.detach().cpu(), "x": x.grad.cpu(), "node_ids": dg.node_ids,
+                          "params": {n: g.cpu() for n, g in params.items()}}
     gathered = [None] * world_size
     dist.all_gather_object(gathered, per_spec)
     return gathered
 
 
-def cases(rank, world_size, graph, combos, weight, datasets):
-    return {(s, p): run_layers(rank, world_size, datasets.get(p, graph), p, s, weight) for s, p in combos}
+def cases(rank, world_size, graph, combos, weight, datasets, device="cpu", options=None):
+    return {(s, p): run_layers(rank, world_size, datasets.get(p, graph), p, s, weight, device, options)
+            for s, p in combos}
 
 
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4])
@@ -72,16 +75,39 @@ def test_gat_matches_pyg(world_size, tmp_path):
     combos = list(itertools.product(STRATEGIES, ["rows", "nnz", "metis"]))
     combos += [("sa", "disk-rows"), ("netsparse", "disk-metis"), ("twoface", "disk-metis")]
     results = launch(cases, world_size, (graph, combos, weight, datasets), timeout_s=120)
+    assert_all_match(results, graph, weight, world_size)
+
+
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
+
+
+@pytest.mark.parametrize("world_size", [1, 2])
+@pytest.mark.parametrize("device", [pytest.param("cuda", marks=CUDA), "cpu-staged"])
+def test_gat_on_a_device_matches_pyg(world_size, device):
+    """On CUDA (2 ranks share the GPU), every gathering strategy; its CPU twin runs netsparse with the
+    RIG halo staged through host buffers, as on a GPU."""
+    graph = random_graph()
+    weight = torch.randn(graph.num_nodes, 8 * C, generator=torch.Generator().manual_seed(1))
+    if device == "cuda":
+        combos, options = [(s, "rows") for s in STRATEGIES], None
+    else:
+        device, combos, options = "cpu", [("netsparse", "nnz")], {"stage": True}
+    results = launch(cases, world_size, (graph, combos, weight, {}, device, options), timeout_s=180)
+    # float32 on the GPU sums in another order than the CPU reference (no TF32: torch's default)
+    assert_all_match(results, graph, weight, world_size, tol=1e-4 if device == "cuda" else 1e-5)
+
+
+def assert_all_match(results, graph, weight, world_size, tol=1e-5):
     refs = {spec: reference(graph, spec, weight) for spec in LAYERS}
     for (strategy, partition), per_rank in results.items():
         for spec in LAYERS:
             where = f"{strategy}/{partition}/ws={world_size}/heads,concat,loops,residual={spec}"
             rows = [r[spec] for r in per_rank]
             out_ref, grads_ref = refs[spec]
-            torch.testing.assert_close(original_order(rows, "out"), out_ref, atol=1e-5, rtol=0,
+            torch.testing.assert_close(original_order(rows, "out"), out_ref, atol=tol, rtol=0,
                                        msg=f"forward differs: {where}")
-            torch.testing.assert_close(original_order(rows, "x"), grads_ref["x"], atol=1e-5, rtol=0,
+            torch.testing.assert_close(original_order(rows, "x"), grads_ref["x"], atol=tol, rtol=0,
                                        msg=f"input gradient differs: {where}")
             assert set(rows[0]["params"]) == set(grads_ref) - {"x"}
             for name, g in rows[0]["params"].items():
-                torch.testing.assert_close(g, grads_ref[name], atol=1e-5, rtol=0, msg=f"{name} grad: {where}")
+                torch.testing.assert_close(g, grads_ref[name], atol=tol, rtol=0, msg=f"{name} grad: {where}")
