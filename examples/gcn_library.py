@@ -3,6 +3,8 @@
     torchrun --nproc-per-node=2 examples/gcn_library.py
 """
 
+import os
+
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -14,12 +16,17 @@ from netsparse_torch.nn import DistGNN, DistGraph
 
 
 def main() -> None:
+    # A GPU per rank when there are GPUs (ranks sharing one exchange through gloo), else the CPU.
+    device = torch.device("cpu")
+    if torch.cuda.is_available():
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count())
+        torch.cuda.set_device(device)
     dist.init_process_group("netsparse")
     rank, world = dist.get_rank(), dist.get_world_size()
     graph = load_dataset(OmegaConf.create({"name": "cora"}))
-    dg = DistGraph(graph, rank, world, partition="rows", strategy="sa")
+    dg = DistGraph(graph, rank, world, partition="rows", strategy="sa", device=device)
     torch.manual_seed(0)
-    model = DistGNN("gcn", graph.num_features, 16, graph.num_classes, dropout=0.5, seed=0)
+    model = DistGNN("gcn", graph.num_features, 16, graph.num_classes, dropout=0.5, seed=0).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
     n_train = int(graph.train_mask.sum())
     mask = dg.mask("train")
@@ -34,7 +41,7 @@ def main() -> None:
     with torch.no_grad():
         pred = model(dg.x, dg).argmax(1)
     test = dg.mask("test")
-    counts = torch.tensor([(pred[test] == dg.y[test]).sum().item(), test.sum().item()])
+    counts = torch.tensor([(pred[test] == dg.y[test]).sum().item(), test.sum().item()])  # on CPU: gloo
     dist.all_reduce(counts)
     if rank == 0:
         print(f"test accuracy {counts[0] / counts[1]:.4f}; traffic {netsparse_torch.comm_stats()}")
