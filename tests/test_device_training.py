@@ -112,10 +112,13 @@ def test_staging_on_cpu_is_off_unless_asked():
 
 
 def test_training_report_names_each_rank_device(tmp_path):
-    report, _ = train_here(tmp_path, "device=cpu", "epochs=2", "world_size=2", "strategy=netsparse",
+    report, printed = train_here(tmp_path, "device=cpu", "epochs=2", "world_size=2", "strategy=netsparse",
                            "+strategy.options.stage=true")
     assert [r["device"] for r in report["per_rank"]] == ["cpu", "cpu"]
     assert report["netsparse"]["staging_to_host_bytes"] > 0
+    assert "device=cpu" in printed.splitlines()[0]
+    staging = [line for line in printed.splitlines() if line.startswith("  staging")]
+    assert len(staging) == 1 and f"{report['netsparse']['staging_to_device_bytes']:,} B" in staging[0]
 
 
 def _losses(tmp_path, *overrides):

@@ -115,7 +115,7 @@ def summary_lines(report: dict) -> list[str]:
     return [
         f"netsparse-train: {report['model']} on {report['dataset']['name']} "
         f"({report['dataset']['nodes']:,} nodes), strategy={report['strategy']}, "
-        f"world_size={report['world_size']}, partition={report['partition']['mode']}",
+        f"world_size={report['world_size']}, partition={report['partition']['mode']}, device={_devices(report)}",
         f"  accuracy     test {_num(f['test_acc'])}   val {_num(f['val_acc'])}   final train loss "
         f"{_num(f['train_loss'])}",
         f"  epoch time   median {report['epoch_time_s']['median'] * 1e3:.2f} ms (measured)",
@@ -123,6 +123,12 @@ def summary_lines(report: dict) -> list[str]:
         f"(measured payload, all ranks)",
     ] + (_eval_lines(report) + _partition_lines(report) + _twoface_lines(report)
          + _netsparse_lines(report.get("netsparse")) + _switch_lines(report.get("switches")))
+
+
+def _devices(report: dict) -> str:
+    """``cpu``, ``cuda:0`` or e.g. ``cuda:0,cuda:1``: the distinct devices of the ranks, in rank order."""
+    seen = dict.fromkeys(r.get("device", "cpu") for r in report["per_rank"])
+    return ",".join(seen)
 
 
 def _num(v) -> str:
@@ -175,7 +181,16 @@ def _netsparse_lines(ns: dict | None) -> list[str]:
         return []
     return [f"  netsparse    {ns['idxs']:,} idxs: {ns['local']:,} local, {ns['filtered']:,} filtered, "
             f"{ns['coalesced']:,} coalesced, {ns['prs_issued']:,} read PRs; {ns['prs_per_packet']:.1f} PRs/packet, "
-            f"goodput {ns['goodput']:.3f} (measured packets, forward gathers)"]
+            f"goodput {ns['goodput']:.3f} (measured packets, forward gathers)"] + _staging_lines(ns)
+
+
+def _staging_lines(ns: dict) -> list[str]:
+    """Features on a GPU: the copies to and from host memory around the RIG gathers, timed apart."""
+    if "staging_to_host_s" not in ns:
+        return []
+    return [f"  staging      to host {ns['staging_to_host_s'] * 1e3:.2f} ms ({ns['staging_to_host_bytes']:,} B), "
+            f"to device {ns['staging_to_device_s'] * 1e3:.2f} ms ({ns['staging_to_device_bytes']:,} B) "
+            "(measured, apart from the gathers, all ranks)"]
 
 
 def _switch_lines(switches: list[dict] | None) -> list[str]:
