@@ -68,7 +68,7 @@ def resolve_impl(impl: str | None, device: torch.device) -> str:
 def _lsr(z: torch.Tensor, s: int) -> torch.Tensor:
     """uint64 ``z >> s`` on int64 bits: torch shifts int64 arithmetically, so the ``s`` copies of the
     sign bit that come in from the left are masked off."""
-    return (z >> s) & ((1 << (64 - s)) - 1)
+    return (z >> s).bitwise_and_((1 << (64 - s)) - 1)
 
 
 def _mix64_(z: torch.Tensor) -> torch.Tensor:
