@@ -106,44 +106,71 @@ def test_cuda_path_needs_a_netsparse_group():
         cuda_path(object())
 
 
-def collectives(rank, world_size, device):
-    """Every collective the package uses, on ``device`` tensors; returns what each rank saw."""
+def collectives(rank, world_size, device, own_group=False):
+    """Every collective the package uses, and a DDP step, on ``device`` tensors; returns what each rank
+    saw. ``own_group``: on a process group created after ``torch.cuda.set_device(device)``, so that
+    the backend knows both ranks use that GPU whatever the machine's GPU count."""
+    group = None
+    if own_group:
+        if torch.device(device).type == "cuda":
+            torch.cuda.set_device(device)
+        group = dist.new_group(list(range(world_size)), backend="netsparse")
     seen = {}
     t = torch.full((4,), float(rank + 1), device=device)
-    dist.all_reduce(t)
+    dist.all_reduce(t, group=group)
     seen["all_reduce"] = t.tolist()
     split_in, split_out = ([1, 2], [1, 3]) if rank == 0 else ([3, 1], [2, 1])  # uneven, as the strategies send
     out = torch.empty(sum(split_out), device=device)
-    dist.all_to_all_single(out, torch.arange(float(sum(split_in)), device=device) + 10 * rank, split_out, split_in)
+    dist.all_to_all_single(out, torch.arange(float(sum(split_in)), device=device) + 10 * rank, split_out, split_in,
+                           group=group)
     seen["all_to_all_single"] = out.tolist()
     parts = [torch.empty(2, device=device) for _ in range(world_size)]
-    dist.all_gather(parts, torch.full((2,), float(rank), device=device))
+    dist.all_gather(parts, torch.full((2,), float(rank), device=device), group=group)
     seen["all_gather"] = [p.tolist() for p in parts]
     b = torch.full((3,), float(rank), device=device)
-    dist.broadcast(b, src=1)
+    dist.broadcast(b, src=1, group=group)
     seen["broadcast"] = b.tolist()
-    dist.barrier()
+    dist.barrier(group=group)
     objs = [None] * world_size
-    dist.all_gather_object(objs, {"rank": rank})
+    dist.all_gather_object(objs, {"rank": rank}, group=group)
     seen["all_gather_object"] = objs
     # Point to point as dense shifting does it: both ranks post a send and a receive at once.
     peer = 1 - rank
     got = torch.zeros(3, device=device)
-    works = [dist.isend(torch.arange(3.0, device=device) * (rank + 1), peer), dist.irecv(got, peer)]
+    works = [dist.isend(torch.arange(3.0, device=device) * (rank + 1), peer, group=group),
+             dist.irecv(got, peer, group=group)]
     for w in works:
         w.wait()
     seen["isend_irecv"] = got.tolist()
     if rank == 0:
-        dist.send(torch.tensor([7.0, 8.0], device=device), 1)
+        dist.send(torch.tensor([7.0, 8.0], device=device), 1, group=group)
     else:
         r = torch.zeros(2, device=device)
-        dist.recv(r, 0)
+        dist.recv(r, 0, group=group)
         seen["send_recv"] = r.tolist()
+    seen["ddp_in_sync"] = ddp_step(rank, world_size, device, group)
     seen["devices"] = sorted({str(x.device) for x in (t, out, b, got)})
-    seen["path"] = collective_path()
+    seen["path"] = collective_path(group)
     everyone = [None] * world_size
-    dist.all_gather_object(everyone, seen)
+    dist.all_gather_object(everyone, seen, group=group)
     return everyone
+
+
+def ddp_step(rank, world_size, device, group) -> bool:
+    """Two DDP steps from different inputs: the replicas stay equal (its broadcast and allreduces)."""
+    torch.manual_seed(rank)  # different initial weights: DDP's first broadcast must fix them
+    model = torch.nn.Linear(4, 3).to(device)
+    ddp = torch.nn.parallel.DistributedDataParallel(
+        model, device_ids=[torch.device(device).index] if torch.device(device).type == "cuda" else None,
+        process_group=group)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    for _ in range(2):
+        opt.zero_grad()
+        ddp(torch.randn(8, 4, device=device)).pow(2).mean().backward()
+        opt.step()
+    weights = [torch.empty_like(model.weight) for _ in range(world_size)]
+    dist.all_gather(weights, model.weight.detach(), group=group)
+    return all(torch.equal(w, weights[0]) for w in weights)
 
 
 EXPECTED = [
@@ -160,13 +187,15 @@ def check(seen):
         assert mine["all_gather"] == [[0.0, 0.0], [1.0, 1.0]]
         assert mine["broadcast"] == [1.0] * 3
         assert mine["all_gather_object"] == [{"rank": 0}, {"rank": 1}]
+        assert mine["ddp_in_sync"]
         assert mine["path"]["cuda"] == SHARED_GPU
         assert mine["path"]["cuda_device"] == 0 and mine["path"]["shares_gpu_with"] == [1 - rank]
 
 
-def test_cpu_twin_of_two_ranks_sharing_a_gpu(monkeypatch):
+@pytest.mark.parametrize("own_group", [False, True], ids=["default-group", "new-group"])
+def test_cpu_twin_of_two_ranks_sharing_a_gpu(monkeypatch, own_group):
     monkeypatch.setenv(TWIN_ENV, "1")
-    seen = launch(collectives, 2, ("cpu",), timeout_s=120)
+    seen = launch(collectives, 2, ("cpu", own_group), timeout_s=120)
     check(seen)
     # Sends and receives were staged by the backend (rank 0: isend, irecv, send; rank 1: isend, irecv,
     # recv); everything else went to gloo as it is.
@@ -190,11 +219,10 @@ def test_cpu_machine_has_no_cuda_path():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_two_ranks_share_cuda0_through_gloo(monkeypatch):
-    # One visible GPU, so both ranks take cuda:0 (as on a one-GPU machine): NCCL would fail with
-    # "Duplicate GPU detected"; the backend routes every collective through gloo instead.
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    # Both ranks on cuda:0, as on a one-GPU machine: NCCL would fail with "Duplicate GPU detected";
+    # the backend routes every collective through gloo instead.
     monkeypatch.delenv(TWIN_ENV, raising=False)
-    seen = launch(collectives, 2, ("cuda:0",), timeout_s=300)
+    seen = launch(collectives, 2, ("cuda:0", True), timeout_s=300)
     check(seen)
     for mine in seen:
         assert mine["devices"] == ["cuda:0"]
