@@ -205,3 +205,39 @@ def test_cuda_dropout_uses_the_device_and_matches_cpu():
     ref = keyed_dropout(x, ids, 0.25, seed=4, epoch=5, layer=6)
     out = keyed_dropout(x.cuda(), ids.cuda(), 0.25, seed=4, epoch=5, layer=6)
     assert out.is_cuda and torch.equal(bits(out.cpu()), bits(ref))
+
+
+def losses_by_impl(rank, world_size, graph, cfgs):
+    """Rank 0's losses per epoch for every configuration, with each mask implementation (the impl is
+    read from the environment at every call, as a GPU run would read it)."""
+    import os
+
+    from netsparse_torch.run.training import Trainer
+
+    out = {}
+    for impl in ("cpp", "torch"):
+        os.environ[IMPL_ENV] = impl
+        for key, cfg in cfgs.items():
+            out[impl, key] = [e["loss"] for e in Trainer(rank, world_size, graph, cfg).fit()["epochs"]]
+    return out
+
+
+def test_training_is_identical_with_either_impl(tmp_path):
+    # The CPU twin of a CUDA run's dropout: GCN feature dropout and GAT attention dropout, trained
+    # with the torch-ops masks, give exactly the losses of the C++ masks, at world sizes 1 and 2.
+    from graphs import random_graph
+    from hydra import compose, initialize_config_dir
+
+    from netsparse_torch.config_check import config_dir
+    from netsparse_torch.run.launch import launch
+
+    graph = random_graph(n=90, m=400, features=6, classes=3)
+    common = ["epochs=3", "seed=7", "hidden=8", "dropout=0.5", "strategy=sa", f"checkpoint_dir={tmp_path}"]
+    with initialize_config_dir(config_dir(), version_base="1.3"):
+        cfgs = {"gcn": compose("train", common),
+                "gat": compose("train", [*common, "model=gat", "model.heads=2"])}
+    for ws in (1, 2):
+        got = launch(losses_by_impl, ws, (graph, cfgs), timeout_s=300)
+        for key in cfgs:
+            assert got["torch", key] == got["cpp", key], (ws, key)
+            assert len(got["cpp", key]) == 3
