@@ -168,14 +168,18 @@ def this_rank_gpu() -> tuple[int, int]:
 
 class _StagedWork(dist.Work):
     """gloo's work on host copies of device tensors; waiting on it copies the results back, in the
-    waiting thread, so the copies are ordered on the caller's CUDA stream."""
+    waiting thread, so the copies are ordered on the caller's CUDA stream. (No ``get_future``: nothing in
+    the package asks one of a receive.)"""
 
     def __init__(self, inner, copy_back=None):
         super().__init__()
         self._inner, self._copy_back = inner, copy_back
 
     def wait(self, timeout=None) -> bool:
-        self._inner.wait() if timeout is None else self._inner.wait(timeout)
+        if timeout is None:
+            self._inner.wait()
+        else:
+            self._inner.wait(timeout)
         if self._copy_back is not None:
             self._copy_back()
             self._copy_back = None  # once, however often the caller waits
