@@ -6,6 +6,8 @@ in CI through the backend's CPU twin (``NETSPARSE_BACKEND_CPU_TWIN``: every rank
 tensors are routed as CUDA tensors); the same collectives on real CUDA tensors of two ranks sharing
 cuda:0 run only where there is a GPU."""
 
+import warnings
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -119,6 +121,11 @@ def collectives(rank, world_size, device, own_group=False):
     t = torch.full((4,), float(rank + 1), device=device)
     dist.all_reduce(t, group=group)
     seen["all_reduce"] = t.tolist()
+    pair = [torch.full((2,), float(rank), device=device), torch.full((1,), 10.0 * rank, device=device)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # deprecated in torch, still a backend method
+        dist.all_reduce_coalesced(pair, group=group)
+    seen["all_reduce_coalesced"] = [x.tolist() for x in pair]
     split_in, split_out = ([1, 2], [1, 3]) if rank == 0 else ([3, 1], [2, 1])  # uneven, as the strategies send
     out = torch.empty(sum(split_out), device=device)
     dist.all_to_all_single(out, torch.arange(float(sum(split_in)), device=device) + 10 * rank, split_out, split_in,
@@ -188,6 +195,7 @@ def check(seen):
         assert mine["broadcast"] == [1.0] * 3
         assert mine["all_gather_object"] == [{"rank": 0}, {"rank": 1}]
         assert mine["ddp_in_sync"]
+        assert mine["all_reduce_coalesced"] == [[1.0, 1.0], [10.0]]
         assert mine["path"]["cuda"] == SHARED_GPU
         assert mine["path"]["cuda_device"] == 0 and mine["path"]["shares_gpu_with"] == [1 - rank]
 
@@ -197,10 +205,10 @@ def test_cpu_twin_of_two_ranks_sharing_a_gpu(monkeypatch, own_group):
     monkeypatch.setenv(TWIN_ENV, "1")
     seen = launch(collectives, 2, ("cpu", own_group), timeout_s=120)
     check(seen)
-    # Sends and receives were staged by the backend (rank 0: isend, irecv, send; rank 1: isend, irecv,
-    # recv); everything else went to gloo as it is.
+    # all_reduce_coalesced, sends and receives were staged by the backend (rank 0: isend, irecv, send;
+    # rank 1: isend, irecv, recv); everything else went to gloo as it is.
     for mine in seen:
-        assert mine["path"]["device_calls"]["host-staged"] == 3
+        assert mine["path"]["device_calls"]["host-staged"] == 4
         assert mine["path"]["device_calls"]["gloo"] >= 6
         assert "nccl" not in mine["path"]["device_calls"]
 
@@ -227,4 +235,4 @@ def test_two_ranks_share_cuda0_through_gloo(monkeypatch):
     for mine in seen:
         assert mine["devices"] == ["cuda:0"]
         assert "nccl" not in mine["path"]["device_calls"]
-        assert mine["path"]["device_calls"]["host-staged"] == 3
+        assert mine["path"]["device_calls"]["host-staged"] == 4
