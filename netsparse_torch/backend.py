@@ -2,9 +2,29 @@
 
 Importing ``netsparse_torch.backend`` registers it (``import netsparse_torch`` alone stays torch-free and
 does not), so ``dist.init_process_group("netsparse")`` works in any script. It wraps gloo (and nccl for
-CUDA tensors when available), forwards every standard collective and counts calls and bytes per
-collective in this process (:func:`comm_stats`). ``bytes`` is what this rank hands to the collective as
-input: the tensors it contributes, not what it receives.
+CUDA tensors when each rank has its own GPU), forwards every standard collective and counts calls and
+bytes per collective in this process (:func:`comm_stats`). ``bytes`` is what this rank hands to the
+collective as input: the tensors it contributes, not what it receives.
+
+**Which path CUDA tensors take** is decided once per process group, when it is created, by every rank
+together (:func:`decide_cuda_path`; the answer is :func:`cuda_path` / :func:`collective_path`):
+
+- ``"nccl"``: every rank has its own GPU and torch has NCCL.
+- ``"gloo-shared-gpu"``: two or more ranks on one host use the same GPU. NCCL refuses that
+  (``ncclInvalidUsage ... Duplicate GPU detected``), so NCCL is never created and CUDA tensors go
+  through gloo, staged through host memory. This is how every multi-rank CUDA path runs on a machine
+  with one GPU. The lowest rank of each such host prints one line saying so.
+- ``"gloo"``: GPUs, but NCCL is missing or some rank has none: gloo, host-staged, as well.
+- ``"none"``: no rank has a GPU.
+
+A rank's GPU is ``torch.cuda.current_device()`` when CUDA is initialised (call
+``torch.cuda.set_device`` before ``init_process_group``), else ``LOCAL_RANK`` modulo the device count,
+else its index among the ranks of its host modulo the device count.
+
+gloo stages CUDA tensors itself for allreduce, reduce, broadcast, allgather, gather, scatter and
+all_to_all_single (pinned copies on side streams). It hands raw pointers to its transport for send and
+recv, and allreduce_coalesced is CPU only, so for those the backend copies to host memory, runs gloo
+on the copies and copies the results back when the work is waited on.
 
 A leaf: it imports nothing of netsparse_torch (an import-linter contract in pyproject.toml), so every
 layer can use it. The NetSparse remote indexed gather is :func:`netsparse_torch.comm.rig.rig`.
@@ -13,8 +33,13 @@ layer can use it. The NetSparse remote indexed gather is :func:`netsparse_torch.
 from __future__ import annotations
 
 import copy
-from collections import defaultdict
-from collections.abc import Sequence
+import hashlib
+import os
+import socket
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -34,6 +59,14 @@ from torch._C._distributed_c10d import (
 BACKEND_NAME = "netsparse"
 _STATS: dict[str, dict[str, int]] = defaultdict(lambda: {"calls": 0, "bytes": 0})
 
+NCCL, SHARED_GPU, GLOO, NO_CUDA = "nccl", "gloo-shared-gpu", "gloo", "none"
+NO_GPU = -1  # a rank without CUDA
+UNASSIGNED = -2  # a rank with GPUs that has not chosen one: resolved from its index on its host
+
+#: Test hook, for CI's CPU twin of the shared-GPU path: every rank claims cuda:0 of a one-GPU host and
+#: CPU tensors are routed as CUDA tensors would be (the shared path, host staging included).
+TWIN_ENV = "NETSPARSE_BACKEND_CPU_TWIN"
+
 
 def _nbytes(tensors) -> int:
     if isinstance(tensors, torch.Tensor):
@@ -50,23 +83,180 @@ def reset_comm_stats() -> None:
     _STATS.clear()
 
 
+@dataclass(frozen=True)
+class CudaPlan:
+    """How a process group moves CUDA tensors (:func:`decide_cuda_path`)."""
+
+    path: str  # NCCL, SHARED_GPU, GLOO or NO_CUDA
+    devices: tuple[int, ...]  # each rank's CUDA device index, NO_GPU for none
+    shared: tuple[tuple[Hashable, int, tuple[int, ...]], ...]  # (host, device, ranks) of every shared GPU
+    reason: str
+
+
+def resolve_devices(ranks: Sequence[tuple[Hashable, int, int]]) -> tuple[int, ...]:
+    """Each rank's device from ``(host, device, device_count)``: an UNASSIGNED rank takes its index
+    among the ranks of its host (in rank order) modulo its host's device count."""
+    seen: Counter = Counter()
+    devices = []
+    for host, device, count in ranks:
+        local = seen[host]
+        seen[host] += 1
+        devices.append(local % count if device == UNASSIGNED and count > 0 else device)
+    return tuple(NO_GPU if d < 0 else d for d in devices)
+
+
+def decide_cuda_path(ranks: Sequence[tuple[Hashable, int, int]], nccl_available: bool) -> CudaPlan:
+    """The CUDA path of a group whose rank ``r`` is on host ``ranks[r][0]`` with device ``ranks[r][1]``
+    (NO_GPU, UNASSIGNED or an index) of ``ranks[r][2]`` devices. Pure, so every rank, given the same
+    list, takes the same decision."""
+    devices = resolve_devices(ranks)
+    users: dict[tuple[Hashable, int], list[int]] = defaultdict(list)
+    for rank, ((host, _, _), device) in enumerate(zip(ranks, devices, strict=True)):
+        if device != NO_GPU:
+            users[(host, device)].append(rank)
+    shared = tuple((host, dev, tuple(rs)) for (host, dev), rs in users.items() if len(rs) > 1)
+    without = [r for r, d in enumerate(devices) if d == NO_GPU]
+    if len(without) == len(devices):
+        return CudaPlan(NO_CUDA, devices, (), "no rank has a CUDA device")
+    if shared:
+        n = sum(len(rs) for _, _, rs in shared)
+        return CudaPlan(SHARED_GPU, devices, shared,
+                        f"{n} ranks share {len(shared)} GPU(s); NCCL refuses two ranks on one GPU")
+    if without:
+        return CudaPlan(GLOO, devices, (), f"ranks {_ranks(without)} have no CUDA device")
+    if not nccl_available:
+        return CudaPlan(GLOO, devices, (), "this torch has no NCCL")
+    return CudaPlan(NCCL, devices, (), "every rank has its own GPU")
+
+
+def _ranks(ranks: Sequence[int]) -> str:
+    return ", ".join(map(str, ranks))
+
+
+def shared_gpu_warning(plan: CudaPlan, rank: int, host: Hashable, hostname: str) -> str | None:
+    """The one line the lowest sharing rank of ``host`` prints (None for every other rank)."""
+    here = [(dev, rs) for h, dev, rs in plan.shared if h == host]
+    if not here or rank != min(r for _, rs in here for r in rs):
+        return None
+    groups = "; ".join(f"ranks {_ranks(rs)} share cuda:{dev}" for dev, rs in here)
+    return (f"netsparse: on host {hostname}, {groups}: CUDA collectives go through gloo (host-staged) instead "
+            "of NCCL; give each rank its own GPU for NCCL")
+
+
+def _twin() -> bool:
+    return os.environ.get(TWIN_ENV, "") not in ("", "0")
+
+
+def _host_key(hostname: str) -> int:
+    """The host as an int64 that gloo can all-gather (a hash of its name)."""
+    return int.from_bytes(hashlib.blake2b(hostname.encode(), digest_size=8).digest(), "little", signed=True)
+
+
+def this_rank_gpu() -> tuple[int, int]:
+    """``(device, device_count)`` of this process: the current device once CUDA is initialised, else
+    ``LOCAL_RANK`` modulo the count, else UNASSIGNED; ``(NO_GPU, 0)`` without CUDA."""
+    if _twin():
+        return 0, 1
+    if not torch.cuda.is_available():
+        return NO_GPU, 0
+    count = torch.cuda.device_count()
+    if torch.cuda.is_initialized():
+        return torch.cuda.current_device(), count
+    local = os.environ.get("LOCAL_RANK", "")
+    return (int(local) % count if local.isdigit() else UNASSIGNED), count
+
+
+class _StagedWork(dist.Work):
+    """gloo's work on host copies of device tensors; waiting on it copies the results back, in the
+    waiting thread, so the copies are ordered on the caller's CUDA stream. (No ``get_future``: nothing in
+    the package asks one of a receive.)"""
+
+    def __init__(self, inner, copy_back=None):
+        super().__init__()
+        self._inner, self._copy_back = inner, copy_back
+
+    def wait(self, timeout=None) -> bool:
+        if timeout is None:
+            self._inner.wait()
+        else:
+            self._inner.wait(timeout)
+        if self._copy_back is not None:
+            self._copy_back()
+            self._copy_back = None  # once, however often the caller waits
+        return True
+
+    def is_completed(self) -> bool:
+        return self._copy_back is None and self._inner.is_completed()
+
+    def _source_rank(self) -> int:  # dist.recv(src=None) asks the work who sent
+        return self._inner._source_rank()
+
+
+def _host_copy(t: torch.Tensor) -> torch.Tensor:
+    """A contiguous host copy (a real copy even of a CPU tensor, so the twin stages as CUDA does)."""
+    return t.detach().to("cpu", copy=True).contiguous()
+
+
 class NetsparseProcessGroup(dist.ProcessGroup):
-    """A process group that counts traffic and delegates to gloo (CPU) or nccl (CUDA)."""
+    """A process group that counts traffic and delegates to gloo (CPU, and CUDA on a shared GPU) or
+    nccl (CUDA, one GPU per rank): see the module docstring."""
 
     def __init__(self, store, rank: int, size: int, timeout):
         super().__init__(rank, size)
         self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
+        hostname = socket.gethostname()
+        host = _host_key(hostname)
+        device, count = this_rank_gpu()
+        nccl_available = dist.is_nccl_available() and not _twin()
+        self.cuda_plan = decide_cuda_path(self._exchange(host, device, count), nccl_available)
+        self._device = self.cuda_plan.devices[rank]
+        self._routed_types = ("cpu",) if _twin() else ("cuda",)
+        self.device_calls: Counter = Counter()  # calls with device tensors, per route
         self._nccl = None
-        if torch.cuda.is_available() and dist.is_nccl_available():
+        if self.cuda_plan.path == NCCL:  # never otherwise: NCCL would fail on a shared GPU
             self._nccl = dist.ProcessGroupNCCL(dist.PrefixStore("nccl", store), rank, size)
+        line = shared_gpu_warning(self.cuda_plan, rank, host, hostname)
+        if line:
+            print(line, file=sys.stderr, flush=True)
 
-    def _inner(self, tensors):
+    def _exchange(self, host: int, device: int, count: int) -> list[tuple[int, int, int]]:
+        """Every rank's ``(host, device, count)``, all-gathered on gloo."""
+        mine = torch.tensor([host, device, count], dtype=torch.int64)
+        everyone = [torch.empty(3, dtype=torch.int64) for _ in range(self.size())]
+        self._gloo.allgather([everyone], [mine]).wait()
+        return [tuple(t.tolist()) for t in everyone]
+
+    def _is_device(self, tensors) -> bool:
         first = tensors
         while isinstance(first, list | tuple):
             first = first[0] if first else None
-        if self._nccl is not None and isinstance(first, torch.Tensor) and first.is_cuda:
-            return self._nccl
-        return self._gloo
+        return isinstance(first, torch.Tensor) and first.device.type in self._routed_types
+
+    def _inner(self, tensors):
+        """nccl for device tensors on the NCCL path, gloo for everything else."""
+        if not self._is_device(tensors):
+            return self._gloo
+        if self._nccl is None:
+            self.device_calls["gloo"] += 1
+            return self._gloo
+        self._check_device(tensors)
+        self.device_calls["nccl"] += 1
+        return self._nccl
+
+    def _check_device(self, tensors) -> None:
+        for t in _flatten([tensors]):
+            if t.device.index != self._device:
+                raise RuntimeError(
+                    f"netsparse backend: rank {self.rank()} passed a tensor on {t.device}, but the process group "
+                    f"chose NCCL for cuda:{self._device} when it was created; call torch.cuda.set_device(<gpu>) "
+                    "before init_process_group so that the backend sees each rank's GPU")
+
+    def _staged(self, tensors) -> bool:
+        """Whether this call must be staged through host copies by us (gloo cannot take the tensors)."""
+        if self._nccl is None and self._is_device(tensors):
+            self.device_calls["host-staged"] += 1
+            return True
+        return False
 
     def _count(self, name: str, tensors) -> None:
         entry = _STATS[name]
@@ -85,7 +275,12 @@ class NetsparseProcessGroup(dist.ProcessGroup):
 
     def allreduce_coalesced(self, tensors, opts=None):
         self._count("allreduce", tensors)
-        return self._inner(tensors).allreduce_coalesced(tensors, opts or AllreduceCoalescedOptions())
+        opts = opts or AllreduceCoalescedOptions()
+        if not self._staged(tensors):  # gloo's allreduce_coalesced is CPU only
+            return self._inner(tensors).allreduce_coalesced(tensors, opts)
+        hosts = [_host_copy(t) for t in tensors]
+        return _StagedWork(self._gloo.allreduce_coalesced(hosts, opts),
+                           lambda: [t.copy_(h) for t, h in zip(tensors, hosts, strict=True)])
 
     def broadcast(self, tensors, opts=None):
         self._count("broadcast", tensors if opts is None or opts.rootRank == self.rank() else [])
@@ -131,21 +326,64 @@ class NetsparseProcessGroup(dist.ProcessGroup):
         self._count("alltoall", input_tensors)
         return self._inner(input_tensors).alltoall(output_tensors, input_tensors, opts or AllToAllOptions())
 
+    # gloo's send and recv hand the tensor's data pointer to its transport: a device pointer there would
+    # be read as host memory, so device tensors travel as host copies.
     def send(self, tensors, dst: int, tag: int):
         self._count("send", tensors)
-        return self._inner(tensors).send(tensors, dst, tag)
+        if not self._staged(tensors):
+            return self._inner(tensors).send(tensors, dst, tag)
+        return self._gloo.send([_host_copy(t) for t in tensors], dst, tag)  # the work keeps the copy alive
 
     def recv(self, tensors, src: int, tag: int):
         self._count("recv", [])
-        return self._inner(tensors).recv(tensors, src, tag)
+        if not self._staged(tensors):
+            return self._inner(tensors).recv(tensors, src, tag)
+        hosts = [torch.empty_like(t, device="cpu", memory_format=torch.contiguous_format) for t in tensors]
+        return _StagedWork(self._gloo.recv(hosts, src, tag), lambda: tensors[0].copy_(hosts[0]))
 
     def recv_anysource(self, tensors, tag: int):
         self._count("recv", [])
-        return self._inner(tensors).recv_anysource(tensors, tag)
+        if not self._staged(tensors):
+            return self._inner(tensors).recv_anysource(tensors, tag)
+        hosts = [torch.empty_like(t, device="cpu", memory_format=torch.contiguous_format) for t in tensors]
+        return _StagedWork(self._gloo.recv_anysource(hosts, tag), lambda: tensors[0].copy_(hosts[0]))
 
     def barrier(self, opts=None):
         self._count("barrier", [])
         return self._gloo.barrier(opts or BarrierOptions())
+
+
+def _flatten(tensors):
+    for t in tensors:
+        if isinstance(t, torch.Tensor):
+            yield t
+        else:
+            yield from _flatten(t)
+
+
+def _netsparse_group(group) -> NetsparseProcessGroup:
+    pg = group if group is not None else dist.group.WORLD
+    if not isinstance(pg, NetsparseProcessGroup):
+        raise ValueError(f"{pg!r} is not a netsparse process group: init_process_group('netsparse') (or "
+                         "new_group(backend='netsparse')) creates one")
+    return pg
+
+
+def collective_path(group=None) -> dict:
+    """How ``group`` (default: the default group) moves CUDA tensors, for this rank's report entry:
+    ``cuda`` (:func:`cuda_path`), ``cuda_device`` (this rank's GPU, -1 for none), ``shares_gpu_with``
+    (the other ranks on this rank's GPU), ``reason`` and ``device_calls`` (calls with device tensors
+    per route: ``nccl``, ``gloo`` (gloo stages them) or ``host-staged`` (the backend stages them))."""
+    pg = _netsparse_group(group)
+    plan, rank = pg.cuda_plan, pg.rank()
+    sharing = [r for _, dev, rs in plan.shared if rank in rs for r in rs if r != rank]
+    return {"cuda": plan.path, "cuda_device": plan.devices[rank], "shares_gpu_with": sharing,
+            "reason": plan.reason, "device_calls": dict(pg.device_calls)}
+
+
+def cuda_path(group=None) -> str:
+    """``"nccl"``, ``"gloo-shared-gpu"``, ``"gloo"`` or ``"none"``: see the module docstring."""
+    return _netsparse_group(group).cuda_plan.path
 
 
 def _create(store, rank: int, size: int, timeout) -> NetsparseProcessGroup:
