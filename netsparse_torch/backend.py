@@ -13,7 +13,7 @@ together (:func:`decide_cuda_path`; the answer is :func:`cuda_path` / :func:`col
 - ``"gloo-shared-gpu"``: two or more ranks on one host use the same GPU. NCCL refuses that
   (``ncclInvalidUsage ... Duplicate GPU detected``), so NCCL is never created and CUDA tensors go
   through gloo, staged through host memory. This is how every multi-rank CUDA path runs on a machine
-  with one GPU. The lowest rank of each such host prints one line saying so.
+  with one GPU. The lowest rank of each such host prints one line saying so (once per process).
 - ``"gloo"``: GPUs, but NCCL is missing or some rank has none: gloo, host-staged, as well.
 - ``"none"``: no rank has a GPU.
 
@@ -58,6 +58,7 @@ from torch._C._distributed_c10d import (
 
 BACKEND_NAME = "netsparse"
 _STATS: dict[str, dict[str, int]] = defaultdict(lambda: {"calls": 0, "bytes": 0})
+_WARNED: set[str] = set()  # shared-GPU lines already printed by this process
 
 NCCL, SHARED_GPU, GLOO, NO_CUDA = "nccl", "gloo-shared-gpu", "gloo", "none"
 NO_GPU = -1  # a rank without CUDA
@@ -216,7 +217,8 @@ class NetsparseProcessGroup(dist.ProcessGroup):
         if self.cuda_plan.path == NCCL:  # never otherwise: NCCL would fail on a shared GPU
             self._nccl = dist.ProcessGroupNCCL(dist.PrefixStore("nccl", store), rank, size)
         line = shared_gpu_warning(self.cuda_plan, rank, host, hostname)
-        if line:
+        if line and line not in _WARNED:  # once per process: new_group (e.g. ds's teams) would repeat it
+            _WARNED.add(line)
             print(line, file=sys.stderr, flush=True)
 
     def _exchange(self, host: int, device: int, count: int) -> list[tuple[int, int, int]]:

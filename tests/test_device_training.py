@@ -15,7 +15,7 @@ from test_equivalence import HIDDEN, LAYERS, assert_matches_pyg
 
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.nn import DistGraph
-from netsparse_torch.run.device import device_kind, sharing_warning
+from netsparse_torch.run.device import device_kind
 from netsparse_torch.run.launch import launch
 
 CUDA = torch.cuda.is_available()
@@ -34,11 +34,18 @@ def test_device_setting():
         device_kind("gpu", cuda_available=True)
 
 
-def test_sharing_warning_only_when_ranks_outnumber_gpus():
-    assert sharing_warning("cpu", 4, gpus=0) is None
-    assert sharing_warning("cuda", 2, gpus=2) is None
-    line = sharing_warning("cuda", 3, gpus=1)
-    assert "3 ranks per node share 1 GPU" in line and "gloo" in line and "\n" not in line
+def test_ranks_sharing_a_gpu_print_one_line(tmp_path, monkeypatch):
+    """The CPU twin of two ranks on one GPU (the backend's test hook: every rank claims cuda:0): the
+    run says once that its collectives go through gloo, and the report says which path each rank took."""
+    monkeypatch.setenv("NETSPARSE_BACKEND_CPU_TWIN", "1")
+    proc, report = train(tmp_path, "epochs=2", "world_size=2", "strategy=ds", "strategy.replication=2")
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if "share cuda:0" in line]
+    assert len(lines) == 1 and "gloo" in lines[0], proc.stderr
+    paths = [r["cuda_collectives"] for r in report["per_rank"]]
+    assert [p["cuda"] for p in paths] == ["gloo-shared-gpu"] * 2
+    assert paths[0]["shares_gpu_with"] == [1] and paths[1]["shares_gpu_with"] == [0]
+    assert "(CUDA collectives: gloo-shared-gpu)" in proc.stdout.splitlines()[0]
 
 
 @pytest.mark.skipif(CUDA, reason="checks the refusal on a machine without a GPU")

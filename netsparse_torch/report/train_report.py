@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from netsparse_torch.report.provenance import provenance
 
 #: The per-rank summary of the report: partition sizes and the rank's peak RSS (getrusage, bytes).
-PER_RANK = ("rank", "device", "rows", "nnz", "halo", "edge_cut", "peak_rss_bytes")
+PER_RANK = ("rank", "device", "cuda_collectives", "rows", "nnz", "halo", "edge_cut", "peak_rss_bytes")
 
 
 def _sum_collectives(per_rank: list[dict]) -> dict:
@@ -126,9 +126,12 @@ def summary_lines(report: dict) -> list[str]:
 
 
 def _devices(report: dict) -> str:
-    """``cpu``, ``cuda:0`` or e.g. ``cuda:0,cuda:1``: the distinct devices of the ranks, in rank order."""
+    """``cpu``, ``cuda:0`` or e.g. ``cuda:0,cuda:1``: the distinct devices of the ranks, in rank order, and
+    how their CUDA tensors travel (``nccl``, ``gloo-shared-gpu``: :mod:`netsparse_torch.backend`)."""
     seen = dict.fromkeys(r.get("device", "cpu") for r in report["per_rank"])
-    return ",".join(seen)
+    paths = dict.fromkeys(r["cuda_collectives"]["cuda"] for r in report["per_rank"] if "cuda_collectives" in r)
+    paths.pop("none", None)
+    return ",".join(seen) + (f" (CUDA collectives: {','.join(paths)})" if paths else "")
 
 
 def _num(v) -> str:

@@ -3,7 +3,8 @@ GPU each rank takes.
 
 Each rank takes GPU ``LOCAL_RANK % device_count``, as torchrun scripts do. More ranks than GPUs on a
 node share GPUs; NCCL refuses two ranks on one GPU, so the ``netsparse`` backend then routes their
-CUDA tensors through gloo (host-staged collectives, :mod:`netsparse_torch.backend`).
+CUDA tensors through gloo (host-staged collectives) and prints one line saying so
+(:mod:`netsparse_torch.backend`).
 """
 
 from __future__ import annotations
@@ -27,17 +28,6 @@ def device_kind(name: str, cuda_available: bool | None = None) -> str:
         raise ConfigError("device=cuda but torch sees no CUDA GPU (torch.cuda.is_available() is False): "
                           "use device=cpu, or device=auto to take a GPU only when there is one")
     return "cuda" if name == "cuda" or (name == "auto" and cuda) else "cpu"
-
-
-def sharing_warning(kind: str, ranks_per_node: int, gpus: int | None = None) -> str | None:
-    """The one line that says ranks share GPUs through host-staged collectives (None when they do not)."""
-    if kind != "cuda":
-        return None
-    gpus = torch.cuda.device_count() if gpus is None else gpus
-    if ranks_per_node <= gpus:
-        return None
-    return (f"netsparse-train: warning: {ranks_per_node} ranks per node share {gpus} GPU(s): their CUDA "
-            "collectives go through gloo, staged in host memory (NCCL refuses two ranks on one GPU)")
 
 
 def local_rank(rank: int) -> int:

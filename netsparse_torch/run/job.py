@@ -8,8 +8,6 @@ several seconds that torch and PyG take to import.
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 from pathlib import Path
 
@@ -26,7 +24,7 @@ from netsparse_torch.report import build_train_report, summary_lines, write_json
 from netsparse_torch.report.curves import save_curves
 from netsparse_torch.report.metrics import check_logger
 from netsparse_torch.report.modeled import add_modeled, check_cluster, modeled_lines
-from netsparse_torch.run.device import device_kind, local_rank, sharing_warning
+from netsparse_torch.run.device import device_kind
 from netsparse_torch.run.launch import ByName, launch
 from netsparse_torch.run.switches import switch_service
 
@@ -41,11 +39,6 @@ def check_config(cfg: DictConfig) -> None:
         raise ConfigError(f"model=gat cannot use strategy={cfg.strategy.name}: {no_gather}; "
                           "choose su, sa, netsparse or twoface")
     check_values(cfg)
-
-
-def ranks_per_node(cfg: DictConfig) -> int:
-    """Ranks on this machine: torchrun's LOCAL_WORLD_SIZE, else every local rank."""
-    return int(os.environ.get("LOCAL_WORLD_SIZE", cfg.world_size))
 
 
 def run(cfg: DictConfig) -> dict | None:
@@ -68,9 +61,6 @@ def run(cfg: DictConfig) -> dict | None:
         partitioning = partition_graph(data.adj, int(cfg.world_size), str(cfg.partition), **partition_settings(cfg))
     check_cluster(cfg, data)
     check_logger(str(cfg.get("logger") or "none"))
-    warning = sharing_warning(device_kind(cfg.get("device", "auto")), ranks_per_node(cfg))
-    if warning and local_rank(0) == 0:  # one line per node, also under torchrun
-        print(warning, file=sys.stderr)
     args = (data, cfg, partitioning, str(out_dir) if out_dir else None)
     with switch_service(cfg) as switches:  # fabric=switch: start (or configure) the switches; always stopped
         result = launch(TRAIN_RANK, int(cfg.world_size), args, timeout_s=float(cfg.timeout_s))

@@ -12,7 +12,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from netsparse_torch import checkpoint
-from netsparse_torch.backend import comm_stats
+from netsparse_torch.backend import collective_path, comm_stats
 from netsparse_torch.evaluation import SPLITS, BestTracker, Evaluator
 from netsparse_torch.nn import DistGNN, DistGraph
 from netsparse_torch.nn.models import model_options
@@ -182,6 +182,7 @@ class Trainer:
                  "halo": plan.n_halo,
                  "halo_from": plan.recv_counts, "edge_cut": shard.edge_cut, "partition": shard.mode,
                  "peak_rss_bytes": peak_rss_bytes(), "collectives": comm_stats(),
+                 "cuda_collectives": collective_path(),
                  "strategy_stats": self.dg.strategy.stats()}
         per_rank = [local]
         if self.world_size > 1:
