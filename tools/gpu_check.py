@@ -9,7 +9,8 @@ Steps, each recorded in the JSON with its time and outcome:
    see docs/gpu.md) are installed first into a private target folder; what is still missing is named in
    one line, and the check stops there.
 2. build: the C++ extension, in place (``setup.py build_ext --inplace``).
-3. tests: the CUDA tests (``pytest -k cuda``; ``--full``: the whole suite), Triton native.
+3. tests: the CUDA tests and their CPU twins (``pytest -k "cuda or gpu or device"``; ``--full``: the
+   whole suite), Triton native.
 4. benchmarks: benchmarks/gpu_kernels.py and benchmarks/gpu_epoch.py.
 
 Budget: 8 minutes on one H100 or H200; each step has a timeout so the JSON is always written.
@@ -128,7 +129,7 @@ def main() -> int:
                           {"MAX_JOBS": jobs})
     if steps["build"]["rc"]:
         return finish(1)
-    selection = [] if args.full else ["-k", "cuda or gpu"]
+    selection = [] if args.full else ["-k", "cuda or gpu or device"]
     results = args.out.parent / "gpu_check_junit.xml"
     steps["tests"] = step("tests", [sys.executable, "-m", "pytest", "-q", "-n", "8", "--dist", "loadfile",
                                     "-p", "no:cacheprovider", f"--junitxml={results}", *selection, "tests"],

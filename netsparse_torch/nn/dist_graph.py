@@ -81,6 +81,11 @@ class DistGraph:
     def mask(self, split: str) -> torch.Tensor:
         return self._on_device(f"{split}_mask", self.shard.mask(split))
 
+    @property
+    def device_node_ids(self) -> torch.Tensor:
+        """:attr:`node_ids` on the graph's device (the keys of dropout masks generated there)."""
+        return self._on_device("node_ids", self.node_ids)
+
     def adjacency(self, norm: str) -> CSR:
         """This rank's rows of the ``norm``-normalised adjacency, in the strategy's column space."""
         if norm not in self._adjacency:

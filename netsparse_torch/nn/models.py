@@ -79,11 +79,11 @@ class DistGNN(torch.nn.Module):
         gat = self.kind == "gat"
         drop = self.training and self.dropout > 0
         if gat and drop:
-            x = keyed_dropout(x, graph.node_ids, self.dropout, seed=self.seed, epoch=epoch, layer=INPUT_LAYER_KEY)
+            x = keyed_dropout(x, graph.device_node_ids, self.dropout, seed=self.seed, epoch=epoch, layer=INPUT_LAYER_KEY)
         for i, conv in enumerate(self.convs):
             x = conv(x, graph, tag=f"layer{i}", epoch=epoch) if gat else conv(x, graph, tag=f"layer{i}")
             if i < len(self.convs) - 1:
                 x = F.elu(x) if gat else F.relu(x)
                 if drop:
-                    x = keyed_dropout(x, graph.node_ids, self.dropout, seed=self.seed, epoch=epoch, layer=i)
+                    x = keyed_dropout(x, graph.device_node_ids, self.dropout, seed=self.seed, epoch=epoch, layer=i)
         return x
