@@ -140,6 +140,7 @@ class _IdentityGraph:
     def __init__(self, start: int, stop: int):
         self.rows = slice(start, stop)
         self.node_ids = torch.arange(start, stop)  # original ids = row ids here
+        self.device_node_ids = self.node_ids  # a CPU graph
 
     def propagate(self, x, norm, tag=""):
         return x
