@@ -34,18 +34,38 @@ def triton_module(device: torch.device):
     return triton_kernels
 
 
-def spmm(backend: str, crow, col, val, B: torch.Tensor) -> torch.Tensor:
-    """``A x B``."""
+def spmm(backend: str, crow, col, val, B: torch.Tensor, plan=None) -> torch.Tensor:
+    """``A x B`` (``plan``: the Triton program layout of the pattern, built per call when None)."""
     if backend == "cpp":
         return _C.spmm(crow, col, val, B)
-    return triton_module(B.device).spmm(crow, col, val, B)
+    if backend == "torch":
+        return torch.sparse.mm(torch.sparse_csr_tensor(crow, col, val, (crow.numel() - 1, B.size(0))), B)
+    return triton_module(B.device).spmm(crow, col, val, B, plan)
 
 
-def spmm_t(backend: str, crow, col, val, G: torch.Tensor, n_cols: int, transposed=None) -> torch.Tensor:
-    """``A^T x G``. The C++ path runs the forward kernel on the CSR of ``A^T`` (``transposed`` if given,
-    else built here); Triton scatters with atomic adds instead of transposing."""
+def spmm_csr(backend: str, a, val: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    """``A x B`` for a :class:`netsparse_torch.kernels.CSR` ``a`` with values ``val`` (its cached plan)."""
+    return spmm(backend, a.crow, a.col, val, B, a.triton_plan() if backend == "triton" else None)
+
+
+def spmm_t_csr(backend: str, a, val: torch.Tensor, G: torch.Tensor, constant: bool) -> torch.Tensor:
+    """``A^T x G``: every backend runs its forward product on the CSR of ``A^T``, never atomics. With
+    ``constant`` values that is ``a``'s cached transpose; values that change every step (learned, they
+    require grad) are read into the cached transposed pattern through its permutation (C++: transposed
+    here)."""
     if backend == "cpp":
-        t_crow, t_col, t_val = transposed if transposed is not None else _C.csr_transpose(crow, col, val, n_cols)
+        t_crow, t_col, t_val = a.transpose_parts() if constant else _C.csr_transpose(a.crow, a.col, val, a.n_cols)
+        return _C.spmm(t_crow, t_col, t_val.to(G.dtype), G)
+    at = a.transposed()
+    t_val = at.val if constant else val.detach()[a.transpose_perm()[2]]
+    return spmm_csr(backend, at, t_val.to(G.dtype), G)
+
+
+def spmm_t(backend: str, crow, col, val, G: torch.Tensor, n_cols: int) -> torch.Tensor:
+    """``A^T x G`` without a cached transpose (the SDDMM backward): transposed here, then the forward
+    kernel (C++ and Triton alike)."""
+    if backend == "cpp":
+        t_crow, t_col, t_val = _C.csr_transpose(crow, col, val, n_cols)
         return _C.spmm(t_crow, t_col, t_val.to(G.dtype), G)
     return triton_module(G.device).spmm_t(crow, col, val, G, n_cols)
 

@@ -12,11 +12,14 @@ strides, so a non-contiguous ``B`` is read in place.
 
 from __future__ import annotations
 
+import math
 import os
+from typing import NamedTuple
 
 import torch
 import triton
 import triton.language as tl
+import triton.testing
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
@@ -28,9 +31,9 @@ def _configs(space: list[dict], warps: tuple[int, ...] = (4,)) -> list[triton.Co
     return [triton.Config(kw, num_warps=w) for kw in space for w in warps]
 
 
-# Block sizes are our own assumption (no paper gives them): K tiles of 32-128 columns cover the GNN
+# Block sizes are our own assumption (no paper gives them): K tiles of 16-256 columns cover the GNN
 # feature widths 16-256, and 16-32 nonzeros per step fill a warp's loads on power-law rows.
-_SPMM_SPACE = [
+_SDDMM_SPACE = [
     {"BLOCK_ROWS": 1, "BLOCK_K": 16, "BLOCK_NNZ": 4},
     {"BLOCK_ROWS": 1, "BLOCK_K": 32, "BLOCK_NNZ": 16},
     {"BLOCK_ROWS": 1, "BLOCK_K": 64, "BLOCK_NNZ": 16},
@@ -43,54 +46,132 @@ _DENSE_SPACE = [
     {"BLOCK_R": 32, "BLOCK_K": 128},
 ]
 
+# -- SpMM ----------------------------------------------------------------------------------------
+# Work is balanced by nonzeros, not rows (GE-SpMM, Huang et al. SC'20; RoDe, Pang et al. PPoPP'24):
+#
+# - rows of at most ``long_row`` nonzeros go to `_spmm_rows_kernel` in increasing degree order, so
+#   the BLOCK_ROWS rows of one program have about the same length and no lane idles behind a longer
+#   row; each step loads one nonzero of every row and its B row tile (B rows are the contiguous
+#   vectors, so the loads of a K tile coalesce);
+# - longer rows are cut into chunks of ``chunk`` nonzeros, one program each (`_spmm_chunks_kernel`),
+#   whose partial sums `_spmm_fixup_kernel` adds up per row in chunk order: no atomics, the same bits
+#   on every run for a given config.
+#
+# The plan (the row order and the chunk table) depends only on the pattern and is built once per
+# CSR. Thresholds are our own assumption: a row of 256 nonzeros is about one chunk of work.
+LONG_ROW = 256
+CHUNK = 256
 
-@triton.autotune(configs=_configs(_SPMM_SPACE, (2, 4)), key=["K"])
+# (rows kernel, chunks kernel) tile spaces; each config's K tile is pruned away when it exceeds K.
+_ROWS_SPACE = [
+    ({"BLOCK_ROWS": 64, "BLOCK_K": 16}, 4, 3),
+    ({"BLOCK_ROWS": 32, "BLOCK_K": 32}, 4, 3),
+    ({"BLOCK_ROWS": 16, "BLOCK_K": 64}, 4, 3),
+    ({"BLOCK_ROWS": 32, "BLOCK_K": 64}, 8, 2),
+    ({"BLOCK_ROWS": 8, "BLOCK_K": 128}, 4, 3),
+    ({"BLOCK_ROWS": 16, "BLOCK_K": 128}, 8, 2),
+    ({"BLOCK_ROWS": 4, "BLOCK_K": 256}, 4, 3),
+]
+_CHUNKS_SPACE = [
+    ({"BLOCK_NNZ": 32, "BLOCK_K": 16}, 4, 3),
+    ({"BLOCK_NNZ": 16, "BLOCK_K": 32}, 4, 3),
+    ({"BLOCK_NNZ": 16, "BLOCK_K": 64}, 4, 3),
+    ({"BLOCK_NNZ": 8, "BLOCK_K": 128}, 4, 3),
+    ({"BLOCK_NNZ": 4, "BLOCK_K": 256}, 4, 3),
+]
+# Under the interpreter: small tiles, so the tests' tiny inputs still span several tiles and steps.
+_ROWS_INTERPRETED = {"BLOCK_ROWS": 4, "BLOCK_K": 16}
+_CHUNKS_INTERPRETED = {"BLOCK_NNZ": 4, "BLOCK_K": 16}
+_FIXUP_K = 128
+
+
+def _tuned(space, interpreted: dict) -> list[triton.Config]:
+    if INTERPRETED:
+        return [triton.Config(interpreted, num_warps=1)]
+    return [triton.Config(kw, num_warps=w, num_stages=s) for kw, w, s in space]
+
+
+def _prune_k_tiles(configs, nargs, **_):
+    """Drop the configs whose K tile is wider than K needs (they would only mask lanes off)."""
+    k_tile = max(16, triton.next_power_of_2(max(int(nargs["K"]), 1)))
+    kept = [c for c in configs if c.kwargs["BLOCK_K"] <= k_tile]
+    return kept or configs[:1]
+
+
+def _quick_bench(fn, quantiles):
+    # The default 25 ms warm-up + 100 ms per config would spend seconds per new (K, graph) key.
+    return triton.testing.do_bench(fn, warmup=5, rep=20, quantiles=quantiles)
+
+
+_TUNING = {"key": ["K", "GRAPH_KEY"], "prune_configs_by": {"early_config_prune": _prune_k_tiles},
+           "do_bench": _quick_bench}
+
+
+@triton.autotune(configs=_tuned(_ROWS_SPACE, _ROWS_INTERPRETED), **_TUNING)
 @triton.jit
-def _spmm_kernel(crow_ptr, col_ptr, val_ptr, b_ptr, out_ptr, n_rows, K, stride_bn, stride_bk, stride_on,
-                 BLOCK_ROWS: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_NNZ: tl.constexpr):
-    """out[r, k-tile] = sum_p val[p] * B[col[p], k-tile] for the program's rows."""
+def _spmm_rows_kernel(rows_ptr, n_sel, crow_ptr, col_ptr, val_ptr, b_ptr, out_ptr, K, stride_bn, stride_bk,
+                      stride_on, GRAPH_KEY, BLOCK_ROWS: tl.constexpr, BLOCK_K: tl.constexpr):
+    """out[r, k-tile] = sum_p val[p] * B[col[p], k-tile] for the program's BLOCK_ROWS rows of rows_ptr,
+    one nonzero of each row per step (the rows are sorted by degree, so few lanes idle)."""
+    i = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+    i_mask = i < n_sel
+    rows = tl.load(rows_ptr + i, mask=i_mask, other=0)
+    start = tl.load(crow_ptr + rows, mask=i_mask, other=0)
+    deg = tl.load(crow_ptr + rows + 1, mask=i_mask, other=0) - start
     ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     k_mask = ks < K
-    for i in range(BLOCK_ROWS):
-        r = (tl.program_id(0) * BLOCK_ROWS + i).to(tl.int64)  # 64-bit: r * stride can pass 2**31
-        if r < n_rows:
-            start = tl.load(crow_ptr + r)
-            end = tl.load(crow_ptr + r + 1)
-            acc = tl.zeros((BLOCK_K,), dtype=out_ptr.dtype.element_ty)
-            for p0 in range(start, end, BLOCK_NNZ):
-                ps = p0 + tl.arange(0, BLOCK_NNZ)
-                p_mask = ps < end
-                cols = tl.load(col_ptr + ps, mask=p_mask, other=0)
-                vals = tl.load(val_ptr + ps, mask=p_mask, other=0.0)
-                b = tl.load(b_ptr + cols[:, None] * stride_bn + ks[None, :] * stride_bk,
-                            mask=p_mask[:, None] & k_mask[None, :], other=0.0)
-                acc += tl.sum(vals[:, None] * b, axis=0)
-            tl.store(out_ptr + r * stride_on + ks, acc.to(out_ptr.dtype.element_ty), mask=k_mask)
+    acc = tl.zeros((BLOCK_ROWS, BLOCK_K), dtype=out_ptr.dtype.element_ty)
+    for j in range(0, tl.max(deg, axis=0)):
+        live = j < deg
+        p = start + j
+        cols = tl.load(col_ptr + p, mask=live, other=0).to(tl.int64)  # 64-bit: col * stride can pass 2**31
+        vals = tl.load(val_ptr + p, mask=live, other=0.0)
+        b = tl.load(b_ptr + cols[:, None] * stride_bn + ks[None, :] * stride_bk,
+                    mask=live[:, None] & k_mask[None, :], other=0.0)
+        acc += vals[:, None] * b
+    out = out_ptr + rows.to(tl.int64)[:, None] * stride_on + ks[None, :]
+    tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=i_mask[:, None] & k_mask[None, :])
 
 
-@triton.autotune(configs=_configs(_SPMM_SPACE, (2, 4)), key=["K"], reset_to_zero=["out_ptr"])
+@triton.autotune(configs=_tuned(_CHUNKS_SPACE, _CHUNKS_INTERPRETED), **_TUNING)
 @triton.jit
-def _spmm_t_kernel(crow_ptr, col_ptr, val_ptr, g_ptr, out_ptr, n_rows, K, stride_gn, stride_gk, stride_on,
-                   BLOCK_ROWS: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_NNZ: tl.constexpr):
-    """out[col[p], k-tile] += val[p] * G[r, k-tile]: the backward product A^T x G without a transpose."""
+def _spmm_chunks_kernel(chunk_row_ptr, chunk_start_ptr, crow_ptr, col_ptr, val_ptr, b_ptr, part_ptr, K, chunk,
+                        stride_bn, stride_bk, GRAPH_KEY, BLOCK_NNZ: tl.constexpr, BLOCK_K: tl.constexpr):
+    """part[c, k-tile] = sum of val[p] * B[col[p], k-tile] over the nonzeros of chunk c of a long row."""
+    c = tl.program_id(0).to(tl.int64)
+    r = tl.load(chunk_row_ptr + c)
+    p0 = tl.load(chunk_start_ptr + c)
+    end = tl.minimum(tl.load(crow_ptr + r + 1), p0 + chunk)
     ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     k_mask = ks < K
-    for i in range(BLOCK_ROWS):
-        r = (tl.program_id(0) * BLOCK_ROWS + i).to(tl.int64)  # 64-bit: r * stride can pass 2**31
-        if r < n_rows:
-            start = tl.load(crow_ptr + r)
-            end = tl.load(crow_ptr + r + 1)
-            g = tl.load(g_ptr + r * stride_gn + ks * stride_gk, mask=k_mask, other=0.0)
-            for p0 in range(start, end, BLOCK_NNZ):
-                ps = p0 + tl.arange(0, BLOCK_NNZ)
-                p_mask = ps < end
-                cols = tl.load(col_ptr + ps, mask=p_mask, other=0)
-                vals = tl.load(val_ptr + ps, mask=p_mask, other=0.0)
-                tl.atomic_add(out_ptr + cols[:, None] * stride_on + ks[None, :], vals[:, None] * g[None, :],
-                              mask=p_mask[:, None] & k_mask[None, :])
+    # A 2-D accumulator, reduced once at the end instead of once per step.
+    acc = tl.zeros((BLOCK_NNZ, BLOCK_K), dtype=part_ptr.dtype.element_ty)
+    for p in range(p0, end, BLOCK_NNZ):
+        ps = p + tl.arange(0, BLOCK_NNZ)
+        p_mask = ps < end
+        cols = tl.load(col_ptr + ps, mask=p_mask, other=0).to(tl.int64)
+        vals = tl.load(val_ptr + ps, mask=p_mask, other=0.0)
+        b = tl.load(b_ptr + cols[:, None] * stride_bn + ks[None, :] * stride_bk,
+                    mask=p_mask[:, None] & k_mask[None, :], other=0.0)
+        acc += vals[:, None] * b
+    tl.store(part_ptr + c * K + ks, tl.sum(acc, axis=0).to(part_ptr.dtype.element_ty), mask=k_mask)
 
 
-@triton.autotune(configs=_configs(_SPMM_SPACE, (2, 4)), key=["K"])
+@triton.jit
+def _spmm_fixup_kernel(long_rows_ptr, long_chunks_ptr, part_ptr, out_ptr, K, stride_on, BLOCK_K: tl.constexpr):
+    """out[r, k-tile] = the sum of the partial sums of long row r's chunks, in chunk order."""
+    i = tl.program_id(0)
+    r = tl.load(long_rows_ptr + i).to(tl.int64)
+    c0 = tl.load(long_chunks_ptr + i).to(tl.int64)
+    c1 = tl.load(long_chunks_ptr + i + 1).to(tl.int64)
+    ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    k_mask = ks < K
+    acc = tl.zeros((BLOCK_K,), dtype=out_ptr.dtype.element_ty)
+    for c in range(c0, c1):
+        acc += tl.load(part_ptr + c * K + ks, mask=k_mask, other=0.0)
+    tl.store(out_ptr + r * stride_on + ks, acc.to(out_ptr.dtype.element_ty), mask=k_mask)
+
+@triton.autotune(configs=_configs(_SDDMM_SPACE, (2, 4)), key=["K"])
 @triton.jit
 def _sddmm_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, out_ptr, n_rows, K, stride_xn, stride_xk,
                   stride_yn, stride_yk, HAS_VAL: tl.constexpr,
@@ -146,29 +227,88 @@ def _scatter_add_kernel(idx_ptr, src_ptr, out_ptr, n, K, stride_sn, stride_sk, s
     tl.atomic_add(out_ptr + rows[:, None] * stride_on + ks[None, :], x, mask=mask)
 
 
-def _row_grid(n_rows: int, K: int):
-    return lambda meta: (triton.cdiv(max(n_rows, 1), meta["BLOCK_ROWS"]), triton.cdiv(max(K, 1), meta["BLOCK_K"]))
+class SpMMPlan(NamedTuple):
+    """How `spmm` splits one CSR pattern into programs; built once per pattern by :func:`make_plan`.
+
+    Index tensors are int32 when the row count and nnz fit (half the index bytes per nonzero).
+    """
+
+    crow: torch.Tensor
+    col: torch.Tensor
+    short_rows: torch.Tensor  # rows of <= long_row nonzeros (empty ones too), in increasing degree order
+    long_rows: torch.Tensor  # the other rows
+    long_chunks: torch.Tensor  # long row i owns chunks long_chunks[i]:long_chunks[i + 1]
+    chunk_row: torch.Tensor  # the long row of each chunk
+    chunk_start: torch.Tensor  # the first nonzero of each chunk
+    chunk: int
+    graph_key: int  # a coarse pattern statistic in the autotune key: log2 of the mean short-row degree
 
 
-def spmm(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
-    """``A x B`` for CSR ``(crow, col, val)``; inputs already validated, ``val.dtype == B.dtype``."""
-    n_rows, K = crow.numel() - 1, B.size(1)
+def make_plan(crow: torch.Tensor, col: torch.Tensor, long_row: int = LONG_ROW, chunk: int = CHUNK) -> SpMMPlan:
+    """The program layout of ``A x B`` for the pattern ``(crow, col)`` (torch ops, on its device)."""
+    if long_row < 0 or chunk < 1:
+        raise ValueError(f"make_plan: need long_row >= 0 and chunk >= 1, got {long_row} and {chunk}")
+    n_rows, nnz = crow.numel() - 1, col.numel()
+    small = max(n_rows + 1, nnz) < 2**31
+    idx = torch.int32 if small else torch.int64
+    deg = crow.diff()
+    is_long = deg > long_row
+    short = torch.nonzero(~is_long).flatten()
+    short = short[torch.argsort(deg[short], stable=True)]
+    long_rows = torch.nonzero(is_long).flatten()
+    per_row = (deg[long_rows] + chunk - 1) // chunk
+    long_chunks = torch.zeros(long_rows.numel() + 1, dtype=torch.long, device=crow.device)
+    long_chunks[1:] = per_row.cumsum(0)
+    chunk_row = torch.repeat_interleave(long_rows, per_row)
+    first = torch.repeat_interleave(long_chunks[:-1], per_row)
+    chunk_start = crow[chunk_row] + (torch.arange(chunk_row.numel(), device=crow.device) - first) * chunk
+    mean_short = float(deg[short].sum()) / max(short.numel(), 1)
+    return SpMMPlan(crow.to(idx).contiguous(), col.to(idx).contiguous(), short.to(idx), long_rows.to(idx),
+                    long_chunks.to(idx), chunk_row.to(idx), chunk_start.to(idx), int(chunk),
+                    int(math.log2(1.0 + mean_short)))
+
+
+def spmm(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, B: torch.Tensor,
+         plan: SpMMPlan | None = None) -> torch.Tensor:
+    """``A x B`` for CSR ``(crow, col, val)``; inputs already validated, ``val.dtype == B.dtype``.
+    ``plan`` (from :func:`make_plan` on the same pattern) is built here when not given."""
+    plan = plan if plan is not None else make_plan(crow, col)
+    n_rows, K = plan.crow.numel() - 1, B.size(1)
     out = torch.empty((n_rows, K), dtype=B.dtype, device=B.device)
-    if n_rows and K:
-        _spmm_kernel[_row_grid(n_rows, K)](crow, col, val, B, out, n_rows, K, B.stride(0), B.stride(1),
-                                           out.stride(0))
+    if n_rows == 0 or K == 0:
+        return out.zero_()
+    k_tiles = lambda meta: triton.cdiv(K, meta["BLOCK_K"])  # noqa: E731
+    n_short = plan.short_rows.numel()
+    if n_short:
+        _spmm_rows_kernel[lambda meta: (triton.cdiv(n_short, meta["BLOCK_ROWS"]), k_tiles(meta))](
+            plan.short_rows, n_short, plan.crow, plan.col, val, B, out, K, B.stride(0), B.stride(1), out.stride(0),
+            plan.graph_key)
+    n_chunks = plan.chunk_row.numel()
+    if n_chunks:
+        part = torch.empty((n_chunks, K), dtype=B.dtype, device=B.device)
+        _spmm_chunks_kernel[lambda meta: (n_chunks, k_tiles(meta))](
+            plan.chunk_row, plan.chunk_start, plan.crow, plan.col, val, B, part, K, plan.chunk, B.stride(0),
+            B.stride(1), plan.graph_key)
+        block_k = 16 if INTERPRETED else min(_FIXUP_K, triton.next_power_of_2(K))
+        _spmm_fixup_kernel[(plan.long_rows.numel(), triton.cdiv(K, block_k))](
+            plan.long_rows, plan.long_chunks, part, out, K, out.stride(0), BLOCK_K=block_k)
     return out
+
+
+def transpose(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, n_cols: int):
+    """``(crow, col, val)`` of ``A^T`` (a stable sort keeps each transposed row in row order)."""
+    rows = torch.repeat_interleave(torch.arange(crow.numel() - 1, device=crow.device), crow.diff())
+    perm = torch.argsort(col, stable=True)
+    t_crow = torch.zeros(n_cols + 1, dtype=torch.long, device=crow.device)
+    t_crow[1:] = torch.bincount(col, minlength=n_cols).cumsum(0)
+    return t_crow, rows[perm], val[perm]
 
 
 def spmm_t(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, G: torch.Tensor, n_cols: int) -> torch.Tensor:
-    """``A^T x G`` with atomic adds into the ``n_cols`` output rows (float-order nondeterministic on GPU)."""
-    n_rows, K = crow.numel() - 1, G.size(1)
-    out = torch.zeros((n_cols, K), dtype=G.dtype, device=G.device)
-    if n_rows and K and col.numel():
-        _spmm_t_kernel[_row_grid(n_rows, K)](crow, col, val, G, out, n_rows, K, G.stride(0), G.stride(1),
-                                             out.stride(0))
-    return out
-
+    """``A^T x G``: the forward kernel on ``A^T``, transposed here (an argsort of the columns). Callers
+    holding a :class:`netsparse_torch.kernels.CSR` use its cached transpose instead; no atomics either way."""
+    t_crow, t_col, t_val = transpose(crow, col, val, n_cols)
+    return spmm(t_crow, t_col, t_val, G)
 
 def sddmm(crow: torch.Tensor, col: torch.Tensor, X: torch.Tensor, Y: torch.Tensor,
           val: torch.Tensor | None) -> torch.Tensor:
