@@ -21,8 +21,8 @@ class SpMM(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, val: torch.Tensor, B: torch.Tensor, backend: str, bwd_backend: str) -> torch.Tensor:
         ctx.a, ctx.bwd_backend = a, bwd_backend
-        # The SDDMM of d val has no cuSPARSE twin here: Triton on CUDA, whichever SpMM won.
-        ctx.sddmm_backend = "cpp" if backend == "cpp" else "triton"
+        # The SDDMM of d val has no cuSPARSE twin here: Triton on CUDA whichever SpMM won, C++ on CPU.
+        ctx.sddmm_backend = "cpp" if B.device.type == "cpu" and backend != "triton" else "triton"
         ctx.save_for_backward(val, B if ctx.needs_input_grad[1] else None)
         return _ops.spmm_csr(backend, a, val, B)
 
