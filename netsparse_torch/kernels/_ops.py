@@ -116,12 +116,13 @@ def spmm_heads(backend: str, a, alpha: torch.Tensor, B: torch.Tensor) -> torch.T
 
 
 def spmm_heads_t(backend: str, a, alpha: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
-    """``A_h^T x G`` per head: the C++ path runs the forward kernel on the cached transposed pattern,
-    reading ``alpha`` through its permutation; Triton scatters with atomic adds."""
+    """``A_h^T x G`` per head: both run the forward kernel on the cached transposed pattern, reading
+    ``alpha`` through its permutation (no atomics)."""
     if backend == "cpp":
         t_crow, t_col, perm = a.transpose_perm()
         return _C.spmm_heads(t_crow, t_col, alpha, G, perm)
-    return triton_module(G.device).spmm_heads_t(a.crow, a.col, alpha, G, a.n_cols)
+    t_crow, t_col, perm = a.transpose_perm()
+    return triton_module(G.device).spmm_heads(t_crow, t_col, alpha, G, perm)
 
 
 def sddmm_heads(backend: str, crow, col, X: torch.Tensor, Y: torch.Tensor, heads: int) -> torch.Tensor:

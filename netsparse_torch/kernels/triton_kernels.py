@@ -430,30 +430,26 @@ def _edge_softmax_bwd_kernel(crow_ptr, col_ptr, alpha_ptr, grad_ptr, src_ptr, ds
 
 
 @triton.jit
-def _spmm_heads_kernel(crow_ptr, col_ptr, alpha_ptr, b_ptr, out_ptr, H, C, HC, stride_bn, TRANSPOSED: tl.constexpr,
-                       BLOCK_NNZ: tl.constexpr, BLOCK_K: tl.constexpr):
-    """out[r, k] = sum_p alpha[p, k // C] B[col p, k] (TRANSPOSED: out[col p, k] += alpha[p, k // C] B[r, k])."""
+def _spmm_heads_kernel(crow_ptr, col_ptr, alpha_ptr, perm_ptr, b_ptr, out_ptr, H, C, HC, stride_bn,
+                       HAS_PERM: tl.constexpr, BLOCK_NNZ: tl.constexpr, BLOCK_K: tl.constexpr):
+    """out[r, k] = sum_p alpha[q, k // C] B[col p, k] with q = perm[p] (HAS_PERM: the pattern is the
+    transpose, whose entry p is nonzero perm[p] of the matrix alpha belongs to) or q = p."""
     r = tl.program_id(0).to(tl.int64)
     ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     k_mask = ks < HC
     heads = ks // C
     start = tl.load(crow_ptr + r)
     end = tl.load(crow_ptr + r + 1)
-    if TRANSPOSED:
-        g = tl.load(b_ptr + r * stride_bn + ks, mask=k_mask, other=0.0)
     acc = tl.zeros((BLOCK_K,), dtype=out_ptr.dtype.element_ty)
     for p0 in range(start, end, BLOCK_NNZ):
         ps = p0 + tl.arange(0, BLOCK_NNZ)
         m2 = (ps < end)[:, None] & k_mask[None, :]
         cols = tl.load(col_ptr + ps, mask=ps < end, other=0)
-        a = tl.load(alpha_ptr + ps[:, None] * H + heads[None, :], mask=m2, other=0.0)
-        if TRANSPOSED:
-            tl.atomic_add(out_ptr + cols[:, None] * HC + ks[None, :], a * g[None, :], mask=m2)
-        else:
-            b = tl.load(b_ptr + cols[:, None] * stride_bn + ks[None, :], mask=m2, other=0.0)
-            acc += tl.sum(a * b, axis=0)
-    if not TRANSPOSED:
-        tl.store(out_ptr + r * HC + ks, acc.to(out_ptr.dtype.element_ty), mask=k_mask)
+        qs = tl.load(perm_ptr + ps, mask=ps < end, other=0) if HAS_PERM else ps
+        a = tl.load(alpha_ptr + qs[:, None] * H + heads[None, :], mask=m2, other=0.0)
+        b = tl.load(b_ptr + cols[:, None] * stride_bn + ks[None, :], mask=m2, other=0.0)
+        acc += tl.sum(a * b, axis=0)
+    tl.store(out_ptr + r * HC + ks, acc.to(out_ptr.dtype.element_ty), mask=k_mask)
 
 
 @triton.jit
@@ -506,33 +502,18 @@ def _heads_grid(n_rows: int, HC: int, block_k: int):
     return (max(n_rows, 1), triton.cdiv(max(HC, 1), block_k))
 
 
-def spmm_heads(crow, col, alpha, B) -> torch.Tensor:
-    """Multi-head SpMM ``(n_rows, H*C)``."""
-    n_rows, HC = crow.numel() - 1, B.size(1)
+def spmm_heads(crow, col, alpha, B, perm=None) -> torch.Tensor:
+    """Multi-head SpMM ``(crow.numel() - 1, H*C)``; with ``perm``, entry ``p`` of the pattern reads
+    ``alpha[perm[p]]`` (the transposed product on a cached transposed pattern, without atomics)."""
+    n_rows, HC, H = crow.numel() - 1, B.size(1), alpha.size(1)
     B = B if B.stride(1) == 1 else B.contiguous()
     out = torch.empty((n_rows, HC), dtype=B.dtype, device=B.device)
     if n_rows and HC:
-        _launch_spmm_heads(crow, col, alpha, B, out, transposed=False)
+        block_k = min(64, triton.next_power_of_2(HC))
+        _spmm_heads_kernel[_heads_grid(n_rows, HC, block_k)](
+            crow, col, alpha.contiguous(), perm if perm is not None else crow, B, out, H, HC // H, HC, B.stride(0),
+            HAS_PERM=perm is not None, BLOCK_NNZ=_ATT_NNZ, BLOCK_K=block_k)
     return out
-
-
-def spmm_heads_t(crow, col, alpha, G, n_cols: int) -> torch.Tensor:
-    """Per-head ``A_h^T x G`` with atomic adds into the ``n_cols`` output rows."""
-    n_rows, HC = crow.numel() - 1, G.size(1)
-    G = G.contiguous()
-    out = torch.zeros((n_cols, HC), dtype=G.dtype, device=G.device)
-    if n_rows and HC and col.numel():
-        _launch_spmm_heads(crow, col, alpha, G, out, transposed=True)
-    return out
-
-
-def _launch_spmm_heads(crow, col, alpha, dense, out, *, transposed: bool) -> None:
-    """One launch of ``_spmm_heads_kernel`` (``A_h x dense`` or, transposed, ``A_h^T x dense``) into ``out``."""
-    n_rows, HC, H = crow.numel() - 1, dense.size(1), alpha.size(1)
-    block_k = min(64, triton.next_power_of_2(HC))
-    _spmm_heads_kernel[_heads_grid(n_rows, HC, block_k)](crow, col, alpha.contiguous(), dense, out, H, HC // H, HC,
-                                                          dense.stride(0), TRANSPOSED=transposed, BLOCK_NNZ=_ATT_NNZ,
-                                                          BLOCK_K=block_k)
 
 
 def sddmm_heads(crow, col, X, Y, heads: int) -> torch.Tensor:
