@@ -114,7 +114,7 @@ class CSR:
             if self.device.type == "cpu":
                 self._t = _C.csr_transpose(self.crow, self.col, self.val.detach(), self.n_cols)
             else:
-                self._t = _transpose_torch(self.crow, self.col, self.val.detach(), self.n_cols)
+                self._t = _ops.transpose_torch(self.crow, self.col, self.val.detach(), self.n_cols)
         return self._t
 
     def transpose_perm(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -123,7 +123,7 @@ class CSR:
         step (attention), which are read through ``perm``; computed on first use and cached."""
         if self._t_perm is None:
             perm = torch.arange(self.nnz, device=self.device)
-            self._t_perm = _transpose_torch(self.crow, self.col, perm, self.n_cols)
+            self._t_perm = _ops.transpose_torch(self.crow, self.col, perm, self.n_cols)
         return self._t_perm
 
     def transposed(self) -> CSR:
@@ -189,15 +189,6 @@ class CSR:
     def to_torch(self) -> torch.Tensor:
         """The same matrix as a ``torch.sparse_csr_tensor`` (differentiable in ``val``)."""
         return torch.sparse_csr_tensor(self.crow, self.col, self.val, (self.n_rows, self.n_cols))
-
-
-def _transpose_torch(crow, col, val, n_cols):
-    """CSR of ``A^T`` with device-agnostic torch ops (a stable sort keeps each row's columns sorted)."""
-    rows = torch.repeat_interleave(torch.arange(crow.numel() - 1, device=crow.device), crow.diff())
-    perm = torch.argsort(col, stable=True)
-    t_crow = torch.zeros(n_cols + 1, dtype=torch.long, device=crow.device)
-    t_crow[1:] = torch.bincount(col, minlength=n_cols).cumsum(0)
-    return t_crow, rows[perm], val[perm]
 
 
 def _check_dense(op: str, name: str, t: torch.Tensor) -> None:

@@ -67,7 +67,17 @@ def spmm_t(backend: str, crow, col, val, G: torch.Tensor, n_cols: int) -> torch.
     if backend == "cpp":
         t_crow, t_col, t_val = _C.csr_transpose(crow, col, val, n_cols)
         return _C.spmm(t_crow, t_col, t_val.to(G.dtype), G)
-    return triton_module(G.device).spmm_t(crow, col, val, G, n_cols)
+    t_crow, t_col, t_val = transpose_torch(crow, col, val, n_cols)
+    return triton_module(G.device).spmm(t_crow, t_col, t_val, G)
+
+
+def transpose_torch(crow, col, val, n_cols):
+    """CSR of ``A^T`` with device-agnostic torch ops (a stable sort keeps each row's columns sorted)."""
+    rows = torch.repeat_interleave(torch.arange(crow.numel() - 1, device=crow.device), crow.diff())
+    perm = torch.argsort(col, stable=True)
+    t_crow = torch.zeros(n_cols + 1, dtype=torch.long, device=crow.device)
+    t_crow[1:] = torch.bincount(col, minlength=n_cols).cumsum(0)
+    return t_crow, rows[perm], val[perm]
 
 
 def sddmm(backend: str, crow, col, X: torch.Tensor, Y: torch.Tensor, val) -> torch.Tensor:

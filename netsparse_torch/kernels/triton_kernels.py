@@ -295,21 +295,6 @@ def spmm(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, B: torch.Tens
     return out
 
 
-def transpose(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, n_cols: int):
-    """``(crow, col, val)`` of ``A^T`` (a stable sort keeps each transposed row in row order)."""
-    rows = torch.repeat_interleave(torch.arange(crow.numel() - 1, device=crow.device), crow.diff())
-    perm = torch.argsort(col, stable=True)
-    t_crow = torch.zeros(n_cols + 1, dtype=torch.long, device=crow.device)
-    t_crow[1:] = torch.bincount(col, minlength=n_cols).cumsum(0)
-    return t_crow, rows[perm], val[perm]
-
-
-def spmm_t(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, G: torch.Tensor, n_cols: int) -> torch.Tensor:
-    """``A^T x G``: the forward kernel on ``A^T``, transposed here (an argsort of the columns). Callers
-    holding a :class:`netsparse_torch.kernels.CSR` use its cached transpose instead; no atomics either way."""
-    t_crow, t_col, t_val = transpose(crow, col, val, n_cols)
-    return spmm(t_crow, t_col, t_val, G)
-
 def sddmm(crow: torch.Tensor, col: torch.Tensor, X: torch.Tensor, Y: torch.Tensor,
           val: torch.Tensor | None) -> torch.Tensor:
     """``out[p] = val[p] * <X[row(p)], Y[col[p]]>`` over the nonzeros of the CSR pattern."""
