@@ -110,12 +110,12 @@ def edge_softmax(backend: str, a, mult: torch.Tensor, src: torch.Tensor, dst: to
 
 
 def edge_softmax_backward(backend: str, a, alpha, grad, src, dst, slope: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(d_src, d_dst)``. The C++ path sums each column through the cached transposed pattern; Triton
-    adds into ``d_src`` with atomics."""
+    """``(d_src, d_dst)``. Both sum each column of ``d e`` through the cached transposed pattern."""
+    t_crow, t_col, perm = a.transpose_perm()
     if backend == "cpp":
-        t_crow, _, perm = a.transpose_perm()
         return _C.edge_softmax_backward(a.crow, a.col, alpha, grad, src, dst, slope, t_crow, perm)
-    return triton_module(src.device).edge_softmax_backward(a.crow, a.col, alpha, grad, src, dst, slope)
+    return triton_module(src.device).edge_softmax_backward(a.crow, a.col, alpha, grad, src, dst, slope, t_crow,
+                                                           t_col, perm)
 
 
 def spmm_heads(backend: str, a, alpha: torch.Tensor, B: torch.Tensor) -> torch.Tensor:

@@ -241,7 +241,7 @@ class SpMMPlan(NamedTuple):
     chunk_row: torch.Tensor  # the long row of each chunk
     chunk_start: torch.Tensor  # the first nonzero of each chunk
     chunk: int
-    graph_key: int  # a coarse pattern statistic in the autotune key: log2 of the mean short-row degree
+    graph_key: int  # the autotune key's pattern statistic: 64 * log2(mean short-row degree) + log2(nnz)
 
 
 def make_plan(crow: torch.Tensor, col: torch.Tensor, long_row: int = LONG_ROW, chunk: int = CHUNK) -> SpMMPlan:
@@ -265,7 +265,7 @@ def make_plan(crow: torch.Tensor, col: torch.Tensor, long_row: int = LONG_ROW, c
     mean_short = float(deg[short].sum()) / max(short.numel(), 1)
     return SpMMPlan(crow.to(idx).contiguous(), col.to(idx).contiguous(), short.to(idx), long_rows.to(idx),
                     long_chunks.to(idx), chunk_row.to(idx), chunk_start.to(idx), int(chunk),
-                    int(math.log2(1.0 + mean_short)))
+                    64 * int(math.log2(1.0 + mean_short)) + int(math.log2(1.0 + nnz)))
 
 
 def spmm(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, B: torch.Tensor,
@@ -382,10 +382,10 @@ def _edge_softmax_kernel(crow_ptr, col_ptr, mult_ptr, src_ptr, dst_ptr, out_ptr,
 
 
 @triton.jit
-def _edge_softmax_bwd_kernel(crow_ptr, col_ptr, alpha_ptr, grad_ptr, src_ptr, dst_ptr, dsrc_ptr, ddst_ptr, H, slope,
+def _edge_softmax_bwd_kernel(crow_ptr, col_ptr, alpha_ptr, grad_ptr, src_ptr, dst_ptr, de_ptr, ddst_ptr, H, slope,
                              BLOCK_NNZ: tl.constexpr, BLOCK_H: tl.constexpr):
-    """d e = alpha (g - sum_row alpha g), times LeakyReLU's slope; summed into d_dst[r] and, with
-    atomics, into d_src[col p]."""
+    """d e = alpha (g - sum_row alpha g), times LeakyReLU's slope: stored per nonzero into de (the column
+    sums into d_src are a second pass over the transposed pattern) and summed into d_dst[r]."""
     r = tl.program_id(0).to(tl.int64)
     start = tl.load(crow_ptr + r)
     end = tl.load(crow_ptr + r + 1)
@@ -410,7 +410,7 @@ def _edge_softmax_bwd_kernel(crow_ptr, col_ptr, alpha_ptr, grad_ptr, src_ptr, ds
         de = a * (g - dot[None, :])
         de = tl.where(m2, tl.where(raw > 0, de, de * slope), 0.0)
         acc += tl.sum(de, axis=0)
-        tl.atomic_add(dsrc_ptr + cols[:, None] * H + hs[None, :], de, mask=m2)
+        tl.store(de_ptr + ps[:, None] * H + hs[None, :], de.to(de_ptr.dtype.element_ty), mask=m2)
     tl.store(ddst_ptr + r * H + hs, acc.to(ddst_ptr.dtype.element_ty), mask=h_mask)
 
 
@@ -471,16 +471,20 @@ def edge_softmax(crow, col, mult, src, dst, slope: float) -> torch.Tensor:
     return out
 
 
-def edge_softmax_backward(crow, col, alpha, grad, src, dst, slope: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(d_src, d_dst)`` of :func:`edge_softmax` (atomic adds into ``d_src``)."""
+def edge_softmax_backward(crow, col, alpha, grad, src, dst, slope: float, t_crow, t_col,
+                          perm) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(d_src, d_dst)`` of :func:`edge_softmax`. ``d_src[c] = sum of d e over column c`` runs as the
+    multi-head SpMM of the transposed pattern ``(t_crow, t_col, perm)`` with a ones matrix (one channel
+    per head): no atomics, the same bits every run."""
     src, dst, alpha, grad = src.contiguous(), dst.contiguous(), alpha.contiguous(), grad.contiguous()
     n_rows, H = crow.numel() - 1, src.size(1)
-    d_src = torch.zeros_like(src)
     d_dst = torch.zeros_like(dst)
-    if n_rows and H:
-        _edge_softmax_bwd_kernel[(n_rows,)](crow, col, alpha, grad, src, dst, d_src, d_dst, H, slope,
-                                            BLOCK_NNZ=_ATT_NNZ, BLOCK_H=triton.next_power_of_2(H))
-    return d_src, d_dst
+    if not (n_rows and H and col.numel()):
+        return torch.zeros_like(src), d_dst
+    de = torch.empty((col.numel(), H), dtype=src.dtype, device=src.device)
+    _edge_softmax_bwd_kernel[(n_rows,)](crow, col, alpha, grad, src, dst, de, d_dst, H, slope,
+                                        BLOCK_NNZ=_ATT_NNZ, BLOCK_H=triton.next_power_of_2(H))
+    return spmm_heads(t_crow, t_col, de, torch.ones((n_rows, H), dtype=src.dtype, device=src.device), perm), d_dst
 
 
 def _heads_grid(n_rows: int, HC: int, block_k: int):
