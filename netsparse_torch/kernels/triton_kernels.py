@@ -1,13 +1,16 @@
-"""Triton kernels for the local sparse products: CSR SpMM and its transpose, SDDMM, gather, scatter-add.
+"""Triton kernels for the local sparse products: CSR SpMM, SDDMM, gather, scatter-add, and GAT attention.
 
 They run on CUDA tensors, autotuned over block sizes. On CPU tensors they run only under the Triton
 interpreter, and ``TRITON_INTERPRET=1`` must be set before this module is imported (the ``@triton.jit``
 decorator reads it); the tests do that on small inputs. Use them through
 :mod:`netsparse_torch.kernels` (``backend="triton"``), which owns validation and autograd.
 
-Layout: a program owns ``BLOCK_ROWS`` consecutive CSR rows and one ``BLOCK_K`` tile of the feature
-columns, and walks each row's nonzeros ``BLOCK_NNZ`` at a time. Dense operands are passed with both
-strides, so a non-contiguous ``B`` is read in place.
+Layout: the SpMM balances programs by nonzeros (see the SpMM section: degree-sorted row blocks plus
+long rows cut into chunks); SDDMM and the attention kernels give a program one or a few CSR rows. A
+program covers one ``BLOCK_K`` tile of the feature columns. Dense operands of the SpMM and SDDMM are
+passed with both strides, so a non-contiguous ``B`` is read in place. Transposed products run the
+forward kernels on a transposed pattern (:mod:`netsparse_torch.kernels` caches it per CSR), so only
+scatter-add, whose job it is, adds with atomics.
 """
 
 from __future__ import annotations
