@@ -126,21 +126,22 @@ def test_gradcheck_spmm(backend, device):
     assert torch.autograd.gradcheck(lambda b: K.spmm(a, b, backend=backend), (B,))
 
 
-def test_cached_transpose_backward_is_a_transpose_times_g():
-    crow, col, val, dense = random_csr(30, 20, seed=9)
+@pytest.mark.parametrize("device", devices.DEVICES)
+def test_cached_transpose_backward_is_a_transpose_times_g(device):
+    crow, col, val, dense = on(device, *random_csr(30, 20, seed=9))
     a = K.CSR(crow, col, val, 20)
-    B = torch.randn(20, 8, requires_grad=True)
-    G = torch.randn(30, 8)
-    K.spmm(a, B, backend="cpp").backward(G)
+    B = torch.randn(20, 8, device=device, requires_grad=True)
+    G = torch.randn(30, 8, device=device)
+    K.spmm(a, B, backend="cpp" if device == "cpu" else "auto").backward(G)
     torch.testing.assert_close(B.grad, dense.t() @ G, **TOL)
-    t_crow, t_col, t_val = a.transpose_parts()
-    torch.testing.assert_close(torch.sparse_csr_tensor(t_crow, t_col, t_val, (20, 30)).to_dense(), dense.t())
+    for t_crow, t_col, t_val in (a.transpose_parts(), (a.transposed().crow, a.transposed().col, a.transposed().val)):
+        torch.testing.assert_close(torch.sparse_csr_tensor(t_crow, t_col, t_val, (20, 30)).to_dense(), dense.t())
 
 
-
+@pytest.mark.parametrize("device", devices.DEVICES)
 @pytest.mark.parametrize("at", [0, 1, 7, 20])
-def test_split_columns_are_the_two_column_blocks(at):
-    crow, col, val, dense = random_csr(30, 20, seed=at)
+def test_split_columns_are_the_two_column_blocks(device, at):
+    crow, col, val, dense = on(device, *random_csr(30, 20, seed=at))
     first, second = K.CSR(crow, col, val, 20).split_columns(at)
     assert (first.n_cols, second.n_cols) == (at, 20 - at)
     for part, block in ((first, dense[:, :at]), (second, dense[:, at:])):
