@@ -59,16 +59,17 @@ def test_triton_spmm_matches_dense_and_torch_sparse(dtype, rows, cols, k):
                                    **TOL)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_long_rows_are_split_into_chunks_and_summed_in_order(dtype):
+@pytest.mark.parametrize("dtype,index", [(torch.float32, torch.int32), (torch.float64, torch.int64)])
+def test_long_rows_are_split_into_chunks_and_summed_in_order(dtype, index):
     crow, col, val, dense = power_law_csr(24, 40, hub=5, dtype=dtype)
-    plan = tk.make_plan(crow, col, long_row=3, chunk=7)  # the hub's 40 nonzeros: 6 chunks, the last short
+    # The hub's 40 nonzeros: 6 chunks, the last short. int64 indices stand in for nnz >= 2**31.
+    plan = tk.make_plan(crow, col, long_row=3, chunk=7, index_dtype=index)
     assert plan.long_rows.tolist() == [5] and plan.long_chunks.tolist() == [0, 6]
     assert plan.chunk_start.tolist() == [int(crow[5]) + 7 * i for i in range(6)]
     deg = crow.diff()
     assert sorted(plan.short_rows.tolist()) == [r for r in range(24) if r != 5]
     assert bool((deg[plan.short_rows.long()].diff() >= 0).all()), "short rows must come in degree order"
-    assert plan.crow.dtype == plan.col.dtype == torch.int32
+    assert plan.crow.dtype == plan.col.dtype == plan.chunk_start.dtype == index
     for B in (torch.randn(40, 19, dtype=dtype, device=DEV), torch.randn(21, 40, dtype=dtype, device=DEV).t()):
         out = tk.spmm(crow, col, val, B, plan)
         torch.testing.assert_close(out, dense @ B, **TOL)
@@ -89,6 +90,14 @@ def test_triton_spmm_property_matches_dense(rows, cols, k, density, seed, double
     B = torch.randn(cols, k, dtype=dtype, generator=torch.Generator().manual_seed(seed)).to(DEV)
     torch.testing.assert_close(tk.spmm(crow, col, val, B, tk.make_plan(crow, col, long_row, chunk)), dense @ B,
                                **TOL)
+
+
+def test_no_nonzeros_gives_zeros():
+    crow, col = torch.zeros(6, dtype=torch.long, device=DEV), torch.zeros(0, dtype=torch.long, device=DEV)
+    B, zeros = torch.randn(4, 3, device=DEV), torch.zeros(5, 3, device=DEV)
+    assert torch.equal(K.spmm(crow, col, torch.zeros(0, device=DEV), B, backend="triton"), zeros)
+    a = K.CSR(crow, col, torch.zeros(0, device=DEV), 4)
+    assert torch.equal(K.spmm_heads(a, torch.zeros(0, 1, device=DEV), B, backend="triton"), zeros)
 
 
 def test_triton_spmm_non_contiguous_b_and_transposed_product():

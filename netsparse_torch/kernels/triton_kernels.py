@@ -247,13 +247,14 @@ class SpMMPlan(NamedTuple):
     graph_key: int  # the autotune key's pattern statistic: 64 * log2(mean short-row degree) + log2(nnz)
 
 
-def make_plan(crow: torch.Tensor, col: torch.Tensor, long_row: int = LONG_ROW, chunk: int = CHUNK) -> SpMMPlan:
-    """The program layout of ``A x B`` for the pattern ``(crow, col)`` (torch ops, on its device)."""
+def make_plan(crow: torch.Tensor, col: torch.Tensor, long_row: int = LONG_ROW, chunk: int = CHUNK,
+              index_dtype: torch.dtype | None = None) -> SpMMPlan:
+    """The program layout of ``A x B`` for the pattern ``(crow, col)`` (torch ops, on its device).
+    ``index_dtype`` overrides the index width (int32 whenever the row count and nnz fit)."""
     if long_row < 0 or chunk < 1:
         raise ValueError(f"make_plan: need long_row >= 0 and chunk >= 1, got {long_row} and {chunk}")
     n_rows, nnz = crow.numel() - 1, col.numel()
-    small = max(n_rows + 1, nnz) < 2**31
-    idx = torch.int32 if small else torch.int64
+    idx = index_dtype or (torch.int32 if max(n_rows + 1, nnz) < 2**31 else torch.int64)
     deg = crow.diff()
     is_long = deg > long_row
     short = torch.nonzero(~is_long).flatten()
@@ -278,7 +279,7 @@ def spmm(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, B: torch.Tens
     plan = plan if plan is not None else make_plan(crow, col)
     n_rows, K = plan.crow.numel() - 1, B.size(1)
     out = torch.empty((n_rows, K), dtype=B.dtype, device=B.device)
-    if n_rows == 0 or K == 0:
+    if n_rows == 0 or K == 0 or plan.col.numel() == 0:  # (an empty tensor's null pointer cannot be launched)
         return out.zero_()
     k_tiles = lambda meta: triton.cdiv(K, meta["BLOCK_K"])  # noqa: E731
     n_short = plan.short_rows.numel()
@@ -499,8 +500,8 @@ def spmm_heads(crow, col, alpha, B, perm=None) -> torch.Tensor:
     ``alpha[perm[p]]`` (the transposed product on a cached transposed pattern, without atomics)."""
     n_rows, HC, H = crow.numel() - 1, B.size(1), alpha.size(1)
     B = B if B.stride(1) == 1 else B.contiguous()
-    out = torch.empty((n_rows, HC), dtype=B.dtype, device=B.device)
-    if n_rows and HC:
+    out = torch.zeros((n_rows, HC), dtype=B.dtype, device=B.device)
+    if n_rows and HC and col.numel():  # (an empty tensor's null pointer cannot be launched)
         block_k = min(64, triton.next_power_of_2(HC))
         _spmm_heads_kernel[_heads_grid(n_rows, HC, block_k)](
             crow, col, alpha.contiguous(), perm if perm is not None else crow, B, out, H, HC // H, HC, B.stride(0),
