@@ -15,7 +15,9 @@ import os
 import pytest
 import torch
 
-# torch.cuda.is_available() counts devices without creating a context, so forked workers stay usable.
+# Count the GPUs through NVML: the default check initialises the CUDA driver in this process, and a
+# rank forked from it afterwards could not use CUDA. (torch reads this variable at every check.)
+os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 CUDA = os.environ.get("NETSPARSE_TEST_DEVICE", "").lower() != "cpu" and torch.cuda.is_available()
 DEVICES = ["cpu"] + (["cuda"] if CUDA else [])
 TRITON_INSTALLED = importlib.util.find_spec("triton") is not None
