@@ -307,6 +307,7 @@ def test_auto_choice_is_timed_once_per_direction_width_and_dtype(monkeypatch):
     new = K.recorded_choices()[before:]
     assert [r["key"] for r in new] == list(a.kernel_choices())
     assert new[0]["rows"] == 8 and new[0]["nnz"] == a.nnz and new[0]["ms"]["torch"] == pytest.approx(5.0)
+    assert not new[0]["forced"]
 
 
 def test_auto_choice_can_be_forced_by_environment(monkeypatch):
@@ -316,7 +317,9 @@ def test_auto_choice_can_be_forced_by_environment(monkeypatch):
     a = K.CSR(crow, col, val, 6)
     monkeypatch.setenv(_choice.FORCE_ENV, "torch")
     assert _choice.auto_spmm_backend(a, "forward", torch.randn(6, 4), lambda b: None) == "torch"
-    assert calls == [] and a.kernel_choices() == {}
+    assert calls == [] and a.kernel_choices() == {"forward/K=4/float32": "torch"}
+    assert K.recorded_choices()[-1]["forced"] and K.recorded_choices()[-1]["ms"] == {}
+    assert a.kernel_timings() == {"forward/K=4/float32": {}}
     monkeypatch.setenv(_choice.FORCE_ENV, "cusparse")
     with pytest.raises(ValueError, match="NETSPARSE_CUDA_SPMM='cusparse'"):
         _choice.auto_spmm_backend(a, "forward", torch.randn(6, 4), lambda b: None)

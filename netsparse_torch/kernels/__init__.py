@@ -156,8 +156,10 @@ class CSR:
         return dict(self._choices)
 
     def kernel_timings(self) -> dict[str, dict[str, float]]:
-        """Milliseconds of each candidate when each choice of :meth:`kernel_choices` was made."""
-        return {key: {name: s * 1e3 for name, s in times.items()} for key, times in self._timings.items()}
+        """Milliseconds of each candidate when each choice of :meth:`kernel_choices` was made (none for a
+        choice forced by ``NETSPARSE_CUDA_SPMM``)."""
+        return {key: {name: s * 1e3 for name, s in times.items() if s == s}  # s == s: not NaN (untimed)
+                for key, times in self._timings.items()}
 
     def split_columns(self, at: int) -> tuple[CSR, CSR]:
         """``(A[:, :at], A[:, at:])`` as two CSRs (the second's columns shifted by ``-at``), each row's

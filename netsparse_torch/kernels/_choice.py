@@ -74,21 +74,28 @@ def forced_backend() -> str | None:
 def auto_spmm_backend(a, direction: str, dense: torch.Tensor, run: Callable[[str], object]) -> str:
     """The SpMM backend ``"auto"`` means for CSR ``a`` with ``dense`` (``B`` or ``G``): the forced one,
     else the cached choice, else the faster of ``run("triton")`` and ``run("torch")`` timed now."""
-    forced = forced_backend()
-    if forced is not None:
-        return forced
     key = choice_key(direction, dense.size(1), dense.dtype)
+    forced = forced_backend()
+    if forced is not None:  # recorded like a timed choice, with no times, so a report still shows it
+        return a.kernel_choice(key, {forced: partial(run, forced)}, _untimed)
     # partial(run, name): a test's fake timer can read the candidate's name from .args without running it.
     return a.kernel_choice(key, {name: partial(run, name) for name in SPMM_CANDIDATES}, TIMER)
 
 
+def _untimed(fn) -> float:
+    return float("nan")
+
+
 def record(a, key: str, choice: str, seconds: Mapping[str, float]) -> None:
-    """Adds one made choice to the process-wide list that :func:`recorded_choices` returns."""
+    """Adds one made choice to the process-wide list that :func:`recorded_choices` returns (a forced
+    choice has one candidate, timed NaN: no times)."""
     _RECORDED.append({"key": key, "rows": a.n_rows, "cols": a.n_cols, "nnz": a.nnz, "choice": choice,
-                      "ms": {name: s * 1e3 for name, s in seconds.items()}})
+                      "forced": len(seconds) == 1,
+                      "ms": {name: s * 1e3 for name, s in seconds.items() if s == s}})  # s == s: not NaN
 
 
 def recorded_choices() -> list[dict]:
     """Every choice ``backend="auto"`` has made in this process, in order: the CSR's shape and nnz,
-    the key (``direction/K=../dtype``), the chosen backend and each candidate's time in ms."""
+    the key (``direction/K=../dtype``), the chosen backend, whether ``NETSPARSE_CUDA_SPMM`` forced it,
+    and each candidate's time in ms."""
     return [dict(r, ms=dict(r["ms"])) for r in _RECORDED]
