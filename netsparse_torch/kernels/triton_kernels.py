@@ -110,8 +110,10 @@ _TUNING = {"key": ["K", "GRAPH_KEY"], "prune_configs_by": {"early_config_prune":
            "do_bench": _quick_bench}
 
 
+# GRAPH_KEY only keys the autotune cache, and n_sel only bounds: specialising on their divisibility by 16
+# would compile every config again for another graph without a faster kernel.
 @triton.autotune(configs=_tuned(_ROWS_SPACE, _ROWS_INTERPRETED), **_TUNING)
-@triton.jit
+@triton.jit(do_not_specialize=["n_sel", "GRAPH_KEY"])
 def _spmm_rows_kernel(rows_ptr, n_sel, crow_ptr, col_ptr, val_ptr, b_ptr, out_ptr, K, stride_bn, stride_bk,
                       stride_on, GRAPH_KEY, BLOCK_ROWS: tl.constexpr, BLOCK_K: tl.constexpr):
     """out[r, k-tile] = sum_p val[p] * B[col[p], k-tile] for the program's BLOCK_ROWS rows of rows_ptr,
@@ -137,7 +139,7 @@ def _spmm_rows_kernel(rows_ptr, n_sel, crow_ptr, col_ptr, val_ptr, b_ptr, out_pt
 
 
 @triton.autotune(configs=_tuned(_CHUNKS_SPACE, _CHUNKS_INTERPRETED), **_TUNING)
-@triton.jit
+@triton.jit(do_not_specialize=["GRAPH_KEY"])
 def _spmm_chunks_kernel(chunk_row_ptr, chunk_start_ptr, crow_ptr, col_ptr, val_ptr, b_ptr, part_ptr, K, chunk,
                         stride_bn, stride_bk, GRAPH_KEY, BLOCK_NNZ: tl.constexpr, BLOCK_K: tl.constexpr):
     """part[c, k-tile] = sum of val[p] * B[col[p], k-tile] over the nonzeros of chunk c of a long row."""
