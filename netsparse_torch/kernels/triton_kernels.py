@@ -65,10 +65,14 @@ _DENSE_SPACE = [
 LONG_ROW = 256
 CHUNK = 256
 
-# (rows kernel, chunks kernel) tile spaces; each config's K tile is pruned away when it exceeds K.
+# (rows kernel, chunks kernel) tile spaces, (tile, warps, stages); a config whose K tile exceeds K
+# is pruned, and every K keeps at least three rows configs to tune over.
 _ROWS_SPACE = [
     ({"BLOCK_ROWS": 64, "BLOCK_K": 16}, 4, 3),
+    ({"BLOCK_ROWS": 32, "BLOCK_K": 16}, 2, 3),
+    ({"BLOCK_ROWS": 128, "BLOCK_K": 16}, 4, 3),
     ({"BLOCK_ROWS": 32, "BLOCK_K": 32}, 4, 3),
+    ({"BLOCK_ROWS": 64, "BLOCK_K": 32}, 4, 3),
     ({"BLOCK_ROWS": 16, "BLOCK_K": 64}, 4, 3),
     ({"BLOCK_ROWS": 32, "BLOCK_K": 64}, 8, 2),
     ({"BLOCK_ROWS": 8, "BLOCK_K": 128}, 4, 3),
@@ -77,6 +81,7 @@ _ROWS_SPACE = [
 ]
 _CHUNKS_SPACE = [
     ({"BLOCK_NNZ": 32, "BLOCK_K": 16}, 4, 3),
+    ({"BLOCK_NNZ": 64, "BLOCK_K": 16}, 4, 3),
     ({"BLOCK_NNZ": 16, "BLOCK_K": 32}, 4, 3),
     ({"BLOCK_NNZ": 16, "BLOCK_K": 64}, 4, 3),
     ({"BLOCK_NNZ": 8, "BLOCK_K": 128}, 4, 3),
