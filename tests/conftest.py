@@ -1,11 +1,13 @@
 import os
 from pathlib import Path
 
+import devices
 import pytest
 
 # Triton reads TRITON_INTERPRET when it is first imported, and any test may import it first (through
-# netsparse_torch.kernels): set it before collection so the CPU interpreter is used throughout.
-os.environ.setdefault("TRITON_INTERPRET", "1")
+# netsparse_torch.kernels): set it before collection. The interpreter only where no GPU runs Triton
+# natively (tests/devices.py decides; NETSPARSE_TEST_DEVICE=cpu forces the CPU view).
+os.environ.setdefault("TRITON_INTERPRET", "1" if devices.TRITON_INTERPRETED else "0")
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("NETSPARSE_DATA", ROOT.parent / "shared" / "data"))
@@ -18,3 +20,13 @@ os.environ.setdefault("NETSPARSE_DEVICE", "cpu")
 def _isolated_cache(tmp_path_factory, monkeypatch):
     # PyG writes processed Planetoid files: keep them out of the user's cache.
     monkeypatch.setenv("NETSPARSE_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture
+def cuda():
+    """The CUDA device; skips the test (reason "needs a CUDA GPU") where there is none."""
+    if not devices.CUDA:
+        pytest.skip("needs a CUDA GPU")
+    import torch
+
+    return torch.device("cuda")

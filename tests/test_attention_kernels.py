@@ -2,9 +2,9 @@
 a loop-by-loop Python reference and hand-worked cases: edge_softmax (scores + per-row softmax),
 spmm_heads, sddmm_heads, their gradients, and the keyed attention dropout mask."""
 
-import importlib.util
 import math
 
+import devices
 import pytest
 import torch
 from hypothesis import given, settings
@@ -15,8 +15,16 @@ from netsparse_torch import _C
 from netsparse_torch import kernels as K
 from netsparse_torch.kernels import CSR
 
-BACKENDS = ["cpp", "torch"] + (["triton"] if importlib.util.find_spec("triton") else [])
+# Every (backend, device) that runs here (Triton on CUDA when a GPU is present, else interpreted on
+# CPU), plus "auto" on CUDA, which is Triton for the attention kernels.
+PAIRS = devices.backend_device_pairs() + [("auto", "cuda")] * devices.CUDA
+# Gradcheck perturbs one element per launch: too slow through the Triton interpreter.
+GRAD_PAIRS = [(b, d) for b, d in PAIRS if not (b == "triton" and d == "cpu")]
 TOL = {"atol": 1e-5, "rtol": 1e-5}
+
+
+def to(a: CSR, device) -> CSR:
+    return CSR(a.crow.to(device), a.col.to(device), a.val.to(device), a.n_cols)
 
 
 def pattern(rows: int, cols: int, density: float = 0.35, seed: int = 0, dtype=torch.float32) -> CSR:
@@ -69,33 +77,36 @@ def test_hand_worked_softmax():
     src, dst = torch.tensor([[1.0], [-1.0]]), torch.tensor([[0.0], [5.0]])
     z = math.exp(1) + 2 * math.exp(-0.2)
     want = torch.tensor([[math.exp(1) / z], [2 * math.exp(-0.2) / z], [1.0]])
-    for backend in BACKENDS:
-        torch.testing.assert_close(K.edge_softmax(a, src, dst, 0.2, backend=backend), want, **TOL)
     # Aggregation: row 0 = alpha00 * B[0] + alpha01 * B[1]; row 1 = B[1].
     B = torch.tensor([[1.0, 10.0], [3.0, 30.0]])
-    for backend in BACKENDS:
-        out = K.spmm_heads(a, want, B, backend=backend)
-        torch.testing.assert_close(out, torch.stack([want[0, 0] * B[0] + want[1, 0] * B[1], B[1]]), **TOL)
+    summed = torch.stack([want[0, 0] * B[0] + want[1, 0] * B[1], B[1]])
+    for backend, device in PAIRS:
+        ad, on = to(a, device), lambda t, device=device: t.to(device)
+        torch.testing.assert_close(K.edge_softmax(ad, on(src), on(dst), 0.2, backend=backend).cpu(), want, **TOL)
+        torch.testing.assert_close(K.spmm_heads(ad, on(want), on(B), backend=backend).cpu(), summed, **TOL)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend,device", PAIRS)
 @pytest.mark.parametrize("rows,cols,heads,c", [(1, 3, 1, 1), (11, 9, 2, 3), (23, 31, 8, 8), (7, 12, 3, 16)])
-def test_kernels_match_the_reference(backend, rows, cols, heads, c):
+def test_kernels_match_the_reference(backend, device, rows, cols, heads, c):
     a = pattern(rows, cols, seed=rows + heads)
+    ad = to(a, device)
     gen = torch.Generator().manual_seed(heads)
     src, dst = torch.randn(cols, heads, generator=gen), torch.randn(rows, heads, generator=gen)
-    alpha = K.edge_softmax(a, src, dst, 0.2, backend=backend)
+    alpha = K.edge_softmax(ad, src.to(device), dst.to(device), 0.2, backend=backend).cpu()
     torch.testing.assert_close(alpha.double(), ref_softmax(a, src, dst, 0.2), **TOL)
     B = torch.randn(cols, heads * c, generator=gen)
-    torch.testing.assert_close(K.spmm_heads(a, alpha, B, backend=backend).double(), ref_spmm_heads(a, alpha, B), **TOL)
+    got = K.spmm_heads(ad, alpha.to(device), B.to(device), backend=backend).cpu()
+    torch.testing.assert_close(got.double(), ref_spmm_heads(a, alpha, B), **TOL)
     X = torch.randn(rows, heads * c, generator=gen)
     rows_of = torch.repeat_interleave(torch.arange(rows), a.crow.diff())
     want = (X[rows_of] * B[a.col]).view(a.nnz, heads, c).sum(2)
-    torch.testing.assert_close(K.sddmm_heads(a, X, B, heads, backend=backend), want, **TOL)
+    torch.testing.assert_close(K.sddmm_heads(ad, X.to(device), B.to(device), heads, backend=backend).cpu(), want,
+                               **TOL)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_multiplicity_is_a_duplicated_edge(backend):
+@pytest.mark.parametrize("backend,device", PAIRS)
+def test_multiplicity_is_a_duplicated_edge(backend, device):
     # The same neighbourhoods with every duplicate edge stored twice (value 1 each): the two copies'
     # attention adds up to that of the single nonzero of value 2, and the aggregation is the same.
     a = pattern(9, 7, seed=4)
@@ -104,27 +115,30 @@ def test_multiplicity_is_a_duplicated_edge(backend):
     expanded = CSR(torch.cat([torch.zeros(1, dtype=torch.long), torch.zeros(a.n_rows, dtype=torch.long)
                               .index_add(0, rows_of, reps).cumsum(0)]), a.col.repeat_interleave(reps),
                    torch.ones(int(reps.sum())), a.n_cols)
-    src, dst, B = torch.randn(7, 2), torch.randn(9, 2), torch.randn(7, 6)
+    src, dst, B = torch.randn(7, 2, device=device), torch.randn(9, 2, device=device), torch.randn(7, 6, device=device)
+    a, expanded = to(a, device), to(expanded, device)
+    owner = torch.arange(a.nnz, device=device).repeat_interleave(reps.to(device))
     alpha = K.edge_softmax(a, src, dst, 0.2, backend=backend)
     alpha_x = K.edge_softmax(expanded, src, dst, 0.2, backend=backend)
-    owner = torch.arange(a.nnz).repeat_interleave(reps)
     torch.testing.assert_close(torch.zeros_like(alpha).index_add(0, owner, alpha_x), alpha, **TOL)
     torch.testing.assert_close(K.spmm_heads(expanded, alpha_x, B, backend=backend),
                                K.spmm_heads(a, alpha, B, backend=backend), **TOL)
 
 
-@pytest.mark.parametrize("backend", ["cpp", "torch"])
-def test_gradcheck(backend):
-    a = pattern(8, 6, seed=2, dtype=torch.float64)
+@pytest.mark.parametrize("backend,device", GRAD_PAIRS)
+def test_gradcheck(backend, device):
+    a = to(pattern(8, 6, seed=2, dtype=torch.float64), device)
     gen = torch.Generator().manual_seed(0)
-    src = torch.randn(6, 3, dtype=torch.float64, generator=gen, requires_grad=True)
-    dst = torch.randn(8, 3, dtype=torch.float64, generator=gen, requires_grad=True)
+
+    def leaf(*shape, rand=torch.randn):
+        return rand(*shape, dtype=torch.float64, generator=gen).to(device).requires_grad_()
+
+    src, dst = leaf(6, 3), leaf(8, 3)
     assert torch.autograd.gradcheck(lambda s, d: K.edge_softmax(a, s, d, 0.2, backend=backend), (src, dst))
-    alpha = torch.rand(a.nnz, 3, dtype=torch.float64, generator=gen, requires_grad=True)
-    B = torch.randn(6, 6, dtype=torch.float64, generator=gen, requires_grad=True)
+    alpha, B = leaf(a.nnz, 3, rand=torch.rand), leaf(6, 6)
     assert torch.autograd.gradcheck(lambda w, b: K.spmm_heads(a, w, b, backend=backend), (alpha, B))
     # Both together, through a column slice of one gathered matrix, as the GAT layer uses them.
-    g = torch.randn(6, 9, dtype=torch.float64, generator=gen, requires_grad=True)
+    g = leaf(6, 9)
 
     def layer(g, d):
         return K.spmm_heads(a, K.edge_softmax(a, g[:, 6:], d, 0.2, backend=backend), g[:, :6], backend=backend)
@@ -132,15 +146,16 @@ def test_gradcheck(backend):
     assert torch.autograd.gradcheck(layer, (g, dst))
 
 
-@pytest.mark.skipif("triton" not in BACKENDS, reason="triton is not installed")
+@devices.requires_triton
 def test_triton_gradients_match_torch():
     # gradcheck through the Triton interpreter takes minutes (one launch per perturbed element): the
     # Triton backward is compared with autograd through the torch backend (itself gradchecked above).
-    a = pattern(8, 6, seed=2, dtype=torch.float64)
+    device = devices.TRITON_DEVICE
+    a = to(pattern(8, 6, seed=2, dtype=torch.float64), device)
     gen = torch.Generator().manual_seed(0)
-    g = torch.randn(6, 9, dtype=torch.float64, generator=gen)
-    dst = torch.randn(8, 3, dtype=torch.float64, generator=gen)
-    seed = torch.randn(8, 6, dtype=torch.float64, generator=gen)
+    g = torch.randn(6, 9, dtype=torch.float64, generator=gen).to(device)
+    dst = torch.randn(8, 3, dtype=torch.float64, generator=gen).to(device)
+    seed = torch.randn(8, 6, dtype=torch.float64, generator=gen).to(device)
     grads = {}
     for backend in ("torch", "triton"):
         gi, di = g.clone().requires_grad_(), dst.clone().requires_grad_()
@@ -151,14 +166,31 @@ def test_triton_gradients_match_torch():
         torch.testing.assert_close(got, want, **TOL)
 
 
-def test_bad_inputs_are_value_errors():
-    a = pattern(4, 5)
+@pytest.mark.parametrize("backend,device", PAIRS)
+def test_bad_inputs_are_value_errors(backend, device):
+    a = to(pattern(4, 5), device)
     with pytest.raises(ValueError, match="src must be"):
-        K.edge_softmax(a, torch.randn(4, 2), torch.randn(4, 2))
+        K.edge_softmax(a, torch.randn(4, 2, device=device), torch.randn(4, 2, device=device), backend=backend)
     with pytest.raises(ValueError, match="for H=2 heads"):
-        K.spmm_heads(a, torch.rand(a.nnz, 2), torch.randn(5, 3))
-    with pytest.raises(ValueError, match="outside"):
-        _C.edge_softmax(a.crow, a.col + 10, None, torch.randn(5, 1), torch.randn(4, 1), 0.2)
+        K.spmm_heads(a, torch.rand(a.nnz, 2, device=device), torch.randn(5, 3, device=device), backend=backend)
+    with pytest.raises(ValueError, match="expected torch.float32"):
+        K.sddmm_heads(a, torch.randn(4, 2, device=device), torch.randn(5, 2, dtype=torch.float64, device=device), 1,
+                      backend=backend)
+    with pytest.raises(ValueError, match="column index is outside"):
+        CSR(a.crow, a.col + 10, a.val, 5)
+    if device == "cpu":
+        with pytest.raises(ValueError, match="outside"):
+            _C.edge_softmax(a.crow, a.col + 10, None, torch.randn(5, 1), torch.randn(4, 1), 0.2)
+
+
+@devices.requires_cuda
+def test_operands_off_the_pattern_device_are_value_errors():
+    a = pattern(4, 5)  # on CPU; the operands on the GPU
+    src, dst = torch.randn(5, 2, device="cuda"), torch.randn(4, 2, device="cuda")
+    with pytest.raises(ValueError, match="pattern is on cpu but an operand is on cuda"):
+        K.edge_softmax(a, src, dst)
+    with pytest.raises(ValueError, match="pattern is on cpu"):
+        K.spmm_heads(a, torch.rand(a.nnz, 2, device="cuda"), torch.randn(5, 4, device="cuda"))
 
 
 # -- attention dropout -----------------------------------------------------------------------------

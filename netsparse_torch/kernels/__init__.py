@@ -8,7 +8,11 @@ adds ``edge_softmax`` (the additive scores, an SDDMM, with LeakyReLU and the per
 
 Backends:
 
-- ``"auto"``: Triton on CUDA tensors (torch if triton is not installed), the C++ kernel on CPU;
+- ``"auto"``: the C++ kernel on CPU. On CUDA tensors Triton (torch if triton is not installed), except
+  the SpMM of a :class:`CSR`: there each CSR times the Triton kernel against ``torch.sparse.mm``
+  (cuSPARSE) once per feature width, dtype and direction and keeps the faster
+  (:meth:`CSR.kernel_choices`; ``NETSPARSE_CUDA_SPMM=triton|torch`` forces one). The one-shot form
+  ``spmm(crow, col, val, B)`` has no CSR to remember a choice on and uses ``torch.sparse.mm`` on CUDA;
 - ``"cpp"``: the C++ kernels of ``netsparse_torch._C`` (CPU, float32/float64, ``at::parallel_for``);
 - ``"triton"``: :mod:`netsparse_torch.kernels.triton_kernels` (CUDA, or CPU under ``TRITON_INTERPRET=1``);
 - ``"torch"``: the reference, plain torch ops (``torch.sparse.mm``, ``index_select``, ``index_add``).
@@ -19,12 +23,13 @@ from __future__ import annotations
 import torch
 
 from netsparse_torch import _C
-from netsparse_torch.kernels import _autograd, _ops
+from netsparse_torch.kernels import _autograd, _choice, _ops
+from netsparse_torch.kernels._choice import recorded_choices
 
 BACKENDS = ("auto", "cpp", "triton", "torch")
 
-__all__ = ["BACKENDS", "CSR", "cpu_isa", "edge_softmax", "gather", "resolve_backend", "scatter_add", "sddmm",
-           "sddmm_heads", "spmm", "spmm_heads"]
+__all__ = ["BACKENDS", "CSR", "cpu_isa", "edge_softmax", "gather", "recorded_choices", "resolve_backend",
+           "scatter_add", "sddmm", "sddmm_heads", "spmm", "spmm_heads"]
 
 
 def cpu_isa() -> str:
@@ -58,6 +63,9 @@ def _check_csr_structure(crow: torch.Tensor, col: torch.Tensor, val: torch.Tenso
         raise ValueError(f"CSR: crow and col must be integer tensors, got {crow.dtype} and {col.dtype}")
     if col.numel() != val.numel():
         raise ValueError(f"CSR: col has {col.numel()} entries but val has {val.numel()}")
+    if not crow.device == col.device == val.device:
+        raise ValueError(f"CSR: crow, col and val must be on one device, got {crow.device}, {col.device} and "
+                         f"{val.device}")
     if not val.is_floating_point():
         raise ValueError(f"CSR: val must be floating point, got {val.dtype}")
     if n_cols < 0:
@@ -87,6 +95,10 @@ class CSR:
         self._t: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
         self._t_perm: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
         self._splits: dict[int, tuple[CSR, CSR]] = {}
+        self._t_csr: CSR | None = None
+        self._plan = None
+        self._choices: dict[str, str] = {}
+        self._timings: dict[str, dict[str, float]] = {}
 
     @property
     def nnz(self) -> int:
@@ -124,7 +136,7 @@ class CSR:
             if self.device.type == "cpu":
                 self._t = _C.csr_transpose(self.crow, self.col, self.val.detach(), self.n_cols)
             else:
-                self._t = _transpose_torch(self.crow, self.col, self.val.detach(), self.n_cols)
+                self._t = _ops.transpose_torch(self.crow, self.col, self.val.detach(), self.n_cols)
         return self._t
 
     def transpose_perm(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -133,8 +145,43 @@ class CSR:
         step (attention), which are read through ``perm``; computed on first use and cached."""
         if self._t_perm is None:
             perm = torch.arange(self.nnz, device=self.device)
-            self._t_perm = _transpose_torch(self.crow, self.col, perm, self.n_cols)
+            self._t_perm = _ops.transpose_torch(self.crow, self.col, perm, self.n_cols)
         return self._t_perm
+
+    def transposed(self) -> CSR:
+        """``A^T`` as a CSR (values as of first use), cached with its own Triton plan: the backward
+        ``A^T x G`` runs the forward kernels on it instead of scattering with atomics. Transposed entry
+        ``q`` is nonzero ``transpose_perm()[2][q]`` of ``A``, so changing values are read through it."""
+        if self._t_csr is None:
+            t_crow, t_col, perm = self.transpose_perm()
+            self._t_csr = CSR(t_crow, t_col, self.val.detach()[perm], self.n_rows, check_columns=False)
+        return self._t_csr
+
+    def triton_plan(self):
+        """How the Triton SpMM splits this pattern into programs (built on first use and cached)."""
+        if self._plan is None:
+            self._plan = _ops.triton_module(self.device).make_plan(self.crow, self.col)
+        return self._plan
+
+    def kernel_choice(self, key: str, candidates, timer) -> str:
+        """The cached choice for ``key``, else the fastest of ``candidates`` (name -> callable) under
+        ``timer`` (callable -> seconds), cached and recorded. See :mod:`netsparse_torch.kernels._choice`."""
+        if key not in self._choices:
+            choice, seconds = _choice.choose_fastest(candidates, timer)
+            self._choices[key], self._timings[key] = choice, seconds
+            _choice.record(self, key, choice, seconds)
+        return self._choices[key]
+
+    def kernel_choices(self) -> dict[str, str]:
+        """The SpMM kernels ``backend="auto"`` chose on CUDA for this matrix, e.g.
+        ``{"forward/K=16/float32": "triton", "backward/K=16/float32": "torch"}`` (empty on CPU)."""
+        return dict(self._choices)
+
+    def kernel_timings(self) -> dict[str, dict[str, float]]:
+        """Milliseconds of each candidate when each choice of :meth:`kernel_choices` was made (none for a
+        choice forced by ``NETSPARSE_CUDA_SPMM``)."""
+        return {key: {name: s * 1e3 for name, s in times.items() if s == s}  # s == s: not NaN (untimed)
+                for key, times in self._timings.items()}
 
     def split_columns(self, at: int) -> tuple[CSR, CSR]:
         """``(A[:, :at], A[:, at:])`` as two CSRs (the second's columns shifted by ``-at``), each row's
@@ -152,26 +199,20 @@ class CSR:
 
     def t_matmul(self, G: torch.Tensor, backend: str = "auto") -> torch.Tensor:
         """``A^T x G`` with the cached transpose, outside autograd (for hand-written backwards)."""
-        backend = resolve_backend(backend, G.device)
+        _check_dense("t_matmul", "G", G)
+        if G.size(0) != self.n_rows or G.device != self.device:
+            raise ValueError(f"t_matmul: G must be ({self.n_rows}, K) on {self.device}, got {tuple(G.shape)} on "
+                             f"{G.device}")
+        requested, backend = backend, resolve_backend(backend, G.device)
         val = self.val.detach()
-        if backend == "torch":
-            t_crow, t_col, t_val = _transpose_torch(self.crow, self.col, val.to(G.dtype), self.n_cols)
-            return torch.sparse.mm(torch.sparse_csr_tensor(t_crow, t_col, t_val, (self.n_cols, self.n_rows)), G)
-        cached = self.transpose_parts() if backend == "cpp" else None
-        return _ops.spmm_t(backend, self.crow, self.col, val.to(G.dtype), G, self.n_cols, cached)
+        if requested == "auto" and backend == "triton":
+            backend = _choice.auto_spmm_backend(self, "backward", G,
+                                                lambda b: _ops.spmm_t_csr(b, self, val, G, constant=True))
+        return _ops.spmm_t_csr(backend, self, val, G, constant=True)
 
     def to_torch(self) -> torch.Tensor:
         """The same matrix as a ``torch.sparse_csr_tensor`` (differentiable in ``val``)."""
         return torch.sparse_csr_tensor(self.crow, self.col, self.val, (self.n_rows, self.n_cols))
-
-
-def _transpose_torch(crow, col, val, n_cols):
-    """CSR of ``A^T`` with device-agnostic torch ops (a stable sort keeps each row's columns sorted)."""
-    rows = torch.repeat_interleave(torch.arange(crow.numel() - 1, device=crow.device), crow.diff())
-    perm = torch.argsort(col, stable=True)
-    t_crow = torch.zeros(n_cols + 1, dtype=torch.long, device=crow.device)
-    t_crow[1:] = torch.bincount(col, minlength=n_cols).cumsum(0)
-    return t_crow, rows[perm], val[perm]
 
 
 def _check_dense(op: str, name: str, t: torch.Tensor) -> None:
@@ -192,6 +233,9 @@ def spmm(*args: torch.Tensor | CSR, backend: str = "auto") -> torch.Tensor:
     elif len(args) == 4:
         crow, col, val, B = args
         _check_dense("spmm", "B", B)
+        # No CSR outlives this call to remember a timed choice on, so "auto" means cuSPARSE on CUDA.
+        if backend == "auto" and B.device.type == "cuda":
+            backend = "torch"
         backend_now = resolve_backend(backend, B.device)
         # The C++ kernel checks each column index as it reads it, so it skips the O(nnz) pre-check.
         a = CSR(crow, col, val, B.size(0), check_columns=backend_now != "cpp")
@@ -202,11 +246,14 @@ def spmm(*args: torch.Tensor | CSR, backend: str = "auto") -> torch.Tensor:
         raise ValueError(f"spmm: B must be ({a.n_cols}, K), got {tuple(B.shape)}")
     if B.device != a.device:
         raise ValueError(f"spmm: A is on {a.device} but B is on {B.device}")
-    backend = resolve_backend(backend, B.device)
+    requested, backend = backend, resolve_backend(backend, B.device)
     val = a.val if a.val.dtype == B.dtype else a.val.to(B.dtype)
     if backend == "torch":
         return torch.sparse.mm(torch.sparse_csr_tensor(a.crow, a.col, val, (a.n_rows, a.n_cols)), B)
-    return _autograd.SpMM.apply(a, val, B, backend)
+    if requested == "auto" and backend == "triton":  # CUDA: the faster of Triton and cuSPARSE, per direction
+        fwd = _choice.auto_spmm_backend(a, "forward", B, lambda b: _ops.spmm_csr(b, a, val.detach(), B.detach()))
+        return _autograd.SpMM.apply(a, val, B, fwd, "auto")
+    return _autograd.SpMM.apply(a, val, B, backend, backend)
 
 
 def sddmm(crow: torch.Tensor, col: torch.Tensor, X: torch.Tensor, Y: torch.Tensor,
@@ -224,6 +271,7 @@ def sddmm(crow: torch.Tensor, col: torch.Tensor, X: torch.Tensor, Y: torch.Tenso
     a = CSR(crow, col, val if val is not None else torch.empty(col.numel(), device=col.device), Y.size(0))
     if X.size(0) != a.n_rows:
         raise ValueError(f"sddmm: X must have one row per CSR row ({a.n_rows}), got {X.size(0)}")
+    _check_device("sddmm", a, X, Y)
     backend = resolve_backend(backend, X.device)
     val = None if val is None else a.val.to(X.dtype)
     if backend == "torch":
@@ -233,9 +281,19 @@ def sddmm(crow: torch.Tensor, col: torch.Tensor, X: torch.Tensor, Y: torch.Tenso
     return _autograd.SDDMM.apply(a.crow, a.col, X, Y, val, backend)
 
 
-def _check_index(op: str, idx: torch.Tensor, bound: int) -> torch.Tensor:
+def _check_device(op: str, a: CSR, *dense: torch.Tensor) -> None:
+    """A kernel handed a pointer from another device reads garbage or faults: refuse before any launch."""
+    for t in dense:
+        if t.device != a.device:
+            raise ValueError(f"{op}: the sparse pattern is on {a.device} but an operand is on {t.device}; move "
+                             "both to one device")
+
+
+def _check_index(op: str, idx: torch.Tensor, bound: int, like: torch.Tensor) -> torch.Tensor:
     if idx.dim() != 1 or idx.dtype not in (torch.int32, torch.int64):
         raise ValueError(f"{op}: idx must be a 1-D integer tensor, got {idx.dtype} {tuple(idx.shape)}")
+    if idx.device != like.device:
+        raise ValueError(f"{op}: idx is on {idx.device} but the rows are on {like.device}")
     if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= bound):
         raise ValueError(f"{op}: an index is outside [0, {bound})")
     return idx.long().contiguous()
@@ -244,7 +302,7 @@ def _check_index(op: str, idx: torch.Tensor, bound: int) -> torch.Tensor:
 def gather(B: torch.Tensor, idx: torch.Tensor, *, backend: str = "auto") -> torch.Tensor:
     """``halo[i] = B[idx[i]]``: pack the rows ``idx`` of ``B`` (differentiable in ``B``)."""
     _check_dense("gather", "B", B)
-    idx = _check_index("gather", idx, B.size(0))
+    idx = _check_index("gather", idx, B.size(0), B)
     backend = resolve_backend(backend, B.device)
     if backend == "torch":
         return B.index_select(0, idx)
@@ -256,7 +314,7 @@ def scatter_add(src: torch.Tensor, idx: torch.Tensor, n_out: int, *, backend: st
     _check_dense("scatter_add", "src", src)
     if idx.dim() == 1 and idx.numel() != src.size(0):
         raise ValueError(f"scatter_add: idx has {idx.numel()} entries but src has {src.size(0)} rows")
-    idx = _check_index("scatter_add", idx, n_out)
+    idx = _check_index("scatter_add", idx, n_out, src)
     backend = resolve_backend(backend, src.device)
     if backend == "torch":
         return torch.zeros(n_out, src.size(1), dtype=src.dtype, device=src.device).index_add(0, idx, src)
@@ -287,6 +345,7 @@ def edge_softmax(a: CSR, src: torch.Tensor, dst: torch.Tensor, negative_slope: f
     """
     _check_pattern_operand("edge_softmax", "src", src, a.n_cols, None, src)
     _check_pattern_operand("edge_softmax", "dst", dst, a.n_rows, src.size(1), src)
+    _check_device("edge_softmax", a, src)
     backend = resolve_backend(backend, src.device)
     mult = a.val.detach().to(src.dtype)
     if backend == "torch":
@@ -314,6 +373,7 @@ def spmm_heads(a: CSR, alpha: torch.Tensor, B: torch.Tensor, *, backend: str = "
     heads = alpha.size(1)
     if B.size(0) != a.n_cols or heads < 1 or B.size(1) % heads:
         raise ValueError(f"spmm_heads: B must be ({a.n_cols}, H*C) for H={heads} heads, got {tuple(B.shape)}")
+    _check_device("spmm_heads", a, B)
     backend = resolve_backend(backend, B.device)
     if backend == "torch":
         rows = torch.repeat_interleave(torch.arange(a.n_rows, device=B.device), a.crow.diff())
@@ -329,6 +389,7 @@ def sddmm_heads(a: CSR, X: torch.Tensor, Y: torch.Tensor, heads: int, *, backend
     _check_pattern_operand("sddmm_heads", "Y", Y, a.n_cols, X.size(1), X)
     if heads < 1 or X.size(1) % heads:
         raise ValueError(f"sddmm_heads: width {X.size(1)} is not a multiple of {heads} heads")
+    _check_device("sddmm_heads", a, X)
     backend = resolve_backend(backend, X.device)
     if backend == "torch":
         rows = torch.repeat_interleave(torch.arange(a.n_rows, device=X.device), a.crow.diff())

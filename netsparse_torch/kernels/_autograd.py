@@ -11,31 +11,37 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import once_differentiable
 
-from netsparse_torch.kernels import _ops
+from netsparse_torch.kernels import _choice, _ops
 
 
 class SpMM(torch.autograd.Function):
-    """``A x B``; ``a`` is a :class:`netsparse_torch.kernels.CSR` whose transpose may be cached."""
+    """``A x B``; ``a`` is a :class:`netsparse_torch.kernels.CSR` whose transpose may be cached. ``backend``
+    runs the forward product, ``bwd_backend`` the backward one (``"auto"``: chosen per CSR on first use)."""
 
     @staticmethod
-    def forward(ctx, a, val: torch.Tensor, B: torch.Tensor, backend: str) -> torch.Tensor:
-        ctx.a, ctx.backend = a, backend
+    def forward(ctx, a, val: torch.Tensor, B: torch.Tensor, backend: str, bwd_backend: str) -> torch.Tensor:
+        ctx.a, ctx.bwd_backend = a, bwd_backend
+        # The SDDMM of d val has no cuSPARSE twin here: Triton on CUDA whichever SpMM won, C++ on CPU.
+        ctx.sddmm_backend = "cpp" if B.device.type == "cpu" and backend != "triton" else "triton"
         ctx.save_for_backward(val, B if ctx.needs_input_grad[1] else None)
-        return _ops.spmm(backend, a.crow, a.col, val, B)
+        return _ops.spmm_csr(backend, a, val, B)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: torch.Tensor):
         val, B = ctx.saved_tensors
-        a, backend = ctx.a, ctx.backend
+        a, backend = ctx.a, ctx.bwd_backend
         d_val = d_B = None
         if ctx.needs_input_grad[2]:
-            # A learned val changes every step, so only a constant val may use the cached transpose.
-            cached = a.transpose_parts() if backend == "cpp" and not ctx.needs_input_grad[1] else None
-            d_B = _ops.spmm_t(backend, a.crow, a.col, val, grad, a.n_cols, cached)
+            # A learned val changes every step, so only a constant val may use the cached transposed values.
+            constant = not ctx.needs_input_grad[1]
+            if backend == "auto":
+                backend = _choice.auto_spmm_backend(a, "backward", grad,
+                                                    lambda b: _ops.spmm_t_csr(b, a, val, grad, constant))
+            d_B = _ops.spmm_t_csr(backend, a, val, grad, constant)
         if ctx.needs_input_grad[1]:
-            d_val = _ops.sddmm(backend, a.crow, a.col, grad, B, None)
-        return None, d_val, d_B, None
+            d_val = _ops.sddmm(ctx.sddmm_backend, a.crow, a.col, grad, B, None)
+        return None, d_val, d_B, None, None
 
 
 class SDDMM(torch.autograd.Function):

@@ -34,20 +34,50 @@ def triton_module(device: torch.device):
     return triton_kernels
 
 
-def spmm(backend: str, crow, col, val, B: torch.Tensor) -> torch.Tensor:
-    """``A x B``."""
+def spmm(backend: str, crow, col, val, B: torch.Tensor, plan=None) -> torch.Tensor:
+    """``A x B`` (``plan``: the Triton program layout of the pattern, built per call when None)."""
     if backend == "cpp":
         return _C.spmm(crow, col, val, B)
-    return triton_module(B.device).spmm(crow, col, val, B)
+    if backend == "torch":
+        return torch.sparse.mm(torch.sparse_csr_tensor(crow, col, val, (crow.numel() - 1, B.size(0))), B)
+    return triton_module(B.device).spmm(crow, col, val, B, plan)
 
 
-def spmm_t(backend: str, crow, col, val, G: torch.Tensor, n_cols: int, transposed=None) -> torch.Tensor:
-    """``A^T x G``. The C++ path runs the forward kernel on the CSR of ``A^T`` (``transposed`` if given,
-    else built here); Triton scatters with atomic adds instead of transposing."""
+def spmm_csr(backend: str, a, val: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    """``A x B`` for a :class:`netsparse_torch.kernels.CSR` ``a`` with values ``val`` (its cached plan)."""
+    return spmm(backend, a.crow, a.col, val, B, a.triton_plan() if backend == "triton" else None)
+
+
+def spmm_t_csr(backend: str, a, val: torch.Tensor, G: torch.Tensor, constant: bool) -> torch.Tensor:
+    """``A^T x G``: every backend runs its forward product on the CSR of ``A^T``, never atomics. With
+    ``constant`` values that is ``a``'s cached transpose; values that change every step (learned, they
+    require grad) are read into the cached transposed pattern through its permutation (C++: transposed
+    here)."""
     if backend == "cpp":
-        t_crow, t_col, t_val = transposed if transposed is not None else _C.csr_transpose(crow, col, val, n_cols)
+        t_crow, t_col, t_val = a.transpose_parts() if constant else _C.csr_transpose(a.crow, a.col, val, a.n_cols)
         return _C.spmm(t_crow, t_col, t_val.to(G.dtype), G)
-    return triton_module(G.device).spmm_t(crow, col, val, G, n_cols)
+    at = a.transposed()
+    t_val = at.val if constant else val.detach()[a.transpose_perm()[2]]
+    return spmm_csr(backend, at, t_val.to(G.dtype), G)
+
+
+def spmm_t(backend: str, crow, col, val, G: torch.Tensor, n_cols: int) -> torch.Tensor:
+    """``A^T x G`` without a cached transpose (the SDDMM backward): transposed here, then the forward
+    kernel (C++ and Triton alike)."""
+    if backend == "cpp":
+        t_crow, t_col, t_val = _C.csr_transpose(crow, col, val, n_cols)
+        return _C.spmm(t_crow, t_col, t_val.to(G.dtype), G)
+    t_crow, t_col, t_val = transpose_torch(crow, col, val, n_cols)
+    return triton_module(G.device).spmm(t_crow, t_col, t_val, G)
+
+
+def transpose_torch(crow, col, val, n_cols):
+    """CSR of ``A^T`` with device-agnostic torch ops (a stable sort keeps each row's columns sorted)."""
+    rows = torch.repeat_interleave(torch.arange(crow.numel() - 1, device=crow.device), crow.diff())
+    perm = torch.argsort(col, stable=True)
+    t_crow = torch.zeros(n_cols + 1, dtype=torch.long, device=crow.device)
+    t_crow[1:] = torch.bincount(col, minlength=n_cols).cumsum(0)
+    return t_crow, rows[perm], val[perm]
 
 
 def sddmm(backend: str, crow, col, X: torch.Tensor, Y: torch.Tensor, val) -> torch.Tensor:
@@ -80,12 +110,12 @@ def edge_softmax(backend: str, a, mult: torch.Tensor, src: torch.Tensor, dst: to
 
 
 def edge_softmax_backward(backend: str, a, alpha, grad, src, dst, slope: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(d_src, d_dst)``. The C++ path sums each column through the cached transposed pattern; Triton
-    adds into ``d_src`` with atomics."""
+    """``(d_src, d_dst)``. Both sum each column of ``d e`` through the cached transposed pattern."""
+    t_crow, t_col, perm = a.transpose_perm()
     if backend == "cpp":
-        t_crow, _, perm = a.transpose_perm()
         return _C.edge_softmax_backward(a.crow, a.col, alpha, grad, src, dst, slope, t_crow, perm)
-    return triton_module(src.device).edge_softmax_backward(a.crow, a.col, alpha, grad, src, dst, slope)
+    return triton_module(src.device).edge_softmax_backward(a.crow, a.col, alpha, grad, src, dst, slope, t_crow,
+                                                           t_col, perm)
 
 
 def spmm_heads(backend: str, a, alpha: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
@@ -96,12 +126,13 @@ def spmm_heads(backend: str, a, alpha: torch.Tensor, B: torch.Tensor) -> torch.T
 
 
 def spmm_heads_t(backend: str, a, alpha: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
-    """``A_h^T x G`` per head: the C++ path runs the forward kernel on the cached transposed pattern,
-    reading ``alpha`` through its permutation; Triton scatters with atomic adds."""
+    """``A_h^T x G`` per head: both run the forward kernel on the cached transposed pattern, reading
+    ``alpha`` through its permutation (no atomics)."""
     if backend == "cpp":
         t_crow, t_col, perm = a.transpose_perm()
         return _C.spmm_heads(t_crow, t_col, alpha, G, perm)
-    return triton_module(G.device).spmm_heads_t(a.crow, a.col, alpha, G, a.n_cols)
+    t_crow, t_col, perm = a.transpose_perm()
+    return triton_module(G.device).spmm_heads(t_crow, t_col, alpha, G, perm)
 
 
 def sddmm_heads(backend: str, crow, col, X: torch.Tensor, Y: torch.Tensor, heads: int) -> torch.Tensor:

@@ -1,22 +1,28 @@
-"""Triton kernels for the local sparse products: CSR SpMM and its transpose, SDDMM, gather, scatter-add.
+"""Triton kernels for the local sparse products: CSR SpMM, SDDMM, gather, scatter-add, and GAT attention.
 
 They run on CUDA tensors, autotuned over block sizes. On CPU tensors they run only under the Triton
 interpreter, and ``TRITON_INTERPRET=1`` must be set before this module is imported (the ``@triton.jit``
 decorator reads it); the tests do that on small inputs. Use them through
 :mod:`netsparse_torch.kernels` (``backend="triton"``), which owns validation and autograd.
 
-Layout: a program owns ``BLOCK_ROWS`` consecutive CSR rows and one ``BLOCK_K`` tile of the feature
-columns, and walks each row's nonzeros ``BLOCK_NNZ`` at a time. Dense operands are passed with both
-strides, so a non-contiguous ``B`` is read in place.
+Layout: the SpMM balances programs by nonzeros (see the SpMM section: degree-sorted row blocks plus
+long rows cut into chunks); SDDMM and the attention kernels give a program one or a few CSR rows. A
+program covers one ``BLOCK_K`` tile of the feature columns. Dense operands of the SpMM and SDDMM are
+passed with both strides, so a non-contiguous ``B`` is read in place. Transposed products run the
+forward kernels on a transposed pattern (:mod:`netsparse_torch.kernels` caches it per CSR), so only
+scatter-add, whose job it is, adds with atomics.
 """
 
 from __future__ import annotations
 
+import math
 import os
+from typing import NamedTuple
 
 import torch
 import triton
 import triton.language as tl
+import triton.testing
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
@@ -28,9 +34,9 @@ def _configs(space: list[dict], warps: tuple[int, ...] = (4,)) -> list[triton.Co
     return [triton.Config(kw, num_warps=w) for kw in space for w in warps]
 
 
-# Block sizes are our own assumption (no paper gives them): K tiles of 32-128 columns cover the GNN
+# Block sizes are our own assumption (no paper gives them): K tiles of 16-256 columns cover the GNN
 # feature widths 16-256, and 16-32 nonzeros per step fill a warp's loads on power-law rows.
-_SPMM_SPACE = [
+_SDDMM_SPACE = [
     {"BLOCK_ROWS": 1, "BLOCK_K": 16, "BLOCK_NNZ": 4},
     {"BLOCK_ROWS": 1, "BLOCK_K": 32, "BLOCK_NNZ": 16},
     {"BLOCK_ROWS": 1, "BLOCK_K": 64, "BLOCK_NNZ": 16},
@@ -43,54 +49,139 @@ _DENSE_SPACE = [
     {"BLOCK_R": 32, "BLOCK_K": 128},
 ]
 
+# -- SpMM ----------------------------------------------------------------------------------------
+# Work is balanced by nonzeros, not rows (GE-SpMM, Huang et al. SC'20; RoDe, Pang et al. PPoPP'24):
+#
+# - rows of at most ``long_row`` nonzeros go to `_spmm_rows_kernel` in increasing degree order, so
+#   the BLOCK_ROWS rows of one program have about the same length and no lane idles behind a longer
+#   row; each step loads one nonzero of every row and its B row tile (B rows are the contiguous
+#   vectors, so the loads of a K tile coalesce);
+# - longer rows are cut into chunks of ``chunk`` nonzeros, one program each (`_spmm_chunks_kernel`),
+#   whose partial sums `_spmm_fixup_kernel` adds up per row in chunk order: no atomics, the same bits
+#   on every run for a given config.
+#
+# The plan (the row order and the chunk table) depends only on the pattern and is built once per
+# CSR. Thresholds are our own assumption: a row of 256 nonzeros is about one chunk of work.
+LONG_ROW = 256
+CHUNK = 256
 
-@triton.autotune(configs=_configs(_SPMM_SPACE, (2, 4)), key=["K"])
-@triton.jit
-def _spmm_kernel(crow_ptr, col_ptr, val_ptr, b_ptr, out_ptr, n_rows, K, stride_bn, stride_bk, stride_on,
-                 BLOCK_ROWS: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_NNZ: tl.constexpr):
-    """out[r, k-tile] = sum_p val[p] * B[col[p], k-tile] for the program's rows."""
+# (rows kernel, chunks kernel) tile spaces, (tile, warps, stages); a config whose K tile exceeds K
+# is pruned, and every K keeps at least three rows configs to tune over.
+_ROWS_SPACE = [
+    ({"BLOCK_ROWS": 64, "BLOCK_K": 16}, 4, 3),
+    ({"BLOCK_ROWS": 32, "BLOCK_K": 16}, 2, 3),
+    ({"BLOCK_ROWS": 128, "BLOCK_K": 16}, 4, 3),
+    ({"BLOCK_ROWS": 32, "BLOCK_K": 32}, 4, 3),
+    ({"BLOCK_ROWS": 64, "BLOCK_K": 32}, 4, 3),
+    ({"BLOCK_ROWS": 16, "BLOCK_K": 64}, 4, 3),
+    ({"BLOCK_ROWS": 32, "BLOCK_K": 64}, 8, 2),
+    ({"BLOCK_ROWS": 8, "BLOCK_K": 128}, 4, 3),
+    ({"BLOCK_ROWS": 16, "BLOCK_K": 128}, 8, 2),
+    ({"BLOCK_ROWS": 4, "BLOCK_K": 256}, 4, 3),
+]
+_CHUNKS_SPACE = [
+    ({"BLOCK_NNZ": 32, "BLOCK_K": 16}, 4, 3),
+    ({"BLOCK_NNZ": 64, "BLOCK_K": 16}, 4, 3),
+    ({"BLOCK_NNZ": 16, "BLOCK_K": 32}, 4, 3),
+    ({"BLOCK_NNZ": 16, "BLOCK_K": 64}, 4, 3),
+    ({"BLOCK_NNZ": 8, "BLOCK_K": 128}, 4, 3),
+    ({"BLOCK_NNZ": 4, "BLOCK_K": 256}, 4, 3),
+]
+# Under the interpreter: small tiles, so the tests' tiny inputs still span several tiles and steps.
+_ROWS_INTERPRETED = {"BLOCK_ROWS": 4, "BLOCK_K": 16}
+_CHUNKS_INTERPRETED = {"BLOCK_NNZ": 4, "BLOCK_K": 16}
+_FIXUP_K = 128
+
+
+def _tuned(space, interpreted: dict) -> list[triton.Config]:
+    if INTERPRETED:
+        return [triton.Config(interpreted, num_warps=1)]
+    return [triton.Config(kw, num_warps=w, num_stages=s) for kw, w, s in space]
+
+
+def _prune_k_tiles(configs, nargs, **_):
+    """Drop the configs whose K tile is wider than K needs (they would only mask lanes off)."""
+    k_tile = max(16, triton.next_power_of_2(max(int(nargs["K"]), 1)))
+    kept = [c for c in configs if c.kwargs["BLOCK_K"] <= k_tile]
+    return kept or configs[:1]
+
+
+def _quick_bench(fn, quantiles):
+    # The default 25 ms warm-up + 100 ms per config would spend seconds per new (K, graph) key.
+    return triton.testing.do_bench(fn, warmup=5, rep=20, quantiles=quantiles)
+
+
+_TUNING = {"key": ["K", "GRAPH_KEY"], "prune_configs_by": {"early_config_prune": _prune_k_tiles},
+           "do_bench": _quick_bench}
+
+
+# GRAPH_KEY only keys the autotune cache, and n_sel only bounds: specialising on their divisibility by 16
+# would compile every config again for another graph without a faster kernel.
+@triton.autotune(configs=_tuned(_ROWS_SPACE, _ROWS_INTERPRETED), **_TUNING)
+@triton.jit(do_not_specialize=["n_sel", "GRAPH_KEY"])
+def _spmm_rows_kernel(rows_ptr, n_sel, crow_ptr, col_ptr, val_ptr, b_ptr, out_ptr, K, stride_bn, stride_bk,
+                      stride_on, GRAPH_KEY, BLOCK_ROWS: tl.constexpr, BLOCK_K: tl.constexpr):
+    """out[r, k-tile] = sum_p val[p] * B[col[p], k-tile] for the program's BLOCK_ROWS rows of rows_ptr,
+    one nonzero of each row per step (the rows are sorted by degree, so few lanes idle)."""
+    i = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+    i_mask = i < n_sel
+    rows = tl.load(rows_ptr + i, mask=i_mask, other=0)
+    start = tl.load(crow_ptr + rows, mask=i_mask, other=0)
+    deg = tl.load(crow_ptr + rows + 1, mask=i_mask, other=0) - start
     ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     k_mask = ks < K
-    for i in range(BLOCK_ROWS):
-        r = (tl.program_id(0) * BLOCK_ROWS + i).to(tl.int64)  # 64-bit: r * stride can pass 2**31
-        if r < n_rows:
-            start = tl.load(crow_ptr + r)
-            end = tl.load(crow_ptr + r + 1)
-            acc = tl.zeros((BLOCK_K,), dtype=out_ptr.dtype.element_ty)
-            for p0 in range(start, end, BLOCK_NNZ):
-                ps = p0 + tl.arange(0, BLOCK_NNZ)
-                p_mask = ps < end
-                cols = tl.load(col_ptr + ps, mask=p_mask, other=0)
-                vals = tl.load(val_ptr + ps, mask=p_mask, other=0.0)
-                b = tl.load(b_ptr + cols[:, None] * stride_bn + ks[None, :] * stride_bk,
-                            mask=p_mask[:, None] & k_mask[None, :], other=0.0)
-                acc += tl.sum(vals[:, None] * b, axis=0)
-            tl.store(out_ptr + r * stride_on + ks, acc.to(out_ptr.dtype.element_ty), mask=k_mask)
+    acc = tl.zeros((BLOCK_ROWS, BLOCK_K), dtype=out_ptr.dtype.element_ty)
+    for j in range(0, tl.max(deg, axis=0)):
+        live = j < deg
+        p = start + j
+        cols = tl.load(col_ptr + p, mask=live, other=0).to(tl.int64)  # 64-bit: col * stride can pass 2**31
+        vals = tl.load(val_ptr + p, mask=live, other=0.0)
+        b = tl.load(b_ptr + cols[:, None] * stride_bn + ks[None, :] * stride_bk,
+                    mask=live[:, None] & k_mask[None, :], other=0.0)
+        acc += vals[:, None] * b
+    out = out_ptr + rows.to(tl.int64)[:, None] * stride_on + ks[None, :]
+    tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=i_mask[:, None] & k_mask[None, :])
 
 
-@triton.autotune(configs=_configs(_SPMM_SPACE, (2, 4)), key=["K"], reset_to_zero=["out_ptr"])
-@triton.jit
-def _spmm_t_kernel(crow_ptr, col_ptr, val_ptr, g_ptr, out_ptr, n_rows, K, stride_gn, stride_gk, stride_on,
-                   BLOCK_ROWS: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_NNZ: tl.constexpr):
-    """out[col[p], k-tile] += val[p] * G[r, k-tile]: the backward product A^T x G without a transpose."""
+@triton.autotune(configs=_tuned(_CHUNKS_SPACE, _CHUNKS_INTERPRETED), **_TUNING)
+@triton.jit(do_not_specialize=["GRAPH_KEY"])
+def _spmm_chunks_kernel(chunk_row_ptr, chunk_start_ptr, crow_ptr, col_ptr, val_ptr, b_ptr, part_ptr, K, chunk,
+                        stride_bn, stride_bk, GRAPH_KEY, BLOCK_NNZ: tl.constexpr, BLOCK_K: tl.constexpr):
+    """part[c, k-tile] = sum of val[p] * B[col[p], k-tile] over the nonzeros of chunk c of a long row."""
+    c = tl.program_id(0).to(tl.int64)
+    r = tl.load(chunk_row_ptr + c)
+    p0 = tl.load(chunk_start_ptr + c)
+    end = tl.minimum(tl.load(crow_ptr + r + 1), p0 + chunk)
     ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     k_mask = ks < K
-    for i in range(BLOCK_ROWS):
-        r = (tl.program_id(0) * BLOCK_ROWS + i).to(tl.int64)  # 64-bit: r * stride can pass 2**31
-        if r < n_rows:
-            start = tl.load(crow_ptr + r)
-            end = tl.load(crow_ptr + r + 1)
-            g = tl.load(g_ptr + r * stride_gn + ks * stride_gk, mask=k_mask, other=0.0)
-            for p0 in range(start, end, BLOCK_NNZ):
-                ps = p0 + tl.arange(0, BLOCK_NNZ)
-                p_mask = ps < end
-                cols = tl.load(col_ptr + ps, mask=p_mask, other=0)
-                vals = tl.load(val_ptr + ps, mask=p_mask, other=0.0)
-                tl.atomic_add(out_ptr + cols[:, None] * stride_on + ks[None, :], vals[:, None] * g[None, :],
-                              mask=p_mask[:, None] & k_mask[None, :])
+    # A 2-D accumulator, reduced once at the end instead of once per step.
+    acc = tl.zeros((BLOCK_NNZ, BLOCK_K), dtype=part_ptr.dtype.element_ty)
+    for p in range(p0, end, BLOCK_NNZ):
+        ps = p + tl.arange(0, BLOCK_NNZ)
+        p_mask = ps < end
+        cols = tl.load(col_ptr + ps, mask=p_mask, other=0).to(tl.int64)
+        vals = tl.load(val_ptr + ps, mask=p_mask, other=0.0)
+        b = tl.load(b_ptr + cols[:, None] * stride_bn + ks[None, :] * stride_bk,
+                    mask=p_mask[:, None] & k_mask[None, :], other=0.0)
+        acc += vals[:, None] * b
+    tl.store(part_ptr + c * K + ks, tl.sum(acc, axis=0).to(part_ptr.dtype.element_ty), mask=k_mask)
 
 
-@triton.autotune(configs=_configs(_SPMM_SPACE, (2, 4)), key=["K"])
+@triton.jit
+def _spmm_fixup_kernel(long_rows_ptr, long_chunks_ptr, part_ptr, out_ptr, K, stride_on, BLOCK_K: tl.constexpr):
+    """out[r, k-tile] = the sum of the partial sums of long row r's chunks, in chunk order."""
+    i = tl.program_id(0)
+    r = tl.load(long_rows_ptr + i).to(tl.int64)
+    c0 = tl.load(long_chunks_ptr + i).to(tl.int64)
+    c1 = tl.load(long_chunks_ptr + i + 1).to(tl.int64)
+    ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    k_mask = ks < K
+    acc = tl.zeros((BLOCK_K,), dtype=out_ptr.dtype.element_ty)
+    for c in range(c0, c1):
+        acc += tl.load(part_ptr + c * K + ks, mask=k_mask, other=0.0)
+    tl.store(out_ptr + r * stride_on + ks, acc.to(out_ptr.dtype.element_ty), mask=k_mask)
+
+@triton.autotune(configs=_configs(_SDDMM_SPACE, (2, 4)), key=["K"])
 @triton.jit
 def _sddmm_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, out_ptr, n_rows, K, stride_xn, stride_xk,
                   stride_yn, stride_yk, HAS_VAL: tl.constexpr,
@@ -146,27 +237,72 @@ def _scatter_add_kernel(idx_ptr, src_ptr, out_ptr, n, K, stride_sn, stride_sk, s
     tl.atomic_add(out_ptr + rows[:, None] * stride_on + ks[None, :], x, mask=mask)
 
 
-def _row_grid(n_rows: int, K: int):
-    return lambda meta: (triton.cdiv(max(n_rows, 1), meta["BLOCK_ROWS"]), triton.cdiv(max(K, 1), meta["BLOCK_K"]))
+class SpMMPlan(NamedTuple):
+    """How `spmm` splits one CSR pattern into programs; built once per pattern by :func:`make_plan`.
+
+    Index tensors are int32 when the row count and nnz fit (half the index bytes per nonzero).
+    """
+
+    crow: torch.Tensor
+    col: torch.Tensor
+    short_rows: torch.Tensor  # rows of <= long_row nonzeros (empty ones too), in increasing degree order
+    long_rows: torch.Tensor  # the other rows
+    long_chunks: torch.Tensor  # long row i owns chunks long_chunks[i]:long_chunks[i + 1]
+    chunk_row: torch.Tensor  # the long row of each chunk
+    chunk_start: torch.Tensor  # the first nonzero of each chunk
+    chunk: int
+    graph_key: int  # the autotune key's pattern statistic: 64 * log2(mean short-row degree) + log2(nnz)
 
 
-def spmm(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
-    """``A x B`` for CSR ``(crow, col, val)``; inputs already validated, ``val.dtype == B.dtype``."""
-    n_rows, K = crow.numel() - 1, B.size(1)
+def make_plan(crow: torch.Tensor, col: torch.Tensor, long_row: int = LONG_ROW, chunk: int = CHUNK,
+              index_dtype: torch.dtype | None = None) -> SpMMPlan:
+    """The program layout of ``A x B`` for the pattern ``(crow, col)`` (torch ops, on its device).
+    ``index_dtype`` overrides the index width (int32 whenever the row count and nnz fit)."""
+    if long_row < 0 or chunk < 1:
+        raise ValueError(f"make_plan: need long_row >= 0 and chunk >= 1, got {long_row} and {chunk}")
+    n_rows, nnz = crow.numel() - 1, col.numel()
+    idx = index_dtype or (torch.int32 if max(n_rows + 1, nnz) < 2**31 else torch.int64)
+    deg = crow.diff()
+    is_long = deg > long_row
+    short = torch.nonzero(~is_long).flatten()
+    short = short[torch.argsort(deg[short], stable=True)]
+    long_rows = torch.nonzero(is_long).flatten()
+    per_row = (deg[long_rows] + chunk - 1) // chunk
+    long_chunks = torch.zeros(long_rows.numel() + 1, dtype=torch.long, device=crow.device)
+    long_chunks[1:] = per_row.cumsum(0)
+    chunk_row = torch.repeat_interleave(long_rows, per_row)
+    first = torch.repeat_interleave(long_chunks[:-1], per_row)
+    chunk_start = crow[chunk_row] + (torch.arange(chunk_row.numel(), device=crow.device) - first) * chunk
+    mean_short = float(deg[short].sum()) / max(short.numel(), 1)
+    return SpMMPlan(crow.to(idx).contiguous(), col.to(idx).contiguous(), short.to(idx), long_rows.to(idx),
+                    long_chunks.to(idx), chunk_row.to(idx), chunk_start.to(idx), int(chunk),
+                    64 * int(math.log2(1.0 + mean_short)) + int(math.log2(1.0 + nnz)))
+
+
+def spmm(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, B: torch.Tensor,
+         plan: SpMMPlan | None = None) -> torch.Tensor:
+    """``A x B`` for CSR ``(crow, col, val)``; inputs already validated, ``val.dtype == B.dtype``.
+    ``plan`` (from :func:`make_plan` on the same pattern) is built here when not given."""
+    plan = plan if plan is not None else make_plan(crow, col)
+    n_rows, K = plan.crow.numel() - 1, B.size(1)
     out = torch.empty((n_rows, K), dtype=B.dtype, device=B.device)
-    if n_rows and K:
-        _spmm_kernel[_row_grid(n_rows, K)](crow, col, val, B, out, n_rows, K, B.stride(0), B.stride(1),
-                                           out.stride(0))
-    return out
-
-
-def spmm_t(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, G: torch.Tensor, n_cols: int) -> torch.Tensor:
-    """``A^T x G`` with atomic adds into the ``n_cols`` output rows (float-order nondeterministic on GPU)."""
-    n_rows, K = crow.numel() - 1, G.size(1)
-    out = torch.zeros((n_cols, K), dtype=G.dtype, device=G.device)
-    if n_rows and K and col.numel():
-        _spmm_t_kernel[_row_grid(n_rows, K)](crow, col, val, G, out, n_rows, K, G.stride(0), G.stride(1),
-                                             out.stride(0))
+    if n_rows == 0 or K == 0 or plan.col.numel() == 0:  # (an empty tensor's null pointer cannot be launched)
+        return out.zero_()
+    k_tiles = lambda meta: triton.cdiv(K, meta["BLOCK_K"])  # noqa: E731
+    n_short = plan.short_rows.numel()
+    if n_short:
+        _spmm_rows_kernel[lambda meta: (triton.cdiv(n_short, meta["BLOCK_ROWS"]), k_tiles(meta))](
+            plan.short_rows, n_short, plan.crow, plan.col, val, B, out, K, B.stride(0), B.stride(1), out.stride(0),
+            plan.graph_key)
+    n_chunks = plan.chunk_row.numel()
+    if n_chunks:
+        part = torch.empty((n_chunks, K), dtype=B.dtype, device=B.device)
+        _spmm_chunks_kernel[lambda meta: (n_chunks, k_tiles(meta))](
+            plan.chunk_row, plan.chunk_start, plan.crow, plan.col, val, B, part, K, plan.chunk, B.stride(0),
+            B.stride(1), plan.graph_key)
+        block_k = 16 if INTERPRETED else min(_FIXUP_K, triton.next_power_of_2(K))
+        _spmm_fixup_kernel[(plan.long_rows.numel(), triton.cdiv(K, block_k))](
+            plan.long_rows, plan.long_chunks, part, out, K, out.stride(0), BLOCK_K=block_k)
     return out
 
 
@@ -257,10 +393,10 @@ def _edge_softmax_kernel(crow_ptr, col_ptr, mult_ptr, src_ptr, dst_ptr, out_ptr,
 
 
 @triton.jit
-def _edge_softmax_bwd_kernel(crow_ptr, col_ptr, alpha_ptr, grad_ptr, src_ptr, dst_ptr, dsrc_ptr, ddst_ptr, H, slope,
+def _edge_softmax_bwd_kernel(crow_ptr, col_ptr, alpha_ptr, grad_ptr, src_ptr, dst_ptr, de_ptr, ddst_ptr, H, slope,
                              BLOCK_NNZ: tl.constexpr, BLOCK_H: tl.constexpr):
-    """d e = alpha (g - sum_row alpha g), times LeakyReLU's slope; summed into d_dst[r] and, with
-    atomics, into d_src[col p]."""
+    """d e = alpha (g - sum_row alpha g), times LeakyReLU's slope: stored per nonzero into de (the column
+    sums into d_src are a second pass over the transposed pattern) and summed into d_dst[r]."""
     r = tl.program_id(0).to(tl.int64)
     start = tl.load(crow_ptr + r)
     end = tl.load(crow_ptr + r + 1)
@@ -285,35 +421,31 @@ def _edge_softmax_bwd_kernel(crow_ptr, col_ptr, alpha_ptr, grad_ptr, src_ptr, ds
         de = a * (g - dot[None, :])
         de = tl.where(m2, tl.where(raw > 0, de, de * slope), 0.0)
         acc += tl.sum(de, axis=0)
-        tl.atomic_add(dsrc_ptr + cols[:, None] * H + hs[None, :], de, mask=m2)
+        tl.store(de_ptr + ps[:, None] * H + hs[None, :], de.to(de_ptr.dtype.element_ty), mask=m2)
     tl.store(ddst_ptr + r * H + hs, acc.to(ddst_ptr.dtype.element_ty), mask=h_mask)
 
 
 @triton.jit
-def _spmm_heads_kernel(crow_ptr, col_ptr, alpha_ptr, b_ptr, out_ptr, H, C, HC, stride_bn, TRANSPOSED: tl.constexpr,
-                       BLOCK_NNZ: tl.constexpr, BLOCK_K: tl.constexpr):
-    """out[r, k] = sum_p alpha[p, k // C] B[col p, k] (TRANSPOSED: out[col p, k] += alpha[p, k // C] B[r, k])."""
+def _spmm_heads_kernel(crow_ptr, col_ptr, alpha_ptr, perm_ptr, b_ptr, out_ptr, H, C, HC, stride_bn,
+                       HAS_PERM: tl.constexpr, BLOCK_NNZ: tl.constexpr, BLOCK_K: tl.constexpr):
+    """out[r, k] = sum_p alpha[q, k // C] B[col p, k] with q = perm[p] (HAS_PERM: the pattern is the
+    transpose, whose entry p is nonzero perm[p] of the matrix alpha belongs to) or q = p."""
     r = tl.program_id(0).to(tl.int64)
     ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     k_mask = ks < HC
     heads = ks // C
     start = tl.load(crow_ptr + r)
     end = tl.load(crow_ptr + r + 1)
-    if TRANSPOSED:
-        g = tl.load(b_ptr + r * stride_bn + ks, mask=k_mask, other=0.0)
     acc = tl.zeros((BLOCK_K,), dtype=out_ptr.dtype.element_ty)
     for p0 in range(start, end, BLOCK_NNZ):
         ps = p0 + tl.arange(0, BLOCK_NNZ)
         m2 = (ps < end)[:, None] & k_mask[None, :]
         cols = tl.load(col_ptr + ps, mask=ps < end, other=0)
-        a = tl.load(alpha_ptr + ps[:, None] * H + heads[None, :], mask=m2, other=0.0)
-        if TRANSPOSED:
-            tl.atomic_add(out_ptr + cols[:, None] * HC + ks[None, :], a * g[None, :], mask=m2)
-        else:
-            b = tl.load(b_ptr + cols[:, None] * stride_bn + ks[None, :], mask=m2, other=0.0)
-            acc += tl.sum(a * b, axis=0)
-    if not TRANSPOSED:
-        tl.store(out_ptr + r * HC + ks, acc.to(out_ptr.dtype.element_ty), mask=k_mask)
+        qs = tl.load(perm_ptr + ps, mask=ps < end, other=0) if HAS_PERM else ps
+        a = tl.load(alpha_ptr + qs[:, None] * H + heads[None, :], mask=m2, other=0.0)
+        b = tl.load(b_ptr + cols[:, None] * stride_bn + ks[None, :], mask=m2, other=0.0)
+        acc += tl.sum(a * b, axis=0)
+    tl.store(out_ptr + r * HC + ks, acc.to(out_ptr.dtype.element_ty), mask=k_mask)
 
 
 @triton.jit
@@ -350,49 +482,38 @@ def edge_softmax(crow, col, mult, src, dst, slope: float) -> torch.Tensor:
     return out
 
 
-def edge_softmax_backward(crow, col, alpha, grad, src, dst, slope: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(d_src, d_dst)`` of :func:`edge_softmax` (atomic adds into ``d_src``)."""
+def edge_softmax_backward(crow, col, alpha, grad, src, dst, slope: float, t_crow, t_col,
+                          perm) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(d_src, d_dst)`` of :func:`edge_softmax`. ``d_src[c] = sum of d e over column c`` runs as the
+    multi-head SpMM of the transposed pattern ``(t_crow, t_col, perm)`` with a ones matrix (one channel
+    per head): no atomics, the same bits every run."""
     src, dst, alpha, grad = src.contiguous(), dst.contiguous(), alpha.contiguous(), grad.contiguous()
     n_rows, H = crow.numel() - 1, src.size(1)
-    d_src = torch.zeros_like(src)
     d_dst = torch.zeros_like(dst)
-    if n_rows and H:
-        _edge_softmax_bwd_kernel[(n_rows,)](crow, col, alpha, grad, src, dst, d_src, d_dst, H, slope,
-                                            BLOCK_NNZ=_ATT_NNZ, BLOCK_H=triton.next_power_of_2(H))
-    return d_src, d_dst
+    if not (n_rows and H and col.numel()):
+        return torch.zeros_like(src), d_dst
+    de = torch.empty((col.numel(), H), dtype=src.dtype, device=src.device)
+    _edge_softmax_bwd_kernel[(n_rows,)](crow, col, alpha, grad, src, dst, de, d_dst, H, slope,
+                                        BLOCK_NNZ=_ATT_NNZ, BLOCK_H=triton.next_power_of_2(H))
+    return spmm_heads(t_crow, t_col, de, torch.ones((n_rows, H), dtype=src.dtype, device=src.device), perm), d_dst
 
 
 def _heads_grid(n_rows: int, HC: int, block_k: int):
     return (max(n_rows, 1), triton.cdiv(max(HC, 1), block_k))
 
 
-def spmm_heads(crow, col, alpha, B) -> torch.Tensor:
-    """Multi-head SpMM ``(n_rows, H*C)``."""
-    n_rows, HC = crow.numel() - 1, B.size(1)
+def spmm_heads(crow, col, alpha, B, perm=None) -> torch.Tensor:
+    """Multi-head SpMM ``(crow.numel() - 1, H*C)``; with ``perm``, entry ``p`` of the pattern reads
+    ``alpha[perm[p]]`` (the transposed product on a cached transposed pattern, without atomics)."""
+    n_rows, HC, H = crow.numel() - 1, B.size(1), alpha.size(1)
     B = B if B.stride(1) == 1 else B.contiguous()
-    out = torch.empty((n_rows, HC), dtype=B.dtype, device=B.device)
-    if n_rows and HC:
-        _launch_spmm_heads(crow, col, alpha, B, out, transposed=False)
+    out = torch.zeros((n_rows, HC), dtype=B.dtype, device=B.device)
+    if n_rows and HC and col.numel():  # (an empty tensor's null pointer cannot be launched)
+        block_k = min(64, triton.next_power_of_2(HC))
+        _spmm_heads_kernel[_heads_grid(n_rows, HC, block_k)](
+            crow, col, alpha.contiguous(), perm if perm is not None else crow, B, out, H, HC // H, HC, B.stride(0),
+            HAS_PERM=perm is not None, BLOCK_NNZ=_ATT_NNZ, BLOCK_K=block_k)
     return out
-
-
-def spmm_heads_t(crow, col, alpha, G, n_cols: int) -> torch.Tensor:
-    """Per-head ``A_h^T x G`` with atomic adds into the ``n_cols`` output rows."""
-    n_rows, HC = crow.numel() - 1, G.size(1)
-    G = G.contiguous()
-    out = torch.zeros((n_cols, HC), dtype=G.dtype, device=G.device)
-    if n_rows and HC and col.numel():
-        _launch_spmm_heads(crow, col, alpha, G, out, transposed=True)
-    return out
-
-
-def _launch_spmm_heads(crow, col, alpha, dense, out, *, transposed: bool) -> None:
-    """One launch of ``_spmm_heads_kernel`` (``A_h x dense`` or, transposed, ``A_h^T x dense``) into ``out``."""
-    n_rows, HC, H = crow.numel() - 1, dense.size(1), alpha.size(1)
-    block_k = min(64, triton.next_power_of_2(HC))
-    _spmm_heads_kernel[_heads_grid(n_rows, HC, block_k)](crow, col, alpha.contiguous(), dense, out, H, HC // H, HC,
-                                                          dense.stride(0), TRANSPOSED=transposed, BLOCK_NNZ=_ATT_NNZ,
-                                                          BLOCK_K=block_k)
 
 
 def sddmm_heads(crow, col, X, Y, heads: int) -> torch.Tensor:

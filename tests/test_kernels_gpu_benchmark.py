@@ -1,0 +1,49 @@
+"""benchmarks/gpu_kernels.py keeps working: its CPU mode (tiny graphs, Triton interpreter) runs the same
+code path as the GPU benchmark; without a GPU the default run says it skipped; with one, a small run."""
+
+import json
+import os
+import subprocess
+import sys
+
+import devices
+import pytest
+from conftest import ROOT
+
+SCRIPT = ROOT / "benchmarks" / "gpu_kernels.py"
+SMALL = ["--small", "--ks", "5", "20", "--reps", "1", "--hbm-gbs", "100"]
+
+
+def run(tmp_path, *args, interpret: bool):
+    out = tmp_path / "gpu_kernels.json"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    if interpret:
+        env["TRITON_INTERPRET"] = "1"
+    res = subprocess.run([sys.executable, str(SCRIPT), *args, "--out", str(out)], env=env, capture_output=True,
+                         text=True, timeout=240)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    return json.loads(out.read_text()), res.stdout
+
+
+@pytest.mark.skipif(not devices.TRITON_INSTALLED, reason="triton is not installed")
+def test_cpu_small_mode_runs_every_kernel_and_checks_it(tmp_path):
+    data, stdout = run(tmp_path, "--device", "cpu", *SMALL, interpret=True)
+    rows = data["rows"]
+    assert {(r["graph"], r["direction"], r["k"]) for r in rows} == {
+        (g, d, k) for g in ("powerlaw-small", "banded-small") for d in ("forward", "backward") for k in (5, 20)}
+    for r in rows:
+        assert r["ok"] and set(r["ms"]) == {"triton", "cusparse", "auto"} and r["auto_choice"] in ("triton", "torch")
+        assert r["hbm_fraction"]["triton"] == pytest.approx(r["nnz"] * r["k"] * 4 / 100e9 * 1e3 / r["ms"]["triton"])
+    assert data["hbm_gbs"] == 100 and data["hbm_gbs_source"] == "--hbm-gbs"
+
+
+@pytest.mark.skipif(devices.CUDA, reason="checks the run without a GPU")
+def test_without_cuda_it_skips_with_a_json_saying_so(tmp_path):
+    data, stdout = run(tmp_path, interpret=False)
+    assert "skipped: no CUDA device" in stdout and data["skipped"] == "no CUDA device"
+
+
+@devices.requires_cuda
+def test_cuda_small_run(tmp_path):
+    data, _ = run(tmp_path, *SMALL, interpret=False)
+    assert data["device"] == "cuda" and all(r["ok"] for r in data["rows"])
