@@ -109,17 +109,11 @@ class CSR:
         return self.col.device
 
     def to(self, device: torch.device | str) -> CSR:
-        """This matrix on ``device`` (itself when already there); the transposes cached so far move too."""
+        """This matrix on ``device`` (itself when already there); its caches are rebuilt there on use."""
         device = torch.device(device)
         if self.device == device:
             return self
-        out = CSR.__new__(CSR)
-        out.crow, out.col, out.val = (t.to(device) for t in (self.crow, self.col, self.val))
-        out.n_rows, out.n_cols = self.n_rows, self.n_cols
-        move = lambda parts: None if parts is None else tuple(t.to(device) for t in parts)  # noqa: E731
-        out._t, out._t_perm = move(self._t), move(self._t_perm)
-        out._splits = {at: (a.to(device), b.to(device)) for at, (a, b) in self._splits.items()}
-        return out
+        return CSR(self.crow.to(device), self.col.to(device), self.val.to(device), self.n_cols, check_columns=False)
 
     @classmethod
     def from_scipy(cls, m, device: torch.device | str = "cpu") -> CSR:
