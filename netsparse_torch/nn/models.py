@@ -78,12 +78,13 @@ class DistGNN(torch.nn.Module):
             self.steps = epoch + 1
         gat = self.kind == "gat"
         drop = self.training and self.dropout > 0
+        ids = graph.device_node_ids
         if gat and drop:
-            x = keyed_dropout(x, graph.device_node_ids, self.dropout, seed=self.seed, epoch=epoch, layer=INPUT_LAYER_KEY)
+            x = keyed_dropout(x, ids, self.dropout, seed=self.seed, epoch=epoch, layer=INPUT_LAYER_KEY)
         for i, conv in enumerate(self.convs):
             x = conv(x, graph, tag=f"layer{i}", epoch=epoch) if gat else conv(x, graph, tag=f"layer{i}")
             if i < len(self.convs) - 1:
                 x = F.elu(x) if gat else F.relu(x)
                 if drop:
-                    x = keyed_dropout(x, graph.device_node_ids, self.dropout, seed=self.seed, epoch=epoch, layer=i)
+                    x = keyed_dropout(x, ids, self.dropout, seed=self.seed, epoch=epoch, layer=i)
         return x
