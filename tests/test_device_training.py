@@ -155,3 +155,16 @@ def test_checkpoint_resumes_on_the_other_device(tmp_path, first, then):
     resumed, _ = _losses(tmp_path / "b", f"device={then}", "epochs=9", "resume=true", *common)
     whole, _ = _losses(tmp_path / "c", f"device={then}", "epochs=9", "world_size=2", "strategy=sa")
     torch.testing.assert_close(torch.tensor(resumed), torch.tensor(whole), rtol=1e-4, atol=0)
+
+
+def test_summary_counts_the_kernels_chosen_on_cuda():
+    """The summary line sums ``per_rank[].kernels`` (what ``backend="auto"`` chose by timing on CUDA)."""
+    from netsparse_torch.report.train_report import _kernel_lines
+
+    choice = {"key": "forward/K=16/float32", "rows": 5, "cols": 9, "nnz": 20, "forced": False,
+              "ms": {"triton": 0.1, "torch": 0.2}}
+    report = {"per_rank": [{"kernels": [dict(choice, choice="triton"), dict(choice, choice="torch")]},
+                           {"kernels": [dict(choice, choice="triton")]}]}
+    line = "  kernels      CUDA SpMM chosen by timing, all ranks: torch 1, triton 2 (measured)"
+    assert _kernel_lines(report) == [line]
+    assert _kernel_lines({"per_rank": [{"kernels": []}]}) == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from netsparse_torch.report.provenance import provenance
 
 #: The per-rank summary of the report: partition sizes and the rank's peak RSS (getrusage, bytes).
-PER_RANK = ("rank", "device", "cuda_collectives", "rows", "nnz", "halo", "edge_cut", "peak_rss_bytes")
+PER_RANK = ("rank", "device", "cuda_collectives", "kernels", "rows", "nnz", "halo", "edge_cut", "peak_rss_bytes")
 
 
 def _sum_collectives(per_rank: list[dict]) -> dict:
@@ -121,7 +121,7 @@ def summary_lines(report: dict) -> list[str]:
         f"  epoch time   median {report['epoch_time_s']['median'] * 1e3:.2f} ms (measured)",
         f"  feature comm {c['feature_bytes_per_epoch']:,} B/epoch, {c['feature_bytes']:,} B in the run "
         f"(measured payload, all ranks)",
-    ] + (_eval_lines(report) + _partition_lines(report) + _twoface_lines(report)
+    ] + (_eval_lines(report) + _partition_lines(report) + _kernel_lines(report) + _twoface_lines(report)
          + _netsparse_lines(report.get("netsparse")) + _switch_lines(report.get("switches")))
 
 
@@ -152,6 +152,16 @@ def _eval_lines(report: dict) -> list[str]:
     if stop and stop.get("stopped_at_epoch") is not None:
         lines.append(f"  early stop   after epoch {stop['stopped_at_epoch']} (patience {stop['patience']} epochs)")
     return lines
+
+
+def _kernel_lines(report: dict) -> list[str]:
+    """On CUDA: how often ``backend="auto"`` chose each SpMM kernel (timed once per matrix, width, dtype and
+    direction; ``per_rank[].kernels`` has every choice with its times)."""
+    chosen = Counter(c["choice"] for r in report["per_rank"] for c in r.get("kernels") or [])
+    if not chosen:
+        return []
+    counts = ", ".join(f"{name} {n}" for name, n in sorted(chosen.items()))
+    return [f"  kernels      CUDA SpMM chosen by timing, all ranks: {counts} (measured)"]
 
 
 def _twoface_lines(report: dict) -> list[str]:

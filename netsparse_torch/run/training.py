@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from netsparse_torch import checkpoint
 from netsparse_torch.backend import collective_path, comm_stats
 from netsparse_torch.evaluation import SPLITS, BestTracker, Evaluator
+from netsparse_torch.kernels import recorded_choices
 from netsparse_torch.nn import DistGNN, DistGraph
 from netsparse_torch.nn.models import model_options
 from netsparse_torch.partition import Partitioning, rank_shard
@@ -182,7 +183,7 @@ class Trainer:
                  "halo": plan.n_halo,
                  "halo_from": plan.recv_counts, "edge_cut": shard.edge_cut, "partition": shard.mode,
                  "peak_rss_bytes": peak_rss_bytes(), "collectives": comm_stats(),
-                 "cuda_collectives": collective_path(),
+                 "cuda_collectives": collective_path(), "kernels": recorded_choices(),
                  "strategy_stats": self.dg.strategy.stats()}
         per_rank = [local]
         if self.world_size > 1:
