@@ -30,3 +30,11 @@ def test_missing_packages_are_named_by_their_pip_name(monkeypatch):
     monkeypatch.setitem(gpu_check.REQUIRED, "surely_not_a_module_xyz", "surely-not-a-package")
     monkeypatch.setitem(gpu_check.REQUIRED, "surely_not_a_module_xyz.sub", "surely-not-a-package-sub")
     assert gpu_check.missing_modules() == ["surely-not-a-package", "surely-not-a-package-sub"]
+
+
+def test_junit_counts_are_read_back(tmp_path):
+    xml = tmp_path / "j.xml"
+    xml.write_text('<testsuites><testsuite name="pytest" tests="7" failures="1" errors="0" skipped="2">'
+                   "</testsuite></testsuites>")
+    assert gpu_check.junit_counts(xml) == {"tests": 7, "failures": 1, "errors": 0, "skipped": 2}
+    assert gpu_check.junit_counts(tmp_path / "none.xml") is None
