@@ -81,8 +81,9 @@ def step(name: str, cmd: list[str], deadline: float, env: dict | None = None) ->
                               env={**os.environ, **(env or {})})
         rc, out = proc.returncode, proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as exc:
-        rc, out = 124, f"{exc.stdout or ''}{exc.stderr or ''}\n{name}: timed out after {timeout:.0f} s"
-    out = out.decode() if isinstance(out, bytes) else out
+        printed = "".join(p.decode(errors="replace") if isinstance(p, bytes) else p
+                          for p in (exc.stdout, exc.stderr) if p)
+        rc, out = 124, f"{printed}\n{name}: timed out after {timeout:.0f} s"
     tail = out.strip().splitlines()[-15:]
     print("\n".join(tail), flush=True)
     return {"command": cmd, "rc": rc, "seconds": round(time.perf_counter() - t0, 1), "tail": tail}
@@ -120,11 +121,15 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "gpu_check.json")
     ap.add_argument("--wheels", type=Path, default=ROOT / ".whl")
     ap.add_argument("--full", action="store_true", help="the whole test suite, not only the CUDA tests")
+    ap.add_argument("--cpu-twin", action="store_true",
+                    help="run every step on a machine without a GPU (benchmarks --device cpu --small): checks "
+                         "this script's plumbing, measures nothing about GPUs")
     args = ap.parse_args()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     # The steps import this checkout (the benchmarks run as scripts, outside the repository root).
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    report: dict = {"check": "gpu-check", "started": time.strftime("%Y-%m-%d %H:%M:%S"), "steps": {}}
+    report: dict = {"check": "gpu-check (CPU twin: plumbing only)" if args.cpu_twin else "gpu-check",
+                    "started": time.strftime("%Y-%m-%d %H:%M:%S"), "steps": {}}
 
     def finish(rc: int) -> int:
         args.out.write_text(json.dumps(report, indent=2, default=str))
@@ -138,7 +143,7 @@ def main() -> int:
               "as wheels: docs/gpu.md)", file=sys.stderr)
         return finish(2)
     report["machine"] = device_info()
-    if not report["machine"]["cuda_available"]:
+    if not report["machine"]["cuda_available"] and not args.cpu_twin:
         print("gpu-check: torch sees no CUDA GPU: nothing to check here (make test covers the CPU)", file=sys.stderr)
         return finish(2)
     deadline = START + BUDGET_S
@@ -154,10 +159,12 @@ def main() -> int:
     results = args.out.parent / "gpu_check_junit.xml"
     steps["tests"] = step("tests", [sys.executable, "-m", "pytest", "-q", "-n", "8", "--dist", "loadfile",
                                     "-p", "no:cacheprovider", f"--junitxml={results}", *selection, "tests"],
-                          deadline, {"TRITON_INTERPRET": "0"})
+                          deadline, {} if args.cpu_twin else {"TRITON_INTERPRET": "0"})
     steps["tests"]["counts"] = junit_counts(results)
     bench = {}
-    for name, extra in (("gpu_kernels", []), ("gpu_epoch", ["--repeats", "20"])):
+    twin = ["--device", "cpu", "--small"] if args.cpu_twin else []
+    kernels = [*twin, "--ks", "16", "--reps", "1"] if twin else []  # the Triton interpreter is slow
+    for name, extra in (("gpu_kernels", kernels), ("gpu_epoch", ["--repeats", "2" if twin else "20", *twin])):
         out = args.out.parent / f"{name}.json"
         steps[name] = step(name, [sys.executable, f"benchmarks/{name}.py", "--out", str(out), *extra], deadline)
         bench[name] = json.loads(out.read_text()) if out.exists() and steps[name]["rc"] == 0 else None
