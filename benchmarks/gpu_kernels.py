@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 import warnings
@@ -36,7 +35,7 @@ import scipy.sparse as sp
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import GRAPHS, RESULTS, machine  # noqa: E402
+from common import GRAPHS, RESULTS, machine, median_time  # noqa: E402
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
 warnings.filterwarnings("ignore", message="Sparse invariant checks")
@@ -100,17 +99,7 @@ def timer(device: torch.device, reps: int, warmup: int):
         t = cuda_timer(warmup=warmup, reps=reps)
         return lambda fn: t(fn) * 1e3
 
-    def wall(fn):
-        for _ in range(warmup):
-            fn()
-        times = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-        return statistics.median(times) * 1e3
-
-    return wall
+    return lambda fn: median_time(fn, reps, warmup) * 1e3
 
 
 def candidates(a, at_torch, a_torch, B, G) -> dict[str, dict]:
