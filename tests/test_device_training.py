@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.distributed as dist
 from cli import train, train_here
+from devices import CUDA
 from graphs import random_graph
 from test_equivalence import HIDDEN, LAYERS, assert_matches_pyg
 
@@ -18,8 +19,7 @@ from netsparse_torch.nn import DistGraph
 from netsparse_torch.run.device import device_kind
 from netsparse_torch.run.launch import launch
 
-CUDA = torch.cuda.is_available()
-needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
+needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU (or NETSPARSE_TEST_DEVICE=cpu)")
 DEVICES = ["cpu", pytest.param("cuda", marks=needs_cuda)]
 
 
@@ -49,7 +49,7 @@ def test_ranks_sharing_a_gpu_print_one_line(tmp_path, monkeypatch):
                for line in proc.stdout.splitlines()), proc.stdout
 
 
-@pytest.mark.skipif(CUDA, reason="checks the refusal on a machine without a GPU")
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without a GPU")
 def test_device_cuda_without_a_gpu_is_one_line_before_any_rank(tmp_path):
     proc, _ = train(tmp_path, "device=cuda", "epochs=1", timeout=120)
     assert proc.returncode == 2, proc.stderr

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
+from devices import requires_cuda
 from graphs import edge_index, random_graph
 from test_equivalence import original_order
 from torch_geometric.nn import GATConv
@@ -78,7 +79,7 @@ def test_gat_matches_pyg(world_size, tmp_path):
     assert_all_match(results, graph, weight, world_size)
 
 
-CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
+CUDA = requires_cuda
 
 
 @pytest.mark.parametrize("world_size", [1, 2])
