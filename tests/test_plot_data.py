@@ -5,15 +5,22 @@ netsparse-simulate (speedup, ablation and active-nodes plots) and netsparse-comp
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
+from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
-from cli import train_here  # noqa: E402
+from cli import ROOT, train_here  # noqa: E402
+from conftest import DATA  # noqa: E402
+from hydra import compose, initialize_config_dir  # noqa: E402
 
+from netsparse_torch import simulate  # noqa: E402
 from netsparse_torch.report import curves  # noqa: E402
+
+KARATE = DATA / "mtx_small" / "karate.mtx"
 
 
 def _lines(ax) -> dict[str, tuple[list, list]]:
@@ -66,3 +73,63 @@ def test_curves_without_evaluations_show_the_final_one(trained):
     drawn = _drawn_curves(report)[2]
     last = report["epochs"][-1]["epoch"]
     assert drawn["test_acc"] == ([last], [report["final"]["test_acc"]])
+
+
+# -- netsparse-simulate ------------------------------------------------------------------------------
+@pytest.fixture
+def drawn(monkeypatch) -> dict:
+    """``{file name: (fig, axes)}`` of every figure the code under test saves: ``figure`` is wrapped so the
+    test gets the very Figure that was written (its artists outlive ``plt.close``)."""
+    from netsparse_torch.report import compare, plots
+
+    figures: dict = {}
+    real = plots.figure
+
+    @contextmanager
+    def recording(path, **kwargs):
+        with real(path, **kwargs) as (fig, axes):
+            figures[Path(path).name] = (fig, axes)
+            yield fig, axes
+
+    for module in (simulate, compare):
+        monkeypatch.setattr(module, "figure", recording)
+    return figures
+
+
+def _bars(ax) -> tuple[list[str], list[float]]:
+    """Tick labels and bar heights of a single-series bar chart."""
+    (container,) = ax.containers
+    return [t.get_text() for t in ax.get_xticklabels()], [p.get_height() for p in container]
+
+
+def _sim_cfg(*overrides: str):
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        return compose(config_name="simulate", overrides=list(overrides))
+
+
+def test_simulate_figures_show_the_report(tmp_path, drawn):
+    report = simulate.run(_sim_cfg(f"matrix={KARATE}", "nodes=4", "rack_size=2", "ablation=true",
+                                   "strategies=[two_face]"), tmp_path)
+    saved = json.loads((tmp_path / "report.json").read_text())
+    assert set(drawn) == {"speedup.png", "ablation.png", "active_nodes.png"}
+    assert all((tmp_path / name).read_bytes().startswith(b"\x89PNG") for name in drawn)
+    # speedup: one bar per strategy, SUOpt's time over its time; NetSparse's is the report's speedup
+    labels, heights = _bars(drawn["speedup.png"][1])
+    st = saved["strategies"]
+    assert labels == ["SUOpt", "SAOpt", "NetSparse", "Two-Face"]
+    keys = ["su_opt", "sa_opt", "netsparse", "two_face"]
+    assert heights == pytest.approx([st["su_opt"]["comm_time_s"] / st[k]["comm_time_s"] for k in keys])
+    sp = saved["speedup"]
+    assert heights[1:3] == pytest.approx([sp["sa_opt_vs_su_opt"], sp["netsparse_vs_su_opt"]])
+    # ablation: one bar per Table 8 stage, its speedup
+    labels, heights = _bars(drawn["ablation.png"][1])
+    assert labels == [a["stage"] for a in saved["ablation"]] == list(simulate.STAGES)
+    assert heights == pytest.approx([a["speedup_vs_su_opt"] for a in saved["ablation"]])
+    # active nodes: the step line is the report's (time in us, count)
+    (line,) = drawn["active_nodes.png"][1].get_lines()
+    assert list(line.get_xdata()) == pytest.approx([t * 1e6 for t in saved["active_nodes"]["t_s"]])
+    assert list(line.get_ydata()) == saved["active_nodes"]["count"]
+    assert max(saved["active_nodes"]["count"]) == 4  # every node starts active: a series, not an empty one
+    # the plain data the figures are drawn from is the same
+    series = simulate.figure_series(report)
+    assert series["ablation.png"]["speedup vs SUOpt"][1] == pytest.approx(heights)
