@@ -133,3 +133,87 @@ def test_simulate_figures_show_the_report(tmp_path, drawn):
     # the plain data the figures are drawn from is the same
     series = simulate.figure_series(report)
     assert series["ablation.png"]["speedup vs SUOpt"][1] == pytest.approx(heights)
+
+
+# -- netsparse-compare -------------------------------------------------------------------------------
+def _visible_ticks(ax) -> list:
+    return [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+
+
+def _check_layout(fig, axes) -> None:
+    """Every group label and the legend lie inside the figure, off every panel and off each other."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()  # plt.close took the pyplot canvas; the layout stays
+    panels = [ax.get_window_extent(renderer) for ax in axes]
+    labels = [t.get_window_extent(renderer) for ax in axes for t in _visible_ticks(ax)]
+    legends = [ax.get_legend().get_window_extent(renderer) for ax in axes if ax.get_legend()]
+    assert labels and legends
+    for box in labels + legends:
+        assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and fig.bbox.y0 <= box.y0 and box.y1 <= fig.bbox.y1
+        assert not any(box.overlaps(p) for p in panels)
+    assert not any(a.overlaps(b) for i, a in enumerate(labels) for b in labels[i + 1:])
+
+
+def _check_bars(axes, groups: list[str], panels: dict) -> None:
+    """The drawn bars are the series: one container per bar label, one height per group."""
+    for ax, (ylabel, values) in zip(axes, panels.items(), strict=True):
+        assert ax.get_ylabel() == ylabel
+        drawn = {c.get_label(): [p.get_height() for p in c] for c in ax.containers}
+        assert list(drawn) == list(values)
+        for bar, heights in values.items():
+            assert drawn[bar] == pytest.approx(heights), (ylabel, bar)
+    assert [t.get_text() for t in _visible_ticks(axes[-1])] == groups
+
+
+def test_compare_plot_of_mixed_training_runs(trained, tmp_path, drawn):
+    from netsparse_torch.report import compare
+
+    first, out = trained  # strategy sa, 1 rank, 5 epochs evaluated every epoch
+    second, _ = train_here(tmp_path / "su", "strategy=su", "world_size=2", "epochs=2")
+    png = tmp_path / "runs.png"
+    assert compare.main([str(out / "report.json"), str(tmp_path / "su" / "report.json"), "--plot", str(png)]) == 0
+    fig, axes = drawn["runs.png"]
+    groups, panels = compare.plot_series("train", compare.table("train", compare.find_reports(
+        [out / "report.json", tmp_path / "su" / "report.json"])))
+    assert len(groups) == 2 and all("world_size=" in g and "\n" in g for g in groups)  # mixed: several keys
+    # each run is its own group; its strategy's bar holds its report's numbers, the other bar nothing
+    for g, report in zip(groups, (first, second), strict=True):
+        assert f"world_size={report['world_size']}" in g.split("\n")
+        i = groups.index(g)
+        ms, mb = panels["median epoch time (ms, measured)"], panels["feature MB per epoch (measured)"]
+        assert ms[report["strategy"]][i] == pytest.approx(report["epoch_time_s"]["median"] * 1e3)
+        assert mb[report["strategy"]][i] == pytest.approx(report["comm"]["feature_bytes_per_epoch"] * 1e-6)
+        other = "su" if report["strategy"] == "sa" else "sa"
+        assert ms[other][i] == 0.0
+    _check_bars(axes, groups, panels)
+    _check_layout(fig, axes)
+    assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def test_compare_plot_of_simulations_differing_in_many_keys(tmp_path, drawn):
+    from netsparse_torch.report import compare
+
+    runs = [("4", "rows", "1", "leafspine", "500"), ("8", "nnz", "16", "leafspine", "250"),
+            ("4", "nnz", "16", "hyperx", "500"), ("8", "rows", "1", "hyperx", "250")]
+    reports = []
+    for i, (nodes, part, k, topo, delay) in enumerate(runs):
+        reports.append(simulate.run(_sim_cfg(f"matrix={KARATE}", f"nodes={nodes}", "rack_size=2", f"partition={part}",
+                                             f"k={k}", f"topology={topo}", f"nic_delay_cycles={delay}", "plots=false"),
+                                    tmp_path / f"r{i}"))
+    png = tmp_path / "sims.png"
+    assert compare.main([str(tmp_path), "--plot", str(png)]) == 0
+    fig, axes = drawn["sims.png"]
+    groups, panels = compare.plot_series("simulate", compare.table("simulate", compare.find_reports([tmp_path])))
+    assert all(g.count("\n") == 4 for g in groups)  # nodes, topology, K, partition, nic_delay_cycles
+    times = panels["comm time (us, modeled)"]
+    for report in reports:
+        c = report["cluster"]
+        (i,) = [j for j, g in enumerate(groups) if f"nodes={c['nodes']}\ntopology={c['topology']}\nK={report['k']}\n"
+                f"partition={report['partition']}" in g]
+        for bar, key in (("suopt", "su_opt"), ("saopt", "sa_opt"), ("netsparse", "netsparse")):
+            assert times[bar][i] == pytest.approx(report["strategies"][key]["comm_time_s"] * 1e6)
+        assert panels["tail node MB (modeled)"]["netsparse"][i] == \
+            pytest.approx(report["strategies"]["netsparse"]["tail"]["wire_bytes"] * 1e-6)
+    _check_bars(axes, groups, panels)
+    _check_layout(fig, axes)
