@@ -123,3 +123,13 @@ def test_a_real_matrix_has_no_analog_label(cli_run):
     stdout, report, _ = cli_run
     (heading,) = [line for line in stdout.splitlines() if line.startswith("###")]
     assert "label" not in report["matrix"] and heading.startswith("### karate: 34 x 34, 156 nnz on 4 nodes")
+
+
+def test_write_json_writes_and_returns_each_file_once(tmp_path):
+    from netsparse_torch.report import write_json
+
+    p = tmp_path / "report.json"
+    other = tmp_path / "sweep" / "a.json"
+    same = tmp_path / "sweep" / ".." / "report.json"  # the run directory's report, spelled another way
+    assert write_json({"x": 1}, p, None, str(p), other, same) == [p, other]
+    assert json.loads(other.read_text()) == json.loads(p.read_text()) == {"x": 1}
