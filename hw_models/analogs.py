@@ -146,6 +146,15 @@ def display_name(m: PaperMatrix, scale: float) -> str:
     return f"paper-{m.name}" + ("" if scale == 1 else f"@{scale:g}")
 
 
+def label(spec: str) -> str:
+    """What ``paper:<name>[@scale]`` is, for a reader without the paper: e.g. ``synthetic analog of
+    arabic-2005 at scale 0.05 (calibrated to Tables 1, 4, 6)``. The report's ``matrix.label`` and the
+    simulator summary carry it, so no number of an analog is mistaken for one of the real matrix."""
+    m, scale = parse(spec)
+    at = "" if scale == 1 else f" at scale {scale:g}"
+    return f"synthetic analog of {m.full_name}{at} (calibrated to Tables 1, 4, 6)"
+
+
 def generate(m: PaperMatrix | str, scale: float = 1.0, seed: int = 0, params: dict | None = None) -> Pattern:
     """The analog of ``m`` at ``scale`` as a Pattern (``params`` overrides generator parameters). ``m``
     may be a spec ``[paper:]<name>[@scale]``; a scale in the spec wins over ``scale``."""

@@ -104,6 +104,8 @@ def run(cfg: DictConfig, out_dir: Path | None = None) -> dict:
                      snic_sw_options=_container(cfg.get("snic_sw")) or {})
     report = {"kind": "simulate", **report}
     report["matrix"]["name"] = name
+    if str(cfg.matrix).startswith("paper:"):  # a name like paper-arabic reads as the real matrix: say what it is
+        report["matrix"]["label"] = analogs.label(str(cfg.matrix))
     if cfg.get("strong_scaling"):
         report["strong_scaling"] = strong_scaling_block(a, params, cfg)
     report["wall_clock_s"] = time.perf_counter() - t0
@@ -192,42 +194,114 @@ def _fmt(x, unit: str = "") -> str:
     return f"{x:.4g}{unit}"
 
 
+def _known(x) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+def faster(ratio, a: str, b: str) -> str:
+    """``ratio`` = time of ``b`` / time of ``a`` in words with its direction: ``"NetSparse is 12.3x faster
+    than SUOpt"`` or ``"SAOpt is 28.35x slower than SUOpt"`` (the JSON's speedups are such ratios, and a
+    bare 0.03528 makes the reader guess which way it goes)."""
+    if not _known(ratio) or ratio <= 0 or math.isinf(ratio):
+        return "n/a"
+    if _fmt(ratio) == "1":
+        return f"{a} takes as long as {b}"
+    return f"{a} is {_fmt(ratio)}x faster than {b}" if ratio > 1 else f"{a} is {_fmt(1 / ratio)}x slower than {b}"
+
+
+def more(ratio, a: str, b: str, verb: str, noun: str) -> str:
+    """``ratio`` = amount of ``a`` / amount of ``b`` in words, the larger side first: ``"SUOpt moves 776x
+    more bytes than NetSparse"``."""
+    if not _known(ratio) or ratio <= 0 or math.isinf(ratio):
+        return "n/a"
+    if _fmt(ratio) == "1":
+        return f"{a} {verb} as many {noun} as {b}"
+    return f"{a} {verb} {_fmt(ratio)}x more {noun} than {b}" if ratio > 1 else \
+        f"{b} {verb} {_fmt(1 / ratio)}x more {noun} than {a}"
+
+
+def matrix_label(report: dict) -> str:
+    """The matrix's name, and what it is when the name alone misleads (a ``paper:`` analog)."""
+    m = report["matrix"]
+    return f"{m.get('name', 'matrix')}, a {m['label']}" if m.get("label") else m.get("name", "matrix")
+
+
 def summary_lines(report: dict) -> list[str]:
-    """A Markdown summary: workload, the three strategies, speedups (all modeled)."""
-    m, c, r, st = report["matrix"], report["cluster"], report["redundancy"], report["strategies"]
-    ns = st.get("netsparse", {})
-    lines = [
-        f"### {m.get('name', 'matrix')}: {m['rows']:,} x {m['cols']:,}, {m['nnz']:,} nnz on {c['nodes']} nodes "
-        f"({c['topology']}, rack {c['rack_size']}), {report['kernel']} K={report['k']}, "
+    """A Markdown summary in plain words (all modeled), the paper's table or section in brackets: the
+    workload, each strategy's time, NetSparse at its tail node, the speed ratios with their direction,
+    and the ablation when the run made one."""
+    m, c, k = report["matrix"], report["cluster"], report["k"]
+    return [
+        f"### {matrix_label(report)}: {m['rows']:,} x {m['cols']:,}, {m['nnz']:,} nnz on {c['nodes']} nodes "
+        f"({c['topology']}, {c['rack_size']} nodes per rack), {report['kernel']} with K={k} values per row, "
         f"partition={report['partition']}",
         "",
-        "All numbers are modeled (hw_models), none measured.",
+        "All numbers are modeled (hw_models), none measured. The tail node is the node that finishes last.",
         "",
-        *md.table(["quantity", "value"], [
-            ("useful / SA PRs / SU transfers", f"{r['useful_transfers']:,} / {r['sa_prs']:,} / {r['su_transfers']:,}"),
-            ("SU, SA redundant per useful (Table 1)",
-             f"{_fmt(r['su_redundant_per_useful'])}, {_fmt(r['sa_redundant_per_useful'])}"),
-            ("dest locality of 64 PRs (Table 4)", _fmt(report["dest_locality_64"])),
-            ("SA header fraction (Table 3)", _fmt(100 * report["header_fraction_sa"], " %")),
-            ("SUOpt comm time", _fmt(st["su_opt"]["comm_time_s"] * 1e6, " us")),
-            ("SAOpt comm time, goodput",
-             f"{_fmt(st['sa_opt']['comm_time_s'] * 1e6, ' us')}, {_fmt(100 * st['sa_opt']['goodput'], ' %')}"),
-            (f"SAOpt PRs ({st['sa_opt']['cores']} ranks per node, filtered per rank)",
-             f"{st['sa_opt']['prs']:,} (per-node filtering: {st['sa_opt']['prs_per_node_filtering']:,})"),
-            *[(f"{label} comm time", _time_or_status(st[key])) for label, key in SEED_ROWS if key in st],
-            (f"NetSparse comm time{' (flits on inter-rack links)' if ns.get('link_layer') else ''}",
-             _time_or_status(ns)),
-            *_link_layer_rows(ns.get("link_layer")),
-            *_table7_rows(ns),
-            ("speedup SAOpt vs SUOpt", _fmt(report["speedup"]["sa_opt_vs_su_opt"])),
-            ("speedup NetSparse vs SUOpt, vs SAOpt",
-             f"{_fmt(report['speedup']['netsparse_vs_su_opt'])}, {_fmt(report['speedup']['netsparse_vs_sa_opt'])}"),
-        ]),
+        *md.table(["quantity", "value"], [*_workload_rows(report), *_time_rows(report), *_speed_rows(report)]),
         "",
-        "Speedups are time ratios: above 1x faster, below 1x means slower.",
+        "Speedups in the JSON report are time ratios (baseline time / this time): above 1x faster, "
+        "below 1x means slower.",
+        *_ablation_lines(report),
         *_skipped_lines(report),
     ]
-    return lines
+
+
+def _workload_rows(report: dict) -> list[tuple[str, str]]:
+    """The workload statistics of NetSparse §3 and the SAOpt rank layout."""
+    r, sa, nodes = report["redundancy"], report["strategies"]["sa_opt"], report["cluster"]["nodes"]
+    cores = sa["cores"]  # = hw.software.cores of this run (hw_models.analysis.workload), not a constant
+    return [
+        # Table 1's SA reads every remote nonzero (no filtering); SAOpt below filters per rank.
+        ("remote row reads: useful (distinct per node) / SA (one per remote nonzero) / SU (all-gather) [Table 1]",
+         f"{r['useful_transfers']:,} / {r['sa_prs']:,} / {r['su_transfers']:,}"),
+        ("redundant reads per useful one, SU and SA [Table 1]",
+         f"{_fmt(r['su_redundant_per_useful'])}, {_fmt(r['sa_redundant_per_useful'])}"),
+        ("distinct destination nodes in 64 consecutive read requests [Table 4]",
+         _fmt(report["dest_locality_64"]) if _known(report["dest_locality_64"]) else "n/a (no node has 64)"),
+        ("share of SAOpt's bytes that are headers [Table 3]", _fmt(100 * report["header_fraction_sa"], " %")),
+        ("SAOpt ranks (one per core, hw.software.cores) [§8.1]",
+         f"{cores} per node x {nodes} nodes = {cores * nodes:,}"),
+        ("SAOpt read requests (each rank filters only its own repeats) [§9.1]",
+         f"{sa['prs']:,} ({sa['prs_per_node_filtering']:,} if each node filtered once)"),
+    ]
+
+
+def _time_rows(report: dict) -> list[tuple[str, str]]:
+    """Each strategy's communication time, the flit layer and NetSparse at the tail node."""
+    st = report["strategies"]
+    ns = st.get("netsparse", {})
+    return [
+        ("SUOpt comm time", _fmt(st["su_opt"]["comm_time_s"] * 1e6, " us")),
+        ("SAOpt comm time, goodput",
+         f"{_fmt(st['sa_opt']['comm_time_s'] * 1e6, ' us')}, {_fmt(100 * st['sa_opt']['goodput'], ' %')} "
+         "of the line rate"),
+        *[(f"{label} comm time", _time_or_status(st[key])) for label, key in SEED_ROWS if key in st],
+        (f"NetSparse comm time{' (flits on inter-rack links)' if ns.get('link_layer') else ''}",
+         _time_or_status(ns)),
+        *_link_layer_rows(ns.get("link_layer")),
+        *_table7_rows(ns),
+    ]
+
+
+def _speed_rows(report: dict) -> list[tuple[str, str]]:
+    sp = report["speedup"]
+    return [("speed, SAOpt vs SUOpt", faster(sp["sa_opt_vs_su_opt"], "SAOpt", "SUOpt")),
+            ("speed, NetSparse vs SUOpt", faster(sp.get("netsparse_vs_su_opt"), "NetSparse", "SUOpt")),
+            ("speed, NetSparse vs SAOpt", faster(sp.get("netsparse_vs_sa_opt"), "NetSparse", "SAOpt"))]
+
+
+def _ablation_lines(report: dict) -> list[str]:
+    """The Table 8 ablation (``ablation=true``): one row per stage, each adding one mechanism."""
+    if not report["ablation"]:
+        return []
+    rows = [(f"+{a['stage']}" if i else a["stage"], faster(a["speedup_vs_su_opt"], "NetSparse", "SUOpt"),
+             more(a["traffic_reduction_vs_su"], "SUOpt", "NetSparse", "moves", "bytes"),
+             _fmt(100 * a["goodput"], " %") if _known(a["goodput"]) else "n/a")
+            for i, a in enumerate(report["ablation"])]
+    return ["", "Ablation [Table 8]: NetSparse with its mechanisms switched on one after another (each row adds "
+            "one to the rows above):", "",
+            *md.table(["mechanisms", "speed", "traffic, all nodes", "goodput at the tail node"], rows)]
 
 
 def _skipped_lines(report: dict) -> list[str]:
@@ -239,20 +313,23 @@ def _skipped_lines(report: dict) -> list[str]:
     missing = [s for s in EXTRA_STRATEGIES if s not in report["strategies"]]
     if missing:
         lines.append(f"Skipped: the modeled alternatives {', '.join(missing)}; add strategies=[{','.join(missing)}].")
-    return lines
+    return ([""] if report["ablation"] and lines else []) + lines  # a blank line after the ablation table
 
 
 def _table7_rows(ns: dict) -> list[tuple[str, str]]:
-    """NetSparse's PRs and its Table 7 statistics at the tail node (none without the simulator)."""
+    """NetSparse's read requests and its statistics at the tail node (NetSparse Table 7's Gput, Trfc and
+    #PR columns; none without the simulator)."""
     if "tail" not in ns:
         return []
     t = ns["tail"]
     prs = (ns.get("simulator") or {}).get("read_prs")
-    gput = _fmt(100 * t["goodput"], " %") if t.get("goodput") is not None else "n/a"
-    return [("NetSparse PRs", f"{prs:,}" if prs is not None else "n/a"),
-            ("NetSparse tail (Table 7): Gput, Trfc vs SU, #PR vs SA",
-             f"{gput}, {_fmt(t.get('traffic_reduction_vs_su_opt'), 'x')}, "
-             f"{_fmt(t.get('pr_reduction_vs_sa_opt'), 'x')}")]
+    return [("NetSparse read requests", f"{prs:,}" if prs is not None else "n/a"),
+            ("goodput at the tail node, NetSparse [Table 7]",
+             _fmt(100 * t["goodput"], " % of the line rate") if _known(t.get("goodput")) else "n/a"),
+            ("traffic into the tail node [Table 7]",
+             more(t.get("traffic_reduction_vs_su_opt"), "SUOpt", "NetSparse", "moves", "bytes")),
+            ("read requests at the tail node [Table 7]",
+             more(t.get("pr_reduction_vs_sa_opt"), "SAOpt", "NetSparse", "sends", "read requests"))]
 
 
 SEED_ROWS = (("Two-Face", "two_face"), ("SmartNIC software (snic_sw)", "snic_sw"),
@@ -274,36 +351,68 @@ def _time_or_status(block: dict) -> str:
     return _fmt(block["comm_time_s"] * 1e6, " us") if "comm_time_s" in block else str(block.get("status", "n/a"))
 
 
-def save_figures(report: dict, out_dir: Path) -> list[Path]:
-    """Speedup bars, the ablation and active nodes over time (those the report has data for); speedups
-    carry a 1x line (below it: slower than SUOpt), times are in microseconds."""
-    out = [out_dir / "speedup.png"]
-    su = report["strategies"]["su_opt"]["comm_time_s"]
-    speed = {label: su / report["strategies"][key]["comm_time_s"] for label, key in _SPEEDUP_BARS
-             if "comm_time_s" in report["strategies"].get(key, {}) and report["strategies"][key]["comm_time_s"]}
-    with figure(out[-1], figsize=(1.2 + 0.8 * len(speed), 3)) as (_, ax):
-        ax.bar(list(speed), list(speed.values()), color=[f"C{i}" for i in range(len(speed))])
-        one_x(ax)
-        if max(speed.values()) / min(speed.values()) > 20:  # SAOpt is often 30x slower than SUOpt
-            ax.set_yscale("log")
-        ax.set_ylabel("speedup vs SUOpt (modeled)")
-        ax.tick_params(axis="x", labelrotation=20, labelsize=7)
-        ax.set_title(f"{report['matrix'].get('name', '')} K={report['k']}", fontsize=9)
+# -- figures ----------------------------------------------------------------------------------------
+Series = dict[str, tuple[list, list]]
+"""``{label: (xs, ys)}``: what one figure draws, as plain data (tests compare it with the report)."""
+
+
+def figure_series(report: dict) -> dict[str, Series]:
+    """The data of each figure the report has data for, by file name: ``speedup.png`` (speedup vs SUOpt
+    per strategy), ``ablation.png`` (per Table 8 stage; ``nan``, no bar, where a stage has none) and
+    ``active_nodes.png`` (active nodes over time, us)."""
+    st = report["strategies"]
+    su = st["su_opt"]["comm_time_s"]
+    bars = [(label, su / st[key]["comm_time_s"]) for label, key in _SPEEDUP_BARS
+            if st.get(key, {}).get("comm_time_s")]
+    out = {"speedup.png": {"speedup vs SUOpt": ([b[0] for b in bars], [b[1] for b in bars])}}
     if report["ablation"]:
-        out.append(out_dir / "ablation.png")
-        with figure(out[-1], figsize=(5, 3)) as (_, ax):
-            ax.bar([a["stage"] for a in report["ablation"]], [a["speedup_vs_su_opt"] or 0 for a in report["ablation"]])
-            one_x(ax)
-            ax.set_ylabel("speedup vs SUOpt (modeled)")
-            ax.set_xlabel("mechanisms added cumulatively (Table 8)")
+        ab = report["ablation"]
+        out["ablation.png"] = {"speedup vs SUOpt": (
+            [a["stage"] for a in ab],
+            [a["speedup_vs_su_opt"] if _known(a["speedup_vs_su_opt"]) else math.nan for a in ab])}
     if report["active_nodes"]:
-        out.append(out_dir / "active_nodes.png")
-        with figure(out[-1], figsize=(5, 3)) as (_, ax):
-            ax.step([t * 1e6 for t in report["active_nodes"]["t_s"]], report["active_nodes"]["count"], where="post")
-            ax.set_xlabel("time (us, modeled)")
-            ax.set_ylabel("active nodes")
-            ax.set_ylim(bottom=0)
+        an = report["active_nodes"]
+        out["active_nodes.png"] = {"active nodes": ([t * 1e6 for t in an["t_s"]], list(an["count"]))}
     return out
+
+
+def save_figures(report: dict, out_dir: Path) -> list[Path]:
+    """Draw :func:`figure_series` beside the report: speedups carry a 1x line (below it: slower than
+    SUOpt), times are in microseconds."""
+    draw = {"speedup.png": _draw_speedup, "ablation.png": _draw_ablation, "active_nodes.png": _draw_active}
+    out = []
+    for name, series in figure_series(report).items():
+        out.append(out_dir / name)
+        (xs, ys), = series.values()
+        size = (1.2 + 0.8 * len(xs), 3) if name == "speedup.png" else (5, 3)
+        with figure(out[-1], figsize=size) as (_, ax):
+            draw[name](ax, xs, ys, report)
+    return out
+
+
+def _draw_speedup(ax, labels: list, speed: list, report: dict) -> None:
+    ax.bar(labels, speed, color=[f"C{i}" for i in range(len(speed))])
+    one_x(ax)
+    if max(speed) / min(speed) > 20:  # SAOpt is often 30x slower than SUOpt
+        ax.set_yscale("log")
+    ax.set_ylabel("speedup vs SUOpt (modeled)")
+    ax.tick_params(axis="x", labelrotation=20, labelsize=7)
+    ax.set_title(f"{report['matrix'].get('name', '')} K={report['k']}", fontsize=9)
+
+
+def _draw_ablation(ax, stages: list, speed: list, report: dict) -> None:
+    ax.bar(stages, speed)
+    one_x(ax)
+    ax.set_ylabel("speedup vs SUOpt (modeled)")
+    ax.set_xlabel("mechanisms added cumulatively (Table 8)")
+    ax.tick_params(axis="x", labelsize=7)
+
+
+def _draw_active(ax, t_us: list, count: list, report: dict) -> None:
+    ax.step(t_us, count, where="post")
+    ax.set_xlabel("time (us, modeled)")
+    ax.set_ylabel("active nodes")
+    ax.set_ylim(bottom=0)
 
 
 _SPEEDUP_BARS = (("SUOpt", "su_opt"), ("SAOpt", "sa_opt"), ("NetSparse", "netsparse"), ("Two-Face", "two_face"),

@@ -214,11 +214,12 @@ def write_json(rows: list[dict], path: Path) -> None:
 
 
 # -- the plot ---------------------------------------------------------------------------------------
-def plot(kind: str, rows: list[dict], out: Path) -> Path:
-    """Grouped bars: training runs as one group per world size (and any other identity or swept key
-    that varies), one bar per strategy, for the median epoch time and the feature bytes per epoch;
-    simulation reports as one group per matrix (and variant), one bar per modeled strategy, for the
-    communication time and the tail node's bytes."""
+Panels = dict[str, dict[str, list[float]]]
+"""``{y label: {bar: [value per group]}}``: what :func:`plot` draws, as plain data."""
+
+
+def _plot_spec(kind: str, rows: list[dict]) -> tuple[list[str], list[str], list[tuple], Callable]:
+    """Group keys, bars, panels ``(column, y label, scale)`` and ``value(row, bar, column)`` of a kind."""
     if kind == "train":
         group_keys = [k for k in rows[0] if k not in ("strategy", "run") and k not in dict(RESULT_COLUMNS["train"])
                       and len({str(r[k]) for r in rows}) > 1]
@@ -228,33 +229,61 @@ def plot(kind: str, rows: list[dict], out: Path) -> Path:
 
         def value(row: dict, bar: str, column: str):
             return row[column] if str(row["strategy"]) == bar else None
-    else:
-        group_keys = [k for k in rows[0] if k not in ("run",) and k not in dict(RESULT_COLUMNS["simulate"])
-                      and len({str(r[k]) for r in rows}) > 1] or ["matrix"]
-        names = [n for n in ("suopt", "saopt", "netsparse", "two_face", "snic_sw", "switch_aggregate")
-                 if f"{n}_us" in rows[0]]
-        bars = names
-        panels = [("us", "comm time (us, modeled)", 1.0), ("bytes", "tail node MB (modeled)", 1e-6)]
+        return group_keys, bars, panels, value
+    group_keys = [k for k in rows[0] if k not in ("run",) and k not in dict(RESULT_COLUMNS["simulate"])
+                  and len({str(r[k]) for r in rows}) > 1] or ["matrix"]
+    bars = [n for n in ("suopt", "saopt", "netsparse", "two_face", "snic_sw", "switch_aggregate")
+            if f"{n}_us" in rows[0]]
+    panels = [("us", "comm time (us, modeled)", 1.0), ("bytes", "tail node MB (modeled)", 1e-6)]
 
-        def value(row: dict, bar: str, column: str):
-            key = f"{bar}_us" if column == "us" else {"suopt": "suopt_tail_bytes", "saopt": "saopt_tail_bytes",
-                                                      "netsparse": "netsparse_tail_wire_bytes"}.get(bar, "")
-            return row.get(key)
-    groups = list(dict.fromkeys(", ".join(f"{k}={r[k]}" for k in group_keys) or "all" for r in rows))
+    def value(row: dict, bar: str, column: str):
+        key = f"{bar}_us" if column == "us" else {"suopt": "suopt_tail_bytes", "saopt": "saopt_tail_bytes",
+                                                  "netsparse": "netsparse_tail_wire_bytes"}.get(bar, "")
+        return row.get(key)
+    return group_keys, bars, panels, value
+
+
+def plot_series(kind: str, rows: list[dict]) -> tuple[list[str], Panels]:
+    """The groups (``key=value`` lines of the keys that vary, or ``all``) and, per panel and bar, the
+    value of each group: the mean over the group's rows (repeated runs), 0 where the bar has none."""
+    group_keys, bars, panels, value = _plot_spec(kind, rows)
+
+    def group(r: dict) -> str:
+        return "\n".join(f"{k}={r[k]}" for k in group_keys) or "all"  # one key per line: labels stay narrow
+    groups = list(dict.fromkeys(group(r) for r in rows))
+    out: Panels = {}
+    for column, label, scale in panels:
+        out[label] = {}
+        for bar in bars:
+            ys = []
+            for g in groups:
+                vals = [v for r in rows if group(r) == g and (v := value(r, bar, column)) is not None]
+                ys.append(sum(vals) / len(vals) * scale if vals else 0.0)
+            out[label][bar] = ys
+    return groups, out
+
+
+def plot(kind: str, rows: list[dict], out: Path) -> Path:
+    """Grouped bars: training runs as one group per world size (and any other identity or swept key
+    that varies), one bar per strategy, for the median epoch time and the feature bytes per epoch;
+    simulation reports as one group per matrix (and variant), one bar per modeled strategy, for the
+    communication time and the tail node's bytes. The two panels are stacked and share the group labels
+    (one ``key=value`` per line, horizontal), the figure widens with the groups and the legend sits right
+    of the axes: labels of runs that differ in many keys never cover each other or a panel."""
+    groups, panels = plot_series(kind, rows)
+    bars = list(next(iter(panels.values())))
+    widest = max(len(line) for g in groups for line in g.split("\n"))
+    group_in = max(0.35 * len(bars), 0.075 * widest) + 0.3  # bars or the label text, whichever is wider
+    lines = max(g.count("\n") + 1 for g in groups)
+    size = (max(6.0, group_in * len(groups) + 2.5), 5.0 + 0.16 * lines)
     width = 0.8 / max(1, len(bars))
-    with figure(out, ncols=2, figsize=(max(7.0, 1.2 * len(groups) * max(1, len(bars)) / 2 + 3), 3.4)) as (_, axes):
-        for ax, (column, label, scale) in zip(axes, panels, strict=True):
+    with figure(out, nrows=2, sharex=True, figsize=size, layout="constrained") as (_, axes):
+        for ax, (label, values) in zip(axes, panels.items(), strict=True):
             for j, bar in enumerate(bars):
-                ys = []
-                for g in groups:
-                    vals = [value(r, bar, column) for r in rows
-                            if (", ".join(f"{k}={r[k]}" for k in group_keys) or "all") == g]
-                    vals = [v for v in vals if v is not None]
-                    ys.append(sum(vals) / len(vals) * scale if vals else 0.0)  # repeated runs: their mean
-                ax.bar([i - 0.4 + j * width for i in range(len(groups))], ys, width, align="edge", label=bar)
-            ax.set_xticks(range(len(groups)), groups, rotation=20, ha="right", fontsize=7)
-            ax.set_ylabel(label)
-        legend_outside(axes[1], fontsize=7)
+                ax.bar([i - 0.4 + j * width for i in range(len(groups))], values[bar], width, align="edge", label=bar)
+            ax.set_ylabel(label, fontsize=8)
+        axes[1].set_xticks(range(len(groups)), groups, fontsize=7)
+        legend_outside(axes[0], fontsize=7)
     return out
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 @contextmanager
 def figure(path: Path, *, dpi: int = 120, layout_rect: tuple | None = None, **subplots) -> Iterator[tuple]:
     """``with figure(path, figsize=(5, 3)) as (fig, ax):`` draws on ``plt.subplots(**subplots)``; on
-    leaving, the layout is tightened (within ``layout_rect``, room left for a figure legend), the figure
+    leaving, the layout is tightened (within ``layout_rect``, room left for a figure legend; unless
+    ``subplots`` names a ``layout`` engine, e.g. ``layout="constrained"``), the figure
     is written to ``path`` at ``dpi`` and closed. On an error it is closed and nothing is written."""
     import matplotlib
 
@@ -24,7 +25,8 @@ def figure(path: Path, *, dpi: int = 120, layout_rect: tuple | None = None, **su
     fig, axes = plt.subplots(**subplots)
     try:
         yield fig, axes
-        fig.tight_layout(**({"rect": layout_rect} if layout_rect else {}))
+        if "layout" not in subplots:  # a figure that chose its layout engine (e.g. constrained) keeps it
+            fig.tight_layout(**({"rect": layout_rect} if layout_rect else {}))
         fig.savefig(path, dpi=dpi)
     finally:
         plt.close(fig)

@@ -97,11 +97,12 @@ def strict(value):
 
 
 def write_json(report: dict, *paths: Path | str | None) -> list[Path]:
-    """Write ``report`` as strict JSON (:func:`strict`; no ``NaN``/``Infinity`` tokens) to each path."""
+    """Write ``report`` as strict JSON (:func:`strict`; no ``NaN``/``Infinity`` tokens) to each path; the
+    paths written, each once (``report_path`` may name the run directory's own ``report.json``)."""
     text = json.dumps(strict(report), indent=2, allow_nan=False, default=float)
     written = []
     for p in paths:
-        if p is None:
+        if p is None or Path(p).resolve() in {w.resolve() for w in written}:
             continue
         p = Path(p)
         p.parent.mkdir(parents=True, exist_ok=True)
