@@ -4,9 +4,18 @@ a forgotten gradient sync or differently initialised ranks are one ConfigError; 
 and examples/pyg_port.py run as written."""
 
 
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import DATA, ROOT
 from graphs import edge_index, random_graph
 from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.data import Data
@@ -14,7 +23,7 @@ from torch_geometric.nn import GCNConv
 
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.nn import DistGCNConv, DistGraph
-from netsparse_torch.run.launch import launch
+from netsparse_torch.run.launch import free_port, launch
 
 HIDDEN, STEPS = 8, 3
 
@@ -181,3 +190,57 @@ def test_bad_input_is_one_error():
                  val_mask=data.val_mask, test_mask=torch.zeros(41, dtype=torch.bool))
     with pytest.raises(ConfigError, match="split 'test' has no nodes on any rank"):
         DistGraph(empty).accuracy(torch.zeros(41, 3), "test")
+
+
+# -- scripts as written: examples/pyg_port.py against examples/pyg_gcn.py, and README's loop ---------
+
+SCRIPT_TIMEOUT_S = 240
+
+
+@pytest.fixture(scope="module")
+def planetoid_root(tmp_path_factory) -> Path:
+    """A Planetoid root holding Cora's raw files (PyG writes its processed files beside them)."""
+    root = tmp_path_factory.mktemp("planetoid")
+    shutil.copytree(DATA / "planetoid" / "Cora" / "raw", root / "Cora" / "raw")
+    return root
+
+
+def run_ranks(script: Path, world_size: int, env: dict[str, str]) -> str:
+    """``script`` at ``world_size`` ranks with the environment torchrun gives its workers (``env://``:
+    RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, LOCAL_RANK), without torchrun's agent: every rank is a
+    child of this test, killed (its whole session) at the deadline. Returns rank 0's output."""
+    port = free_port()
+    base = dict(os.environ, **env, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+                PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1",
+                MASTER_PORT=str(port))
+    procs = [subprocess.Popen([sys.executable, str(script)], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                              env=dict(base, RANK=str(r), LOCAL_RANK=str(r))) for r in range(world_size)]
+    try:
+        outs = [p.communicate(timeout=SCRIPT_TIMEOUT_S)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    for r, (p, out) in enumerate(zip(procs, outs, strict=True)):
+        assert p.returncode == 0, f"{script.name} rank {r} exited {p.returncode}:\n{out[-3000:]}"
+    return outs[0]
+
+
+def losses_and_accuracies(out: str) -> tuple[list[float], dict[str, float]]:
+    losses = [float(v) for v in re.findall(r"^epoch \d+ loss (\S+)$", out, re.M)]
+    accs = {s: float(v) for s, v in re.findall(r"^(\w+) accuracy (\S+)$", out, re.M)}
+    return losses, accs
+
+
+def test_the_port_trains_what_the_pyg_script_trains(planetoid_root):
+    env = {"PLANETOID_ROOT": str(planetoid_root), "EPOCHS": "15", "DROPOUT": "0"}
+    pyg = subprocess.run([sys.executable, str(ROOT / "examples" / "pyg_gcn.py")], cwd=ROOT, capture_output=True,
+                         text=True, timeout=SCRIPT_TIMEOUT_S, env=dict(os.environ, **env, OMP_NUM_THREADS="1"))
+    assert pyg.returncode == 0, pyg.stderr[-3000:]
+    ref_losses, ref_acc = losses_and_accuracies(pyg.stdout)
+    losses, acc = losses_and_accuracies(run_ranks(ROOT / "examples" / "pyg_port.py", 2, env))
+    assert len(ref_losses) == len(losses) == 15 and set(acc) == set(ref_acc) == {"train", "val", "test"}
+    assert losses == pytest.approx(ref_losses, abs=1e-5)  # printed with 6 decimals
+    assert acc == pytest.approx(ref_acc, abs=2e-3)  # 4 decimals; one node of 1000 is 1e-3
