@@ -4,6 +4,7 @@ a forgotten gradient sync or differently initialised ranks are one ConfigError; 
 and examples/pyg_port.py run as written."""
 
 
+import difflib
 import os
 import re
 import shutil
@@ -261,3 +262,20 @@ def test_the_readme_loop_runs_as_written(planetoid_root, tmp_path):
     # Cora's GCN: about 0.8 after 200 epochs (0.81 with netsparse-train); a loop with per-rank weights
     # or a mis-scaled loss lands far lower or at nan.
     assert float(found.group(1)) < 0.5 and float(found.group(2)) > 0.75, found.group(0)
+
+
+def port_diff() -> str:
+    """examples/pyg_gcn.py -> examples/pyg_port.py from ``import os`` on (the docstrings differ anyway)."""
+    def body(name):
+        lines = (ROOT / "examples" / name).read_text().splitlines()
+        return lines[lines.index("import os"):]
+
+    return "\n".join(difflib.unified_diff(body("pyg_gcn.py"), body("pyg_port.py"),
+                                     "examples/pyg_gcn.py", "examples/pyg_port.py",
+                                     lineterm="", n=3)) + "\n"
+
+
+def test_docs_show_the_current_diff():
+    doc = (ROOT / "docs" / "porting.md").read_text()
+    block = re.search(r"```diff\n(.*?)```", doc, re.S).group(1)
+    assert block == port_diff(), "docs/porting.md's diff is stale: regenerate it with tests/test_porting.py:port_diff"
