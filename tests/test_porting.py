@@ -123,6 +123,10 @@ def test_one_process_without_a_process_group():
     got = distributed_run(0, 1, data, ddp=False)
     torch.testing.assert_close(got["params"], ref["params"], atol=1e-5, rtol=0)
     assert got["acc"] == pytest.approx(ref["acc"], abs=1e-9)
+    # A forgotten sync is harmless in one process but not at 2 ranks: it is refused at every world size,
+    # so that a one-process try of the script already finds it.
+    with pytest.raises(ConfigError, match=r"call dg\.sync_gradients\(model\) after loss\.backward\(\)"):
+        _loop(DistGraph(data), _model(data), sync=False)
 
 
 def _error(step) -> str | None:
