@@ -49,9 +49,9 @@ class DistGraph:
     ``data`` is a whole :class:`~netsparse_torch.graph.Graph` or a PyG ``Data`` (``x``, ``y``,
     ``edge_index``, masks; converted by :func:`~netsparse_torch.graph.from_pyg`), cut by ``partition``
     (``rows``, ``nnz``, ``metis`` or a precomputed :class:`~netsparse_torch.partition.Partitioning`); a
-    partitioned dataset
-    (:class:`~netsparse_torch.partition.PartitionedDataset` or its directory: only this rank's shard is
-    read, and its own partition is used), or this rank's :class:`~netsparse_torch.partition.Shard`.
+    partitioned dataset (:class:`~netsparse_torch.partition.PartitionedDataset` or its directory: only
+    this rank's shard is read, and its own partition is used); or this rank's
+    :class:`~netsparse_torch.partition.Shard`.
     Every rank of ``group`` (None: the default process group; ``rank`` and ``world_size`` are this
     rank's in it, by default those of the process group, or 0 and 1 without one) builds it together
     (the plan exchanges request ids), and its strategy runs on it.
