@@ -161,7 +161,16 @@ def mistakes(rank, world_size, data) -> dict:
                 model.conv2.bias[0] += 1e-6
         DistGraph(data).check_in_sync(model)
 
+    def partial_gradients():
+        dg, m = DistGraph(data), torch.nn.ParameterDict({k: torch.nn.Parameter(torch.zeros(2)) for k in "abc"})
+        m["a"].grad = torch.full((2,), rank + 1.0)  # every rank: summed
+        if rank == 0:
+            m["b"].grad = torch.ones(2)  # rank 0 only: rank 1 adds zeros
+        dg.sync_gradients(m)  # "c": no rank has a gradient, it keeps none
+        return m["a"].grad.tolist(), m["b"].grad.tolist(), m["c"].grad
+
     return {
+        "partial gradients": partial_gradients(),
         "forgot sync": _error(lambda: _loop(DistGraph(data), _model(data), sync=False)),
         "DDP, forgot sync": _error(lambda: _loop(DistGraph(data), _model(data, ddp=True), sync=False)),
         "seed per rank": _error(lambda: _loop(DistGraph(data), _model(data, seed=rank))),
@@ -174,6 +183,7 @@ def mistakes(rank, world_size, data) -> dict:
 
 def test_a_forgotten_sync_is_one_error_and_a_correct_loop_none():
     got = launch(mistakes, 2, (skewed_data(),))
+    assert got["partial gradients"] == ([3.0, 3.0], [1.0, 1.0], None)
     hint = "call dg.sync_gradients(model) after loss.backward()"
     assert hint in got["forgot sync"] and "never summed over ranks" in got["forgot sync"]
     assert hint in got["DDP, forgot sync"]

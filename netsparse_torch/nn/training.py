@@ -136,33 +136,39 @@ def sync_gradients(dg: DistGraph, model: torch.nn.Module) -> None:
     """Make every rank's gradients the full-graph gradient: their sum over ranks (with :func:`split_loss`,
     the one-process gradient). A :class:`~torch.nn.parallel.DistributedDataParallel` model was already
     averaged by DDP during the backward: its gradients are multiplied by the world size instead (no
-    second all-reduce). Parameters without a gradient on every rank keep none, as in one process."""
+    second all-reduce). A parameter that no rank has a gradient for keeps none, as in one process."""
     dg._backward_unsynced = False
     if dg.world_size == 1:
         return
     if isinstance(model, DistributedDataParallel):
         _undo_ddp_average(dg, model)
         return
-    params = [p for p in model.parameters() if p.requires_grad]
-    has = all_reduce(dg, torch.tensor([p.grad is not None for p in params], dtype=torch.float64,
-                                      device=dg.device), op=dist.ReduceOp.MAX)
-    for p, h in zip(params, has.tolist(), strict=True):
-        if h and p.grad is None:  # a rank whose loss did not reach p adds zeros to the sum
-            p.grad = torch.zeros_like(p)
-    _sum_flat(dg, [p.grad for p, h in zip(params, has.tolist(), strict=True) if h])
+    by_dtype: dict[torch.dtype, list[torch.nn.Parameter]] = {}
+    for p in model.parameters():
+        if p.requires_grad:
+            by_dtype.setdefault(p.dtype, []).append(p)
+    for params in by_dtype.values():
+        _sum_flat(dg, params)
 
 
-def _sum_flat(dg: DistGraph, grads: list[torch.Tensor]) -> None:
-    """Sum ``grads`` over ranks, one flat all-reduce per dtype (one collective instead of one per tensor)."""
-    by_dtype: dict[torch.dtype, list[torch.Tensor]] = {}
-    for g in grads:
-        by_dtype.setdefault(g.dtype, []).append(g)
-    for group in by_dtype.values():
-        flat = all_reduce(dg, torch.cat([g.reshape(-1) for g in group]))
-        offset = 0
-        for g in group:
-            g.copy_(flat[offset: offset + g.numel()].view_as(g))
-            offset += g.numel()
+def _sum_flat(dg: DistGraph, params: list[torch.nn.Parameter]) -> None:
+    """Sum the gradients of ``params`` (one dtype) over ranks in one flat all-reduce. A flag per parameter
+    rides along: a gradient that no rank has stays ``None`` (the optimizer skips it, as in one process),
+    and a rank whose loss did not reach a parameter that others' did adds zeros."""
+    flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params]
+                     + [torch.tensor([p.grad is not None for p in params], dtype=params[0].dtype,
+                                     device=params[0].device)])
+    all_reduce(dg, flat)
+    has = flat[-len(params):].tolist()
+    offset = 0
+    for p, h in zip(params, has, strict=True):
+        if h:
+            summed = flat[offset: offset + p.numel()].view_as(p)
+            if p.grad is None:
+                p.grad = summed.clone()
+            else:
+                p.grad.copy_(summed)
+        offset += p.numel()
 
 
 def _undo_ddp_average(dg: DistGraph, model: DistributedDataParallel) -> None:
