@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -10,8 +11,10 @@ import torch.distributed as dist
 
 from netsparse_torch.comm import Strategy, make_strategy
 from netsparse_torch.errors import ConfigError
+from netsparse_torch.graph import Graph, from_pyg
 from netsparse_torch.kernels import CSR
-from netsparse_torch.partition import Partitioning, Shard, rank_shard
+from netsparse_torch.nn import training
+from netsparse_torch.partition import PartitionedDataset, Partitioning, Shard, rank_shard
 from netsparse_torch.partition.source import Source
 from netsparse_torch.plan import build_plan
 from netsparse_torch.plan.bounds import owner_of
@@ -29,26 +32,49 @@ class AttentionPattern:
     col_ids: torch.Tensor
 
 
+def _as_source(data) -> Source:
+    """``data`` as one of the inputs :func:`~netsparse_torch.partition.rank_shard` reads: a PyG ``Data``
+    (anything with an ``edge_index``) becomes a :class:`Graph`; anything else unknown is one error."""
+    if isinstance(data, (Graph, PartitionedDataset, Shard, str, Path)):
+        return data
+    if getattr(data, "edge_index", None) is not None:
+        return from_pyg(data)
+    raise ConfigError(f"DistGraph takes a PyG Data, a netsparse_torch.graph.Graph, a partitioned dataset "
+                      f"(its directory or PartitionedDataset) or a Shard; got {type(data).__name__}")
+
+
 class DistGraph:
     """What the distributed layers take in place of PyG's ``edge_index``.
 
-    ``data`` is a whole :class:`~netsparse_torch.graph.Graph` (cut by ``partition``: ``rows``, ``nnz``,
-    ``metis`` or a precomputed :class:`~netsparse_torch.partition.Partitioning`), a partitioned dataset
-    (:class:`~netsparse_torch.partition.PartitionedDataset` or its directory: only this rank's shard is
-    read, and its own partition is used), or this rank's :class:`~netsparse_torch.partition.Shard`.
+    ``data`` is a whole :class:`~netsparse_torch.graph.Graph` or a PyG ``Data`` (``x``, ``y``,
+    ``edge_index``, masks; converted by :func:`~netsparse_torch.graph.from_pyg`), cut by ``partition``
+    (``rows``, ``nnz``, ``metis`` or a precomputed :class:`~netsparse_torch.partition.Partitioning`); a
+    partitioned dataset (:class:`~netsparse_torch.partition.PartitionedDataset` or its directory: only
+    this rank's shard is read, and its own partition is used); or this rank's
+    :class:`~netsparse_torch.partition.Shard`.
     Every rank of ``group`` (None: the default process group; ``rank`` and ``world_size`` are this
-    rank's in it) builds it together (the plan exchanges request ids), and its strategy runs on it.
+    rank's in it, by default those of the process group, or 0 and 1 without one) builds it together
+    (the plan exchanges request ids), and its strategy runs on it.
     ``propagate(x_local, norm)`` is the distributed SpMM ``Â[rows] x X``: the strategy gathers the
     remote rows, the C++ kernel aggregates.
 
     Rows are numbered in the partition's order (``metis`` renumbers nodes so that each rank's rows are
     the contiguous block ``rows``); ``node_ids`` are their original ids.
+
+    The training loop's distributed steps are methods (:mod:`netsparse_torch.nn.training`):
+    :meth:`loss` (this rank's share of the global mean), :meth:`sync_gradients` (sum over ranks, also
+    under DDP), :meth:`accuracy` and :meth:`total` (over every rank), and :meth:`check_in_sync`.
+    ``check_steps``: how many first calls of :meth:`loss` compare a checksum of the parameters across
+    ranks (0 turns off this check and the one for a backward left unsynchronised).
     """
 
-    def __init__(self, data: Source, rank: int, world_size: int, partition: str | Partitioning = "rows",
-                 strategy: str = "sa", strategy_options: dict | None = None, verify: bool = True,
-                 group=None, device: torch.device | str | None = None):
-        self.shard: Shard = rank_shard(data, rank, world_size, partition, verify, group)
+    def __init__(self, data: Source, rank: int | None = None, world_size: int | None = None,
+                 partition: str | Partitioning = "rows", strategy: str = "sa", strategy_options: dict | None = None,
+                 verify: bool = True, group=None, device: torch.device | str | None = None, check_steps: int = 3):
+        initialized = dist.is_available() and dist.is_initialized()
+        rank = (dist.get_rank(group) if initialized else 0) if rank is None else rank
+        world_size = (dist.get_world_size(group) if initialized else 1) if world_size is None else world_size
+        self.shard: Shard = rank_shard(_as_source(data), rank, world_size, partition, verify, group)
         #: Where the graph's tensors live: features, labels, masks, adjacencies and the plan's index
         #: tensors (``None``: CPU). A model trained on it moves there with ``.to(graph.device)``.
         self.device = torch.device(device) if device is not None else torch.device("cpu")
@@ -63,6 +89,44 @@ class DistGraph:
         self._adjacency: dict[str, CSR] = {}
         self._attention: dict[tuple[str, int], AttentionPattern] = {}
         self._node_data: dict[str, torch.Tensor] = {}
+        # State of the training helpers (netsparse_torch/nn/training.py).
+        self.check_steps = int(check_steps)
+        self._split_sizes: dict[str, int] = {}
+        self._loss_calls = 0
+        self._backward_unsynced = False
+
+    # -- the training loop's distributed steps (netsparse_torch/nn/training.py) ---------------------
+    def loss(self, out: torch.Tensor, split: str = "train") -> torch.Tensor:
+        """This rank's share of the cross-entropy averaged over every rank's ``split`` nodes; summed over
+        ranks (:meth:`total`) it is the one-process loss, and after :meth:`sync_gradients` so is the
+        gradient. Its first ``check_steps`` calls check that every rank holds the same parameters."""
+        return training.split_loss(self, out, split)
+
+    def sync_gradients(self, model: torch.nn.Module) -> None:
+        """Sum ``model``'s gradients over ranks (a DDP model's average is multiplied back to the sum):
+        call it after ``loss.backward()``, before ``optimizer.step()``, with or without DDP."""
+        training.sync_gradients(self, model)
+
+    def accuracy(self, out: torch.Tensor, split: str = "test") -> float:
+        """Accuracy over every rank's ``split`` nodes, the same float on every rank."""
+        return training.accuracy(self, out, split)
+
+    def total(self, value) -> float:
+        """The sum over ranks of a scalar, e.g. :meth:`loss`: the whole graph's loss, on every rank."""
+        return training.total(self, value)
+
+    def split_size(self, split: str) -> int:
+        """The number of ``split`` nodes on every rank together."""
+        return training.split_size(self, split)
+
+    def check_in_sync(self, model) -> None:
+        """Raise a ConfigError on every rank when ``model``'s parameters (or the iterable of tensors
+        given) differ between ranks. Every rank calls it together."""
+        training.check_in_sync(self, model)
+
+    def _backward_seen(self, grad: torch.Tensor) -> None:
+        """Hook on each :meth:`loss`: its backward ran, so gradients now wait for :meth:`sync_gradients`."""
+        self._backward_unsynced = True
 
     def _on_device(self, name: str, host: torch.Tensor) -> torch.Tensor:
         """``host`` (a shard tensor) on the graph's device, copied once."""
