@@ -28,9 +28,14 @@ $(STAMP): pyproject.toml requirements.txt
 
 # Incremental rebuild of the extension when a C++ source changes (ninja keeps objects in build/); the same
 # step regenerates the gRPC stubs from switch.proto (setup.py), so an edited .proto is picked up here.
+# Quiet: the compiler's command lines go to build/build.log (VERBOSE=1 shows them); a failed build prints
+# the log's last lines.
 $(EXT): $(STAMP) $(SOURCES)
 	@mkdir -p build
-	flock build/.lock env MAX_JOBS=$(JOBS) $(PY) setup.py -q build_ext --inplace
+	@echo "building the C++ extension (MAX_JOBS=$(JOBS); log: build/build.log)"
+	@if [ -n "$(VERBOSE)" ]; then flock build/.lock env MAX_JOBS=$(JOBS) $(PY) setup.py -q build_ext --inplace; \
+	else flock build/.lock env MAX_JOBS=$(JOBS) $(PY) setup.py -q build_ext --inplace > build/build.log 2>&1 \
+	  || { tail -n 40 build/build.log; echo "the C++ build failed: the whole log is build/build.log"; exit 1; }; fi
 	@touch $@
 
 demo: install

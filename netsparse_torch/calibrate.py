@@ -224,6 +224,21 @@ def default_out() -> Path:
     return Path("outputs") / "calibrate" / datetime.now().strftime("%Y-%m-%d/%H-%M-%S") / "twoface_profile.json"
 
 
+#: A fit whose relative RMS error exceeds this describes the machine too loosely to drive the stripe
+#: classification (our assumption: Two-Face reports its fits without an error bound).
+FIT_WARN = 0.20
+
+
+def fit_warning(errors: dict[str, float]) -> str | None:
+    """One line naming the coefficient pairs whose fit error exceeds :data:`FIT_WARN` (None when all fit)."""
+    bad = {k: v for k, v in errors.items() if v > FIT_WARN}
+    if not bad:
+        return None
+    worst = ", ".join(f"{k} {v:.0%}" for k, v in bad.items())
+    return (f"netsparse-calibrate: warning: fit error above {FIT_WARN:.0%} ({worst}): the machine was probably "
+            "busy or the samples too short; rerun on a quiet machine or with --repeats 10 before using this profile")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=None,
@@ -246,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, value in coeffs.to_dict().items():
         print(f"  {name:8s} = {value:.3e}   (Two-Face Table 3: {getattr(Coefficients(), name):.3e})")
     print("  fit error (relative RMS): " + ", ".join(f"{k} {v:.1%}" for k, v in errors.items()))
+    warning = fit_warning(errors)
+    if warning:
+        print(warning, file=sys.stderr)
     print(f"  overlap  = {overlap}   (sync alone {probe['sync_s'] * 1e3:.2f} ms, async alone "
           f"{probe['async_s'] * 1e3:.2f} ms, both together {probe['both_s'] * 1e3:.2f} ms: "
           f"{probe['serial_fraction']:.0%} of the shorter one not hidden)")

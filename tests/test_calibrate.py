@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from netsparse_torch.calibrate import ASYNC_GRID, COMP_GRID, SYNC_GRID, calibrate_cpu, fit, overlap_of
+from netsparse_torch.calibrate import ASYNC_GRID, COMP_GRID, SYNC_GRID, calibrate_cpu, fit, fit_warning, overlap_of
 from netsparse_torch.plan.twoface import Coefficients
 from netsparse_torch.plan.twoface.cost import CostModel
 
@@ -73,3 +73,10 @@ def test_calibrate_cpu_times_the_project_kernel(monkeypatch):
     m = calibrate_cpu(a, k=8, repeats=3)
     assert len(calls) == 4  # one warm-up and three timed runs
     assert m.nnz_k_per_s > 0 and "kernels.spmm" in m.source and f"nnz={a.nnz}" in m.source
+
+
+def test_a_loose_fit_is_one_warning_line():
+    """Above 20 % relative RMS error the profile is named as suspect (issue 28: a 45-56 % fit passed silently)."""
+    assert fit_warning({"sync": 0.05, "async": 0.19, "comp": 0.2}) is None
+    line = fit_warning({"sync": 0.45, "async": 0.10, "comp": 0.56})
+    assert "sync 45%" in line and "comp 56%" in line and "async" not in line and "\n" not in line
