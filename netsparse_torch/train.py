@@ -15,7 +15,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from netsparse_torch.config_check import check_group_overrides, check_values, config_dir
+from netsparse_torch.config_check import check_group_overrides, check_override_keys, check_values, config_dir
 from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.report.metrics import check_logger
 from netsparse_torch.run.torchrun import under_torchrun
@@ -38,8 +38,9 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    try:  # a wrong config group choice is one line here, not Hydra's multi-line composition error
+    try:  # a wrong group choice or key is one line here, not Hydra's multi-line error (or silence)
         check_group_overrides(sys.argv[1:], config_dir())
+        check_override_keys(sys.argv[1:], config_dir())
     except ConfigError as exc:
         print(f"netsparse-train: error: {exc}", file=sys.stderr)
         sys.exit(2)
