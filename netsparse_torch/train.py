@@ -70,7 +70,8 @@ def first_error(line: str, timeout_s: float = STORE_TIMEOUT_S) -> bool:
         store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
                               timeout=datetime.timedelta(seconds=timeout_s))
         key = f"netsparse/first_error/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
-        return store.compare_set(key, "", line) == line.encode()
+        mine = f"rank {os.environ['RANK']}: {line}"  # ranks often fail with the same line: tell them apart
+        return store.compare_set(key, "", mine) == mine.encode()
     except Exception:  # noqa: BLE001 (no store, no agreement: this rank speaks for itself)
         return True
 
