@@ -69,28 +69,36 @@ def run(cfg: DictConfig) -> dict | None:
     if epoch_log is not None:
         epoch_log.unlink(missing_ok=True)  # an earlier run's, in a reused run directory
     args = (data, cfg, partitioning, str(out_dir) if out_dir else None, str(log) if log else None)
+    written: list[tuple[Path, int]] = []  # the full report, once it is on disk
     try:
         with switch_service(cfg) as switches:  # fabric=switch: start (or configure) the switches; always stopped
             result = launch(TRAIN_RANK, int(cfg.world_size), args, timeout_s=float(cfg.timeout_s))
             switch_report = switches.report() if switches is not None and result is not None else None
+        if result is None:
+            return None
+        report = build_train_report(cfg, data, result, time.perf_counter() - t0)
+        if switch_report is not None:
+            report["switches"] = switch_report  # measured counters of every switch, [{name, role, counters}]
+        add_modeled(report, cfg, data)  # cluster=<target>: modeled epoch on virtual nodes (not measured)
+        paths = write_json(report, cfg.get("report_path"), out_dir / "report.json" if out_dir else None)
+        written += [(paths[-1], len(report["epochs"]))] if paths else []
+        show_report(report, paths, log)
     except Interrupted as stop:  # every rank and switch is stopped: report the epochs they completed
-        stop.report = write_stopped_report(cfg, data, stop, epoch_log, out_dir, time.perf_counter() - t0)
+        stop.report = written[0] if written else \
+            write_stopped_report(cfg, data, stop, epoch_log, out_dir, time.perf_counter() - t0)
         raise
-    if result is None:
-        return None
-    report = build_train_report(cfg, data, result, time.perf_counter() - t0)
-    if switch_report is not None:
-        report["switches"] = switch_report  # measured counters of every switch, [{name, role, counters}]
-    add_modeled(report, cfg, data)  # cluster=<target>: modeled epoch on virtual nodes (not measured)
-    paths = write_json(report, cfg.get("report_path"), out_dir / "report.json" if out_dir else None)
     if epoch_log is not None:
-        epoch_log.unlink(missing_ok=True)  # the report holds every epoch now
+        epoch_log.unlink(missing_ok=True)  # the report holds every epoch
+    return report
+
+
+def show_report(report: dict, paths: list[Path], log: Path | None) -> None:
+    """The curves next to the report, and the summary on the console and in the log file."""
     curves = save_curves(report, paths[-1].parent) if paths else None
     for line in summary_lines(report) + modeled_lines(report.get("modeled")):
         echo(line, log)
     for p in [*paths, curves] if curves else paths:
         echo(f"  written      {p}", log)
-    return report
 
 
 def write_stopped_report(cfg: DictConfig, data, stop: Interrupted, epoch_log: Path | None, out_dir: Path | None,
