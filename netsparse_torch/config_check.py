@@ -47,15 +47,7 @@ def group_choices(config_dir: str | Path, group: str) -> list[str]:
 def check_group_overrides(overrides: list[str], config_dir: str | Path) -> None:
     """Every ``group=choice`` on the command line (each value of a sweep ``group=a,b``) names a YAML
     of ``configs/<group>/``. Other overrides are left to Hydra and :func:`check_values`."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-
-    try:
-        # Only key=value overrides: Hydra's own flags (-m, --cfg job, -cn NAME, ...) are left to Hydra.
-        parsed = OverridesParser.create().parse_overrides([o for o in overrides if "=" in o and not o.startswith("-")])
-    except HydraException as exc:
-        raise ConfigError(f"cannot parse the command line: {str(exc).splitlines()[0]}") from None
-    for o in parsed:
+    for o in _parse(overrides):
         if o.key_or_group not in GROUPS or o.is_delete() or o.package is not None:
             continue
         values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
