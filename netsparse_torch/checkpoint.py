@@ -112,3 +112,58 @@ def load(folder: Path, rank: int, world_size: int, cfg) -> dict:
     state = torch.load(path, map_location="cpu", weights_only=False)  # load_state_dict moves it to the run's device
     check_same_run(state.get("run", {}), cfg, folder)
     return state
+
+
+# -- the epoch log: what a stopped run still reports ---------------------------------------------------
+#: Rank 0's completed epochs in the run directory, one JSON line each, written as each epoch ends. A
+#: stop signal ends the ranks mid-epoch, with no chance to gather a report; the launcher then reads this
+#: file back (:func:`read_epoch_log`) and reports every completed epoch, checkpoints or not.
+EPOCH_LOG = "epochs.jsonl"
+
+
+class EpochLog:
+    """Appends ``{"epoch": {...}}`` and ``{"evaluation": {...}}`` lines to ``path`` (nothing when
+    ``path`` is None: ranks other than 0, or a run without a run directory). Each line is flushed, so a
+    rank killed by SIGTERM leaves every completed epoch on disk; no fsync, since the process, not the
+    machine, is what stops."""
+
+    def __init__(self, path: str | Path | None, epochs: list[dict] = (), evaluations: list[dict] = ()):
+        self._file = open(path, "w") if path is not None else None  # noqa: SIM115 (closed by close())
+        for e in epochs:  # a resumed run: the checkpoint's epochs first
+            self.epoch(e)
+        for e in evaluations:
+            self.evaluation(e)
+
+    def _write(self, record: dict) -> None:
+        if self._file is not None:
+            self._file.write(json.dumps(record, default=float) + "\n")
+            self._file.flush()
+
+    def epoch(self, record: dict) -> None:
+        self._write({"epoch": record})
+
+    def evaluation(self, entry: dict) -> None:
+        self._write({"evaluation": entry})
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def read_epoch_log(path: Path) -> tuple[list[dict], list[dict]]:
+    """The epochs and the evaluations of an :class:`EpochLog` (none when there is no file). A line cut
+    short by the stop is dropped."""
+    epochs, evaluations = [], []
+    if not path.is_file():
+        return epochs, evaluations
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:  # the last line, being written when the rank was stopped
+            continue
+        if "epoch" in record:
+            epochs.append(record["epoch"])
+        elif "evaluation" in record:
+            evaluations.append(record["evaluation"])
+    return epochs, evaluations

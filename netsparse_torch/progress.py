@@ -11,7 +11,9 @@ file reads line by line and never interleaves a bar with the text.
         progress.update(epoch + 1, f"loss {loss:.4f}", loss=f"{loss:.4f}")
     progress.close()
 
-Everything goes to stdout, so the bar and the lines never land on different streams.
+Everything goes to stdout, so the bar and the lines never land on different streams. With ``log``
+(Hydra's ``<job>.log`` of the run), the plain lines also go to that file, bar or not: the log of a run
+reads like its console (:func:`echo` does the same for one line).
 """
 
 from __future__ import annotations
@@ -47,11 +49,13 @@ class Progress:
     false (e.g. on ranks other than 0). ``initial`` steps are already done (a resumed run)."""
 
     def __init__(self, total: int, desc: str, every: int = DEFAULT_EVERY, enabled: bool = True,
-                 initial: int = 0, stream: TextIO | None = None, bar: bool | None = None):
+                 initial: int = 0, stream: TextIO | None = None, bar: bool | None = None,
+                 log: str | os.PathLike | None = None):
         if every < 1:
             raise ValueError(f"log_every must be >= 1, got {every}")
         self.total, self.desc, self.every, self.enabled = int(total), desc, int(every), enabled
         self.stream = stream or sys.stdout
+        self.log = log
         self.bar = None
         if enabled and (is_terminal(self.stream) if bar is None else bar):
             from tqdm import tqdm
@@ -62,20 +66,34 @@ class Progress:
                             dynamic_ncols=sized, ncols=None if sized else 100, nrows=None if sized else 24)
         self._done = int(initial)
 
-    def update(self, done: int, line: str = "", **postfix) -> None:
+    def update(self, done: int, line: str = "", last: bool = False, **postfix) -> None:
         """``done`` steps of ``total`` are finished; ``line`` describes the last one (plain mode),
-        ``postfix`` are the values the bar shows."""
+        ``postfix`` are the values the bar shows. ``last``: the loop ends here before ``total`` (an
+        early stop), so this step gets its line too."""
         if not self.enabled:
             return
+        due = last or done % self.every == 0 or done == self.total
+        width = len(str(self.total))
+        text = f"{self.desc} {done:{width}d}/{self.total}" + (f"  {line}" if line else "")
         if self.bar is not None:
             self.bar.update(done - self._done)
             if postfix:
                 self.bar.set_postfix(postfix, refresh=True)
-        elif done % self.every == 0 or done == self.total:
-            width = len(str(self.total))
-            print(f"{self.desc} {done:{width}d}/{self.total}" + (f"  {line}" if line else ""),
-                  file=self.stream, flush=True)
+        elif due:
+            print(text, file=self.stream, flush=True)
+        if due:
+            append_line(self.log, text)
         self._done = done
+
+    def note(self, text: str) -> None:
+        """A line of its own (e.g. "resumed from epoch 4/10"), above a bar that keeps running."""
+        if not self.enabled:
+            return
+        if self.bar is not None:
+            self.bar.write(text, file=self.stream)
+        else:
+            print(text, file=self.stream, flush=True)
+        append_line(self.log, text)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -87,6 +105,34 @@ class Progress:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def append_line(path: str | os.PathLike | None, text: str) -> None:
+    """Append ``text`` as a line to the log file ``path`` (nothing for None). Opened per line: a
+    rank's lines and the launcher's land in order in a file that Hydra's logging also appends to."""
+    if path is not None:
+        with open(path, "a") as f:
+            f.write(text + "\n")
+
+
+def echo(text: str, log: str | os.PathLike | None = None, stream: TextIO | None = None) -> None:
+    """Print ``text`` (stdout unless ``stream``) and append it to the log file ``log``."""
+    print(text, file=stream or sys.stdout)
+    append_line(log, text)
+
+
+def hydra_log_file():
+    """The log file of Hydra's job logging in this run (``<run dir>/<job name>.log``), when Hydra
+    configured one and there is a run (else None)."""
+    from pathlib import Path
+
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return None
+    hc = HydraConfig.get()
+    path = Path(hc.runtime.output_dir) / f"{hc.job.name}.log"
+    return path if path.is_file() else None
 
 
 def iterate(items: Sequence[T] | Iterable[T], desc: str, every: int = 1, min_items: int = 2) -> Iterator[T]:

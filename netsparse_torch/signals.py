@@ -1,7 +1,8 @@
 """Stopping a run on SIGTERM or SIGINT (what schedulers, ``docker stop``, ``kill`` and a terminal's Ctrl-C
 send): the launcher turns the signal into :class:`Interrupted`, which unwinds through
 :func:`~netsparse_torch.run.launch.launch` (it stops every rank) and the switch service (it stops the
-switches); the CLI then prints one line and exits ``128 + signal``.
+switches); the training job then writes the report of the epochs that completed, and the CLI prints
+one line and exits ``128 + signal``.
 
 Ranks ignore SIGINT (a terminal's Ctrl-C reaches the whole foreground process group; the launcher stops
 the ranks itself) and die by SIGTERM's default action, which prints nothing.
@@ -27,6 +28,8 @@ class Interrupted(BaseException):
 
     def __init__(self, signum: int):
         self.signum = signum
+        #: Set on the way out by the training job: (path, N) of the report of the N completed epochs.
+        self.report: tuple | None = None
         super().__init__(signal.Signals(signum).name)
 
     @property

@@ -15,15 +15,21 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from netsparse_torch.config_check import check_group_overrides, check_values, config_dir
+from netsparse_torch.config_check import check_group_overrides, check_override_keys, check_values, config_dir
 from netsparse_torch.errors import ConfigError, NetsparseError
+from netsparse_torch.progress import append_line, hydra_log_file
 from netsparse_torch.report.metrics import check_logger
 from netsparse_torch.run.torchrun import under_torchrun
 from netsparse_torch.signals import Interrupted, stop_on_signals
 
+#: Hydra's log file of this run (``<run dir>/train.log``) once Hydra made it: the CLI's own lines too.
+_log = None
+
 
 @hydra.main(config_path=config_dir(), config_name="train", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> None:
+    global _log
+    _log = hydra_log_file()
     if under_torchrun():
         cfg.world_size = int(os.environ["WORLD_SIZE"])
     try:
@@ -33,31 +39,73 @@ def _hydra_main(cfg: DictConfig) -> None:
 
         run(cfg)
     except NetsparseError as exc:
-        print(f"netsparse-train: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        fail(exc)
+
+
+def fail(exc: NetsparseError) -> None:
+    """One line and exit 2. Under torchrun, one line for the whole job: the first rank to fail says
+    why, the others (the same error, or lost contact with that rank) exit quietly."""
+    line = f"netsparse-train: error: {exc}"
+    if not under_torchrun() or first_error(line):
+        print(line, file=sys.stderr)
+        append_line(_log, line)
+    sys.exit(2)
+
+
+#: Seconds a failing torchrun rank waits for the job's store before it prints its error anyway.
+STORE_TIMEOUT_S = 10.0
+
+
+def first_error(line: str, timeout_s: float = STORE_TIMEOUT_S) -> bool:
+    """Under torchrun: whether ``line`` is the job's first error, the one to print. The ranks agree
+    through the job's TCP store (torchrun's agent hosts it at MASTER_ADDR:MASTER_PORT): the first rank
+    to record its error wins, and a rank that fails later (the same bad input, or lost contact with the
+    failed rank, which recorded before it exited) stays quiet. A rank that cannot reach the store
+    prints its own: two lines beat none."""
+    import datetime
+
+    try:
+        import torch.distributed as dist
+
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
+                              timeout=datetime.timedelta(seconds=timeout_s))
+        key = f"netsparse/first_error/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
+        mine = f"rank {os.environ['RANK']}: {line}"  # ranks often fail with the same line: tell them apart
+        return store.compare_set(key, "", mine) == mine.encode()
+    except Exception:  # noqa: BLE001 (no store, no agreement: this rank speaks for itself)
+        return True
+
+
+def stopped_line(stop: Interrupted) -> str:
+    if stop.report is None:
+        return (f"netsparse-train: stopped by {stop}: every rank and switch stopped; no epoch completed, "
+                "no report written")
+    path, n = stop.report
+    return (f"netsparse-train: stopped by {stop} at epoch {n}: every rank and switch stopped; the report of the "
+            f"{n} completed epochs is in {path}")
 
 
 def main() -> None:
-    try:  # a wrong config group choice is one line here, not Hydra's multi-line composition error
+    try:  # a wrong group choice or key is one line here, not Hydra's multi-line error (or silence)
         check_group_overrides(sys.argv[1:], config_dir())
+        check_override_keys(sys.argv[1:], config_dir())
     except ConfigError as exc:
-        print(f"netsparse-train: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        fail(exc)
     stopped = None
     try:
         with stop_on_signals():  # SIGTERM/SIGINT: every rank and switch stopped on the way out
             _hydra_main()
     except Interrupted as stop:
-        stopped = (str(stop), stop.exit_code)
+        stopped = stop
     if stopped is not None:
         gc.collect()  # the unwound frames held the ranks' queues: free their semaphores before exit
         from netsparse_torch.run.launch import stop_forkserver
 
         stop_forkserver()
         lead = "\n" if sys.stderr.isatty() else ""  # below rank 0's progress bar, which nobody closed
-        print(f"{lead}netsparse-train: stopped by {stopped[0]}: every rank and switch stopped, no report written",
-              file=sys.stderr)
-        sys.exit(stopped[1])
+        print(lead + stopped_line(stopped), file=sys.stderr)
+        append_line(_log, stopped_line(stopped))
+        sys.exit(stopped.exit_code)
 
 
 if __name__ == "__main__":

@@ -109,6 +109,8 @@ def test_resume_of_the_same_run_with_more_epochs_continues(tmp_path, checkpointe
                          f"hydra.run.dir={checkpointed}")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert [e["epoch"] for e in report["epochs"]] == [0, 1, 2]
+    resumed = f"resumed from epoch 2/3 (checkpoint in {checkpointed / 'checkpoints'})"
+    assert proc.stdout.splitlines()[0] == resumed and resumed in (checkpointed / "train.log").read_text()
     # epochs 0-1 come from the checkpoint (their wall times too, which a retrained epoch would not repeat)
     first = json.loads((checkpointed.parent / "report.json").read_text())
     assert report["epochs"][:2] == first["epochs"]

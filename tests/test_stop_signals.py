@@ -1,11 +1,13 @@
 """A stop signal to netsparse-train (SIGTERM, SIGINT, or Ctrl-C to the whole foreground process group)
-stops every rank and switch of the run, prints one line and exits 128 + the signal: the CLI itself,
-in a fresh interpreter, mid-training.
+stops every rank and switch of the run, writes the report of every completed epoch (marked
+``"stopped"``), prints one line and exits 128 + the signal: the CLI itself, in a fresh interpreter,
+mid-training.
 
 The tests tag the launcher's environment; the forkserver, the ranks (which get the launcher's
 environment) and anything else the run starts inherit it, so "nothing survives" means no process with
 the tag is left (the way tests/test_torchrun.py finds its workers)."""
 
+import json
 import os
 import re
 import signal
@@ -29,27 +31,36 @@ def _kill_tagged(tag: str) -> None:
             pass
 
 
+def _completed_epochs(epoch_log) -> int:
+    try:
+        return sum(1 for line in epoch_log.read_text().splitlines() if line.startswith('{"epoch"'))
+    except OSError:
+        return 0
+
+
 @pytest.mark.parametrize("how, overrides", [
-    ("SIGTERM", ["world_size=4"]),
-    ("SIGINT", ["world_size=4"]),
+    ("SIGTERM", ["world_size=4", "checkpoint_every=1"]),
+    ("SIGINT", ["world_size=4", "checkpoint_every=1"]),
     ("terminal Ctrl-C", ["world_size=4"]),  # SIGINT to the whole foreground process group
     ("SIGTERM", ["fabric=switch", "world_size=4", "cluster.rack_size=2"]),
-    ("SIGINT", ["fabric=switch", "world_size=4", "cluster.rack_size=2"]),
+    ("SIGINT", ["fabric=switch", "world_size=4", "cluster.rack_size=2", "checkpoint_every=1"]),
+    ("SIGTERM", ["world_size=2", "eval_every=2"]),  # no checkpoints: the report still keeps every epoch
 ])
 def test_stop_signal_stops_every_process_of_the_run(tmp_path, how, overrides):
     tag = uuid.uuid4().hex
-    ckpt = tmp_path / "ckpt"
-    cmd = [sys.executable, "-m", "netsparse_torch.train", "dataset=cora", "epochs=100000", "checkpoint_every=1",
-           f"checkpoint_dir={ckpt}", f"hydra.run.dir={tmp_path / 'run'}", *overrides]
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "netsparse_torch.train", "dataset=cora", "epochs=100000",
+           f"checkpoint_dir={tmp_path / 'ckpt'}", f"hydra.run.dir={run_dir}", *overrides]
     env = dict(os.environ, PYTHONUNBUFFERED="1", **{TAG_VAR: tag})
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
+    ranks = 4 if "world_size=4" in overrides else 2
     try:
         deadline = time.monotonic() + 180
-        while not (ckpt / "rank3-of-4.pt").exists():  # every rank is training: mid-run
+        while _completed_epochs(run_dir / "epochs.jsonl") < 3:  # every rank is training: mid-run
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate(timeout=10)
             time.sleep(0.2)
-        assert len(_tagged_pids(tag)) >= 5  # the launcher's forkserver and the four ranks at least
+        assert len(_tagged_pids(tag)) >= ranks + 1  # the launcher's forkserver and the ranks at least
         if how == "terminal Ctrl-C":
             os.killpg(proc.pid, signal.SIGINT)
         else:
@@ -66,7 +77,20 @@ def test_stop_signal_stops_every_process_of_the_run(tmp_path, how, overrides):
     assert survivors == [], f"still running 10 s after {how}: {survivors}"
     signum = signal.SIGTERM if how == "SIGTERM" else signal.SIGINT
     assert proc.returncode == 128 + signum, err[-3000:]
+    report = json.loads((run_dir / "report.json").read_text())
+    n = len(report["epochs"])
+    assert n >= 3 and [e["epoch"] for e in report["epochs"]] == list(range(n))
+    name = signal.Signals(signum).name
+    assert report["stopped"] == f"{name} at epoch {n}" and report["final"]["epoch"] == n - 1
+    assert report["final"]["train_loss"] == report["epochs"][-1]["loss"]
+    if "eval_every=2" in overrides:  # the evaluations of the completed epochs, and the best of them
+        evaluated, due = [e["epoch"] for e in report["evaluations"]], list(range(1, n, 2))
+        # the signal may have come during the evaluation of the last completed epoch
+        assert evaluated == due or (due[-1] == n - 1 and evaluated == due[:-1]), (evaluated, n)
+        assert report["best"]["epoch"] in evaluated and report["best"]["metric"] == "val_acc"
     bars = re.sub(r"train:[^\r\n]*?\]", "", err)  # tqdm's bar (rank 0's, drawn until it was stopped)
     lines = [ln for ln in re.split(r"[\r\n]", bars) if ln.strip()]
-    assert lines == [f"netsparse-train: stopped by {signal.Signals(signum).name}: every rank and switch "
-                     "stopped, no report written"], err[-3000:]
+    line = (f"netsparse-train: stopped by {name} at epoch {n}: every rank and switch stopped; the report of the "
+            f"{n} completed epochs is in {run_dir / 'report.json'}")
+    assert lines == [line], err[-3000:]
+    assert (run_dir / "train.log").read_text().splitlines()[-1] == line  # the log reads like the console

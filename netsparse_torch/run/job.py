@@ -8,11 +8,12 @@ several seconds that torch and PyG take to import.
 
 from __future__ import annotations
 
+import statistics
 import time
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from netsparse_torch import checkpoint
 from netsparse_torch.comm import STRATEGIES
@@ -20,6 +21,7 @@ from netsparse_torch.config_check import check_values
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.graph import load_dataset
 from netsparse_torch.partition import PartitionedDataset, partition_graph, partition_settings
+from netsparse_torch.progress import echo, hydra_log_file
 from netsparse_torch.report import build_train_report, summary_lines, write_json
 from netsparse_torch.report.curves import save_curves
 from netsparse_torch.report.metrics import check_logger
@@ -27,6 +29,7 @@ from netsparse_torch.report.modeled import add_modeled, check_cluster, modeled_l
 from netsparse_torch.run.device import device_kind
 from netsparse_torch.run.launch import ByName, launch
 from netsparse_torch.run.switches import switch_service
+from netsparse_torch.signals import Interrupted
 
 TRAIN_RANK = ByName("netsparse_torch.run.training", "train_rank")  # each rank's loop, imported by the ranks
 
@@ -61,20 +64,89 @@ def run(cfg: DictConfig) -> dict | None:
         partitioning = partition_graph(data.adj, int(cfg.world_size), str(cfg.partition), **partition_settings(cfg))
     check_cluster(cfg, data)
     check_logger(str(cfg.get("logger") or "none"))
-    args = (data, cfg, partitioning, str(out_dir) if out_dir else None)
-    with switch_service(cfg) as switches:  # fabric=switch: start (or configure) the switches; always stopped
-        result = launch(TRAIN_RANK, int(cfg.world_size), args, timeout_s=float(cfg.timeout_s))
-        switch_report = switches.report() if switches is not None and result is not None else None
-    if result is None:
-        return None
-    report = build_train_report(cfg, data, result, time.perf_counter() - t0)
-    if switch_report is not None:
-        report["switches"] = switch_report  # measured counters of every switch, [{name, role, counters}]
-    add_modeled(report, cfg, data)  # cluster=<target>: modeled epoch on virtual nodes (not measured)
-    paths = write_json(report, cfg.get("report_path"), out_dir / "report.json" if out_dir else None)
+    log = hydra_log_file()  # Hydra's <job>.log: the same lines as the console
+    epoch_log = out_dir / checkpoint.EPOCH_LOG if out_dir else None
+    if epoch_log is not None:
+        epoch_log.unlink(missing_ok=True)  # an earlier run's, in a reused run directory
+    args = (data, cfg, partitioning, str(out_dir) if out_dir else None, str(log) if log else None)
+    written: list[tuple[Path, int]] = []  # the full report, once it is on disk
+    try:
+        with switch_service(cfg) as switches:  # fabric=switch: start (or configure) the switches; always stopped
+            result = launch(TRAIN_RANK, int(cfg.world_size), args, timeout_s=float(cfg.timeout_s))
+            switch_report = switches.report() if switches is not None and result is not None else None
+        if result is None:
+            return None
+        report = build_train_report(cfg, data, result, time.perf_counter() - t0)
+        if switch_report is not None:
+            report["switches"] = switch_report  # measured counters of every switch, [{name, role, counters}]
+        add_modeled(report, cfg, data)  # cluster=<target>: modeled epoch on virtual nodes (not measured)
+        paths = write_json(report, cfg.get("report_path"), out_dir / "report.json" if out_dir else None)
+        written += [(paths[-1], len(report["epochs"]))] if paths else []
+        show_report(report, paths, log)
+    except Interrupted as stop:  # every rank and switch is stopped: report the epochs they completed
+        stop.report = written[0] if written else \
+            write_stopped_report(cfg, data, stop, epoch_log, out_dir, time.perf_counter() - t0)
+        raise
+    if epoch_log is not None:
+        epoch_log.unlink(missing_ok=True)  # the report holds every epoch
+    return report
+
+
+def show_report(report: dict, paths: list[Path], log: Path | None) -> None:
+    """The curves next to the report, and the summary on the console and in the log file."""
     curves = save_curves(report, paths[-1].parent) if paths else None
     for line in summary_lines(report) + modeled_lines(report.get("modeled")):
-        print(line)
+        echo(line, log)
     for p in [*paths, curves] if curves else paths:
-        print(f"  written      {p}")
-    return report
+        echo(f"  written      {p}", log)
+
+
+def write_stopped_report(cfg: DictConfig, data, stop: Interrupted, epoch_log: Path | None, out_dir: Path | None,
+                         wall_s: float) -> tuple[Path, int] | None:
+    """The report of a run stopped by a signal: the epochs rank 0 completed (its epoch log) and their
+    evaluations, marked ``"stopped": "SIGTERM at epoch N"`` (epochs 0 to N-1 completed). Returns where
+    it went and N; None when no epoch completed or there is nowhere to write."""
+    epochs, evaluations = checkpoint.read_epoch_log(epoch_log) if epoch_log is not None else ([], [])
+    if not epochs:
+        return None
+    at = epochs[-1]["epoch"] + 1
+    report = stopped_report(cfg, data, epochs, evaluations, f"{stop} at epoch {at}", wall_s)
+    paths = write_json(report, cfg.get("report_path"), out_dir / "report.json" if out_dir else None)
+    return (paths[-1], at) if paths else None
+
+
+def stopped_report(cfg: DictConfig, data, epochs: list[dict], evaluations: list[dict], stopped: str,
+                   wall_s: float) -> dict:
+    """A training report of what a stopped run measured: no per-rank block, switch counters or modeled
+    block (the ranks were stopped before they could send theirs); ``final`` holds the last completed
+    epoch's loss, and its metrics only when that epoch was evaluated."""
+    from netsparse_torch.evaluation import BestTracker, Evaluator
+    from netsparse_torch.report.provenance import provenance
+
+    tracker = BestTracker(Evaluator(data.num_classes).val_metric, int(cfg.get("patience", 0)))
+    for entry in evaluations:
+        tracker.update(entry["epoch"], {k: v for k, v in entry.items() if k != "epoch"})
+    last = epochs[-1]
+    scores = {k: v for k, v in evaluations[-1].items() if k != "epoch"} \
+        if evaluations and evaluations[-1]["epoch"] == last["epoch"] else {"test_acc": None, "val_acc": None}
+    times = [e["time_s"] for e in epochs]
+    return {
+        "kind": "train",
+        "stopped": stopped,
+        "measured": "every number here is measured on this machine",
+        "dataset": {"name": data.name, "nodes": data.num_nodes, "nnz": int(data.nnz), "features": data.num_features,
+                    "classes": data.num_classes},
+        "model": str(cfg.model.name),
+        "strategy": str(cfg.strategy.name),
+        "fabric": str(cfg.fabric.name),
+        "world_size": int(cfg.world_size),
+        "seed": int(cfg.seed),
+        "final": {**scores, "train_loss": last["loss"], "epoch": last["epoch"]},
+        **tracker.report(),
+        "epochs": [{k: e[k] for k in ("epoch", "loss", "time_s")} for e in epochs],
+        "epoch_time_s": {"median": statistics.median(times), "mean": statistics.fmean(times)},
+        "comm": {"feature_bytes_train": sum(e["feature_bytes"] for e in epochs)},
+        "wall_s": wall_s,
+        "config": OmegaConf.to_container(cfg, resolve=True),
+        "provenance": provenance(),
+    }

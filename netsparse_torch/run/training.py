@@ -133,30 +133,24 @@ class Trainer:
         return scores
 
     # -- the run --------------------------------------------------------------------------------
-    def fit(self, run_dir: str | None = None) -> dict:
+    def fit(self, run_dir: str | None = None, log: str | None = None) -> dict:
+        """Train from ``start_epoch`` to ``cfg.epochs`` (or an early stop). Rank 0 shows the epochs (a
+        bar, or a line every ``log_every`` epochs, also appended to the log file ``log``), writes the
+        ``logger=`` metrics and the epoch log into ``run_dir``; a CSV row and an epoch-log line are
+        flushed per epoch, so a stopped run keeps what it finished."""
         epochs = int(self.cfg.epochs)
         traffic = self.dg.strategy.traffic
-        # Rank 0: a bar or a line every log_every epochs, and the logger= metrics (a CSV row is flushed
-        # per epoch, so a stopped run keeps what it finished).
-        progress, metrics = self._progress(epochs), self._metrics(run_dir)
-        for epoch in range(self.start_epoch, epochs):
-            before = traffic.total_bytes
-            t0 = time.perf_counter()
-            loss = self.train_epoch(epoch)
-            dt = _allreduce(time.perf_counter() - t0, op=dist.ReduceOp.MAX)
-            moved = int(_allreduce(traffic.total_bytes - before))
-            self.epochs.append({"epoch": epoch, "loss": loss, "time_s": dt, "feature_bytes": moved})
-            progress.update(epoch + 1, f"loss {loss:.4f}  time {dt * 1e3:8.2f} ms  feature bytes {moved:,}",
-                            loss=f"{loss:.4f}", epoch_ms=f"{dt * 1e3:.1f}")
-            metrics.log(epoch, loss=loss, time_s=dt, feature_bytes=moved)
-            stop = self._eval_due(epoch)  # before the checkpoint, which keeps the evaluations
-            if stop is not None:
-                metrics.log(epoch, **{k: v for k, v in self.tracker.history[-1].items() if k != "epoch"})
-            every = int(self.cfg.checkpoint_every)
-            if every > 0 and (epoch + 1) % every == 0:
-                self._save_checkpoint(epoch)
-            if stop:
-                break
+        progress, metrics = self._progress(epochs, log), self._metrics(run_dir)
+        epoch_log = checkpoint.EpochLog(Path(run_dir) / checkpoint.EPOCH_LOG if run_dir and self.rank == 0 else None,
+                                        self.epochs, self.tracker.history)
+        if self.start_epoch > 0:
+            progress.note(f"resumed from epoch {self.start_epoch}/{epochs} (checkpoint in {self.ckpt_dir})")
+        try:
+            for epoch in range(self.start_epoch, epochs):
+                if self._one_epoch(epoch, progress, metrics, epoch_log):
+                    break
+        finally:
+            epoch_log.close()
         progress.close()
         train_bytes = int(_allreduce(traffic.total_bytes))
         scores = self._final_scores()
@@ -165,10 +159,42 @@ class Trainer:
         metrics.close()
         return self._report(scores, train_bytes)
 
-    def _progress(self, epochs: int) -> Progress:
+    def _one_epoch(self, epoch: int, progress: Progress, metrics: MetricsLogger, epoch_log) -> bool:
+        """Train ``epoch``, evaluate it when due, show it and checkpoint it; whether patience ends the run."""
+        traffic = self.dg.strategy.traffic
+        before = traffic.total_bytes
+        t0 = time.perf_counter()
+        loss = self.train_epoch(epoch)
+        dt = _allreduce(time.perf_counter() - t0, op=dist.ReduceOp.MAX)
+        moved = int(_allreduce(traffic.total_bytes - before))
+        self.epochs.append({"epoch": epoch, "loss": loss, "time_s": dt, "feature_bytes": moved})
+        epoch_log.epoch(self.epochs[-1])
+        metrics.log(epoch, loss=loss, time_s=dt, feature_bytes=moved)
+        stop = self._eval_due(epoch)  # before the checkpoint, which keeps the evaluations
+        if stop is not None:
+            epoch_log.evaluation(self.tracker.history[-1])
+            metrics.log(epoch, **{k: v for k, v in self.tracker.history[-1].items() if k != "epoch"})
+        self._show(progress, epoch, loss, dt, moved, last=bool(stop))
+        every = int(self.cfg.checkpoint_every)
+        if every > 0 and (epoch + 1) % every == 0:
+            self._save_checkpoint(epoch)
+        return bool(stop)
+
+    def _show(self, progress: Progress, epoch: int, loss: float, dt: float, moved: int, last: bool) -> None:
+        """Rank 0's line (or bar postfix) of ``epoch``, with the latest validation metric once there is
+        one (``eval_every``); the last epoch before an early stop always gets its line."""
+        metric = self.tracker.metric
+        val = self.tracker.history[-1].get(metric) if self.tracker.history else None
+        shown = f"  {metric} {val:.4f}" if val is not None else ""
+        postfix = {"loss": f"{loss:.4f}", **({metric: f"{val:.4f}"} if val is not None else {}),
+                   "epoch_ms": f"{dt * 1e3:.1f}"}
+        progress.update(epoch + 1, f"loss {loss:.4f}{shown}  time {dt * 1e3:8.2f} ms  feature bytes {moved:,}",
+                        last=last, **postfix)
+
+    def _progress(self, epochs: int, log: str | None = None) -> Progress:
         """Rank 0's epoch progress: a bar on a terminal, a line every ``log_every`` epochs otherwise."""
         return Progress(epochs, "epoch", every=int(self.cfg.get("log_every") or DEFAULT_EVERY),
-                        enabled=self.rank == 0, initial=self.start_epoch)
+                        enabled=self.rank == 0, initial=self.start_epoch, log=log)
 
     def _metrics(self, run_dir: str | None) -> MetricsLogger:
         """Rank 0's ``logger=`` (metrics.csv or TensorBoard events in the run directory)."""
@@ -230,12 +256,13 @@ class Trainer:
 
 
 def train_rank(rank: int, world_size: int, data: Source, cfg, partitioning: Partitioning | None = None,
-               run_dir: str | None = None) -> dict:
+               run_dir: str | None = None, log: str | None = None) -> dict:
     """Entry point of each rank (see :func:`netsparse_torch.run.launch.launch`): ``data`` is the whole graph
     (cut by ``partitioning``, or by ``cfg.partition`` on the rank) or a partitioned dataset (this rank
-    reads only its shard); rank 0 writes ``logger=`` metrics into ``run_dir``."""
+    reads only its shard); rank 0 writes ``logger=`` metrics and the epoch log into ``run_dir`` and its
+    progress lines also into the log file ``log``."""
     trainer = Trainer(rank, world_size, data, cfg, partitioning)
     try:
-        return trainer.fit(run_dir)
+        return trainer.fit(run_dir, log)
     finally:
         trainer.close()

@@ -1,0 +1,114 @@
+"""Every key on netsparse-train's command line is one the run reads (issue 28, point 2): an unknown
+``+key`` or a plain typo is one line naming it and the closest known key, exit 2, before torch loads;
+the ``+`` keys that the run does read (strategy options, synthetic generator parameters, hardware
+fields of a modeled cluster) keep working."""
+
+import inspect
+import subprocess
+import sys
+
+import pytest
+from cli import ROOT, run_cli
+
+from netsparse_torch.config_check import (
+    STRATEGY_OPTIONS,
+    SYNTHETIC_PARAMS,
+    check_override_keys,
+    config_dir,
+)
+from netsparse_torch.errors import ConfigError
+
+
+@pytest.mark.parametrize("overrides", [
+    ["strategy=netsparse", "+strategy.options.stage=true"],  # tests/test_device_training.py
+    ["fabric=switch", "+strategy.options.overlap=false"],  # fabric=switch selects netsparse
+    ["strategy=netsparse", "strategy.options.n_units=16", "+strategy.options.n_client_units=4"],
+    ["strategy=twoface", "strategy.width=64", "strategy.options.memory_limit_bytes=1e9"],
+    ["strategy=ds", "strategy.replication=4"],
+    ["dataset=synthetic", "dataset.shape=road", "+dataset.params.drop=0.1"],
+    ["cluster=leafspine128", "+cluster.hw.link.bandwidth_gbps=100", "+cluster.hw.snic={rig_units: 16}"],
+    ["model=gat", "model.heads=4", "hidden=8", "++lr=0.1", "~report_path"],
+    ["fabric.switches={spine:'h:1',tors:['h:2']}", "fabric=switch"],
+    ["-m", "strategy=su,sa", "lr=0.1,0.01", "hydra.run.dir=/tmp/x", "hydra.job.chdir=true", "--cfg", "job"],
+    ["-m", "strategy=netsparse", "dataset.shape=banded,road", "dataset=synthetic", "+dataset.params.density=0.1"],
+    [],
+])
+def test_keys_the_run_reads_pass(overrides):
+    check_override_keys(overrides, config_dir())
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["epoch=5"], "unknown key epoch; the closest known key is epochs"),
+    (["+epoch=5", "+strategy.widht=3"], "unknown key epoch; the closest known key is epochs"),
+    (["+strategy.widht=3"],
+     "unknown key strategy.widht (with strategy=sa); the closest known key is strategy.width (with strategy=twoface)"),
+    (["+strategy.width=3"], "unknown key strategy.width (with strategy=sa); only strategy=twoface reads it"),
+    (["strategy=netsparse", "+strategy.options.stge=true"],
+     "unknown key strategy.options.stge (with strategy=netsparse); the closest known key is strategy.options.stage"),
+    (["-m", "strategy=netsparse,sa", "+strategy.options.stage=true"],  # every choice of a sweep is checked
+     "unknown key strategy.options.stage (with strategy=sa); only strategy=netsparse reads it"),
+    (["strategy=netsparse", "strategy.options.stage=true"],
+     "strategy.options.stage is not in the config until you add it: write +strategy.options.stage=true"),
+    (["+lr=0.1"], "+lr=0.1: lr is already in the config; set it without the '+': lr=0.1"),
+    (["+model.hiden=3"], "unknown key model.hiden (with model=gcn); the closest known key is hidden"),
+    (["+strategy.foo=1"], "unknown key strategy.foo (with strategy=sa); no known key is close; the keys under "
+                          "strategy are: name, options"),
+    (["+strategy.options.fabric=x"], "unknown key strategy.options.fabric"),  # the run layer's, not the user's
+    (["dataset=synthetic", "+dataset.params.avg_degre=3"],
+     "unknown key dataset.params.avg_degre (with dataset=synthetic); the closest known key is "
+     "dataset.params.avg_degree"),
+    (["dataset=synthetic", "dataset.shape=road", "+dataset.params.avg_degree=3"],  # the shape's own parameters
+     "unknown key dataset.params.avg_degree (with dataset=synthetic)"),
+    (["+cluster.hw.link.bandwidth_gbps=1"],  # cluster=none models nothing
+     "unknown key cluster.hw.link.bandwidth_gbps (with cluster=none); only cluster=dragonfly128, hyperx128 or "
+     "leafspine128 reads it"),
+    (["cluster=leafspine128", "+cluster.hw.link.bandwidh_gbps=1"],
+     "unknown key cluster.hw.link.bandwidh_gbps (with cluster=leafspine128); the closest known key is "
+     "cluster.hw.link.bandwidth_gbps"),
+    (["~lrr"], "unknown key lrr; the closest known key is lr"),
+])
+def test_unknown_keys_name_the_closest_known_key(overrides, message):
+    with pytest.raises(ConfigError) as err:
+        check_override_keys(overrides, config_dir())
+    assert str(err.value).startswith(message), str(err.value)
+
+
+def test_strategy_options_mirror_the_strategies():
+    """STRATEGY_OPTIONS is what each strategy's constructor takes (RigNode's keywords for netsparse)."""
+    from netsparse_torch.comm import STRATEGIES
+    from netsparse_torch.comm.netsparse import RIG_OPTIONS
+
+    assert set(STRATEGY_OPTIONS) == set(STRATEGIES)
+    run_layer = {"self", "plan", "group", "options", "transport", "fabric"}  # passed by the run, not the user
+    for name, cls in STRATEGIES.items():
+        takes = set(inspect.signature(cls.__init__).parameters) - run_layer
+        if name == "netsparse":
+            takes |= set(RIG_OPTIONS)
+        assert set(STRATEGY_OPTIONS[name]) == takes, name
+
+
+def test_synthetic_params_mirror_the_generators():
+    from netsparse_torch.graph import synthetic
+
+    for shape, fn in {"powerlaw": synthetic.power_law, "banded": synthetic.banded, "road": synthetic.road}.items():
+        assert set(SYNTHETIC_PARAMS[shape]) == set(inspect.signature(fn).parameters) - {"n", "seed"}, shape
+
+
+def test_the_check_is_torch_free():
+    code = ("import sys\nfrom netsparse_torch.config_check import check_override_keys, config_dir\n"
+            "check_override_keys(['strategy=netsparse', '+strategy.options.stage=true', 'cluster=leafspine128', "
+            "'+cluster.hw.link.bandwidth_gbps=1'], config_dir())\nassert 'torch' not in sys.modules\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("overrides, key", [
+    (["epoch=5"], "unknown key epoch;"),  # Hydra: five lines and exit 1
+    (["+epoch=5", "+strategy.widht=3"], "unknown key epoch;"),  # Hydra: 200 epochs and exit 0
+])
+def test_cli_unknown_key_is_one_line_and_exit_2(tmp_path, overrides, key):
+    proc = run_cli("netsparse_torch.train", *overrides, f"hydra.run.dir={tmp_path}", timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"netsparse-train: error: {key}"), proc.stderr[-2000:]
+    assert "epoch" not in proc.stdout  # nothing trained
