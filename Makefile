@@ -38,8 +38,13 @@ $(EXT): $(STAMP) $(SOURCES)
 	  || { tail -n 40 build/build.log; echo "the C++ build failed: the whole log is build/build.log"; exit 1; }; fi
 	@touch $@
 
+# One run that shows what the package is for: Cora trained by 2 ranks through the NetSparse data path
+# (RIG units, real packets), the same gathers modeled on an 8-node leaf-spine cluster (a size that fits a
+# 2,708-node graph), and curves.png with its evaluations.
+DEMO := strategy=netsparse cluster=leafspine128 cluster.nodes=8 cluster.rack_size=4 epochs=100 eval_every=5
+
 demo: install
-	$(PY) -m netsparse_torch.train
+	$(PY) -m netsparse_torch.train $(DEMO)
 
 test: install
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile tests

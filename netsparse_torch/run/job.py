@@ -95,7 +95,7 @@ def run(cfg: DictConfig) -> dict | None:
 def show_report(report: dict, paths: list[Path], log: Path | None) -> None:
     """The curves next to the report, and the summary on the console and in the log file."""
     curves = save_curves(report, paths[-1].parent) if paths else None
-    for line in summary_lines(report) + modeled_lines(report.get("modeled")):
+    for line in summary_lines(report) + modeled_lines(report.get("modeled"), report["dataset"]["nodes"]):
         echo(line, log)
     for p in [*paths, curves] if curves else paths:
         echo(f"  written      {p}", log)
