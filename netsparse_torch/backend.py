@@ -191,9 +191,9 @@ def this_rank_gpu() -> tuple[int, int]:
 
 class _StagedWork(dist.Work):
     """One or more inner works (gloo's, or nccl's) as one; waiting on it waits on each and then runs
-    ``copy_back`` (results copied back from host copies, a division, a slice), once, in the waiting
-    thread, so the copies are ordered on the caller's CUDA stream. (No ``get_future``: nothing in the
-    package asks one of these.)"""
+    ``copy_back`` (the results copied back from host or contiguous copies), once, in the waiting thread,
+    so the copies are ordered on the caller's CUDA stream. (No ``get_future``: neither the package, DDP
+    nor FSDP asks one of these.)"""
 
     def __init__(self, inner, copy_back=None):
         super().__init__()
@@ -380,10 +380,9 @@ class NetsparseProcessGroup(dist.ProcessGroup):
         """``run(inner, output, input)`` for a single-tensor collective whose ``output`` is ``input``
         times the group size (all-gather) or the reverse (reduce-scatter). nccl takes the tensors as
         they are. gloo wants every rank's chunk shaped as the smaller tensor, so a stacked
-        ``[world, *shape]`` form fails there: both go flat. Device tensors on gloo go through host
-        copies (ours: they are not on the module docstring's list of
-        those gloo stages itself), and a non-contiguous output
-        through a contiguous copy."""
+        ``[world, *shape]`` form fails there: both go flat. On gloo, device tensors go through host
+        copies (these two are not among those gloo stages itself: see the module docstring), and a
+        non-contiguous output through a contiguous copy."""
         staged = self._staged(input)
         inner = self._gloo if staged else self._inner(input)
         if inner is self._nccl:
@@ -454,7 +453,9 @@ class NetsparseProcessGroup(dist.ProcessGroup):
     # worker threads drop each finished work themselves, and a work whose last reference goes on such a
     # thread while the interpreter shuts down takes the GIL there, which ends the process with
     # "terminate called without an active exception" (SIGABRT; issue 28 point 4). Dropping the inner
-    # groups here joins those threads (their destructors release the GIL) while the interpreter is whole.
+    # groups here joins those threads (their destructors release the GIL) while the interpreter is whole;
+    # a work still in flight is waited for first, up to the group's timeout, as gloo's destructor does
+    # whenever a plain gloo group is dropped.
     def shutdown(self) -> None:
         self._release("shutdown")
 
