@@ -416,3 +416,18 @@ def test_cuda_tensors_on_a_shared_gpu(monkeypatch):
     monkeypatch.delenv(TWIN_ENV, raising=False)
     everyone = launch(conformance, WS, ("cuda:0", False), timeout_s=300)
     check_expected(everyone)
+
+
+def monitored_barrier_misses_a_rank(rank, world_size):
+    if rank == 1:
+        return None  # never arrives
+    try:
+        monitored_barrier(timeout=1.0)
+    except RuntimeError as exc:
+        return str(exc)
+    return "no error"
+
+
+def test_monitored_barrier_names_the_rank_that_did_not_arrive():
+    message = launch(monitored_barrier_misses_a_rank, WS, timeout_s=30)
+    assert "Rank 1 failed to pass monitoredBarrier" in message, message
