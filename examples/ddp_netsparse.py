@@ -11,6 +11,14 @@ import netsparse_torch.backend  # registers the "netsparse" backend
 
 def main() -> None:
     dist.init_process_group("netsparse")
+    try:
+        train()
+    finally:
+        # Before the interpreter ends, on every path: it stops the backend's threads (torch asks it too).
+        dist.destroy_process_group()
+
+
+def train() -> None:
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Sequential(
         torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1)))
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -21,7 +29,6 @@ def main() -> None:
         opt.step()
     if dist.get_rank() == 0:
         print("collectives:", netsparse_torch.comm_stats())
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":

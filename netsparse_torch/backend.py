@@ -26,6 +26,27 @@ all_to_all_single (pinned copies on side streams). It hands raw pointers to its 
 recv, and allreduce_coalesced is CPU only, so for those the backend copies to host memory, runs gloo
 on the copies and copies the results back when the work is waited on.
 
+**Every collective of torch.distributed** works as under gloo, counted (a test runs the whole API at
+2 ranks against gloo: tests/test_collectives_conformance.py), and some that gloo lacks: the stacked
+``[world, *shape]`` forms of ``all_gather_into_tensor`` / ``reduce_scatter_tensor`` (gloo takes only
+the concatenated form, which is what the backend hands it). torch 2.13 calls these two and their
+coalesced forms by new names (``all_gather_single``, ``reduce_scatter_single``), and functional
+collectives look the group up by ``group_name``; the C++ defaults of all of those look for a backend
+registered on the group, which a Python process group has none of, so the class defines them.
+
+``dist.monitored_barrier`` refuses every backend but gloo (a check in torch's own code, before any
+backend is asked). Use :func:`monitored_barrier` from this module instead, the same call run on the
+group's inner gloo group (``netsparse_torch.backend.monitored_barrier(group, timeout, wait_all_ranks)``),
+or a gloo side group: ``side = dist.new_group(backend="gloo")`` once on every rank, then
+``dist.monitored_barrier(group=side)``.
+
+**Teardown.** ``destroy_process_group()`` shuts every netsparse group down (:meth:`shutdown`): it joins
+gloo's worker threads and aborts NCCL's communicators while the interpreter is whole. Without that, a
+worker thread that drops its last finished work during interpreter shutdown takes the GIL there and the
+process aborts with ``terminate called without an active exception`` (torch's gloo has the same race
+when its group outlives ``destroy_process_group``, e.g. held by a DDP model). Call
+``destroy_process_group()`` before the script ends, as torch asks.
+
 A leaf: it imports nothing of netsparse_torch (an import-linter contract in pyproject.toml), so every
 layer can use it. The NetSparse remote indexed gather is :func:`netsparse_torch.comm.rig.rig`.
 """
@@ -33,6 +54,7 @@ layer can use it. The NetSparse remote indexed gather is :func:`netsparse_torch.
 from __future__ import annotations
 
 import copy
+import datetime
 import hashlib
 import os
 import socket
@@ -168,29 +190,40 @@ def this_rank_gpu() -> tuple[int, int]:
 
 
 class _StagedWork(dist.Work):
-    """gloo's work on host copies of device tensors; waiting on it copies the results back, in the
-    waiting thread, so the copies are ordered on the caller's CUDA stream. (No ``get_future``: nothing in
-    the package asks one of a receive.)"""
+    """One or more inner works (gloo's, or nccl's) as one; waiting on it waits on each and then runs
+    ``copy_back`` (the results copied back from host or contiguous copies), once, in the waiting thread,
+    so the copies are ordered on the caller's CUDA stream. (No ``get_future``: neither the package, DDP
+    nor FSDP asks one of these.)"""
 
     def __init__(self, inner, copy_back=None):
         super().__init__()
-        self._inner, self._copy_back = inner, copy_back
+        self._works = tuple(inner) if isinstance(inner, list | tuple) else (inner,)
+        self._copy_back = copy_back
 
     def wait(self, timeout=None) -> bool:
-        if timeout is None:
-            self._inner.wait()
-        else:
-            self._inner.wait(timeout)
+        for work in self._works:
+            if timeout is None:
+                work.wait()
+            else:
+                work.wait(timeout)
         if self._copy_back is not None:
             self._copy_back()
             self._copy_back = None  # once, however often the caller waits
         return True
 
     def is_completed(self) -> bool:
-        return self._copy_back is None and self._inner.is_completed()
+        return self._copy_back is None and all(w.is_completed() for w in self._works)
 
     def _source_rank(self) -> int:  # dist.recv(src=None) asks the work who sent
-        return self._inner._source_rank()
+        return self._works[0]._source_rank()
+
+
+class _Destroyed:
+    """Stands in for the inner groups once the process group is shut down: any use says so."""
+
+    def __getattr__(self, name):
+        raise RuntimeError(f"netsparse backend: {name} on a process group that destroy_process_group() (or "
+                           "shutdown/abort) already shut down; create a new process group to communicate again")
 
 
 def _host_copy(t: torch.Tensor) -> torch.Tensor:
@@ -204,6 +237,8 @@ class NetsparseProcessGroup(dist.ProcessGroup):
 
     def __init__(self, store, rank: int, size: int, timeout):
         super().__init__(rank, size)
+        self._name = ""  # set by torch (_set_group_name) once the group is registered
+        self._timeout = timeout  # monitored_barrier's default, as gloo's is its group's timeout
         self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
         hostname = socket.gethostname()
         host = _host_key(hostname)
@@ -265,6 +300,15 @@ class NetsparseProcessGroup(dist.ProcessGroup):
         entry["calls"] += 1
         entry["bytes"] += _nbytes(tensors)
 
+    # c10d keeps a group's name on its backends, and a Python process group has none: without these,
+    # group_name fails ("ProcessGroup name not set") and so does every functional collective.
+    def _set_group_name(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def group_name(self) -> str:
+        return self._name
+
     def getBackendName(self) -> str:  # noqa: N802 (c10d's name)
         return BACKEND_NAME
 
@@ -296,9 +340,59 @@ class NetsparseProcessGroup(dist.ProcessGroup):
         self._count("allgather", input_tensors)
         return self._inner(input_tensors).allgather(output_tensors, input_tensors, opts or AllgatherOptions())
 
-    def _allgather_base(self, output, input, opts=None):
+    def allgather_coalesced(self, output_lists, input_list, opts=None):
+        self._count("allgather", input_list)
+        opts = opts or AllgatherOptions()
+        if not self._is_device(input_list):
+            return self._gloo.allgather_coalesced(output_lists, input_list, opts)
+        # gloo's allgather_coalesced is CPU only: one all-gather per tensor (each routed as usual)
+        return _StagedWork([self._inner([t]).allgather([[outs[i] for outs in output_lists]], [t], opts)
+                            for i, t in enumerate(input_list)])
+
+    # torch 2.13 calls the single-tensor all-gather and reduce-scatter by these names. The C++ methods
+    # behind them look for a backend registered on the group, which a Python process group has none of
+    # ("No backend type associated with device type cpu"): so they are all defined here.
+    def all_gather_single(self, output, input, opts=None):
         self._count("allgather", input)
-        return self._inner(input)._allgather_base(output, input, opts or AllgatherOptions())
+        opts = opts or AllgatherOptions()
+        return self._single(output, input, lambda pg, o, i: pg._allgather_base(o, i, opts))
+
+    _allgather_base = all_gather_single
+
+    def reduce_scatter_single(self, output, input, opts=None):
+        self._count("reduce_scatter", input)
+        opts = opts or ReduceScatterOptions()
+        return self._single(output, input, lambda pg, o, i: pg._reduce_scatter_base(o, i, opts))
+
+    _reduce_scatter_base = reduce_scatter_single
+
+    def all_gather_single_coalesced(self, outputs, inputs, opts=None):
+        return _StagedWork([self.all_gather_single(o, i, opts) for o, i in zip(outputs, inputs, strict=True)])
+
+    allgather_into_tensor_coalesced = all_gather_single_coalesced
+
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
+        return _StagedWork([self.reduce_scatter_single(o, i, opts) for o, i in zip(outputs, inputs, strict=True)])
+
+    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
+
+    def _single(self, output, input, run):
+        """``run(inner, output, input)`` for a single-tensor collective whose ``output`` is ``input``
+        times the group size (all-gather) or the reverse (reduce-scatter). nccl takes the tensors as
+        they are. gloo wants every rank's chunk shaped as the smaller tensor, so a stacked
+        ``[world, *shape]`` form fails there: both go flat. On gloo, device tensors go through host
+        copies (these two are not among those gloo stages itself: see the module docstring), and a
+        non-contiguous output through a contiguous copy."""
+        staged = self._staged(input)
+        inner = self._gloo if staged else self._inner(input)
+        if inner is self._nccl:
+            return run(inner, output, input)
+        source = _host_copy(input) if staged else input.contiguous()
+        direct = not staged and output.is_contiguous()
+        result = output if direct else torch.empty_like(output, device=source.device,
+                                                        memory_format=torch.contiguous_format)
+        work = run(inner, result.view(-1), source.view(-1))
+        return work if direct else _StagedWork(work, lambda: output.copy_(result))
 
     def gather(self, output_tensors, input_tensors, opts=None):
         self._count("gather", input_tensors)
@@ -313,10 +407,6 @@ class NetsparseProcessGroup(dist.ProcessGroup):
         return self._inner(output_tensors).reduce_scatter(
             output_tensors, input_tensors, opts or ReduceScatterOptions()
         )
-
-    def _reduce_scatter_base(self, output, input, opts=None):
-        self._count("reduce_scatter", input)
-        return self._inner(input)._reduce_scatter_base(output, input, opts or ReduceScatterOptions())
 
     def alltoall_base(self, output, input, output_split_sizes: Sequence[int], input_split_sizes, opts=None):
         self._count("alltoall", input)
@@ -354,6 +444,31 @@ class NetsparseProcessGroup(dist.ProcessGroup):
         self._count("barrier", [])
         return self._gloo.barrier(opts or BarrierOptions())
 
+    def monitored_barrier(self, timeout=None, wait_all_ranks: bool = False) -> None:
+        """gloo's monitored barrier on the inner gloo group (see :func:`monitored_barrier`)."""
+        self._count("barrier", [])
+        self._gloo.monitored_barrier(timeout or self._timeout, wait_all_ranks)
+
+    # destroy_process_group() calls shutdown() (and _abort_process_group abort()) on every group. gloo's
+    # worker threads drop each finished work themselves, and a work whose last reference goes on such a
+    # thread while the interpreter shuts down takes the GIL there, which ends the process with
+    # "terminate called without an active exception" (SIGABRT; issue 28 point 4). Dropping the inner
+    # groups here joins those threads (their destructors release the GIL) while the interpreter is whole;
+    # a work still in flight is waited for first, up to the group's timeout, as gloo's destructor does
+    # whenever a plain gloo group is dropped.
+    def shutdown(self) -> None:
+        self._release("shutdown")
+
+    def abort(self) -> None:
+        self._release("abort")
+
+    def _release(self, how: str) -> None:
+        if isinstance(self._gloo, _Destroyed):
+            return  # shut down already (destroy after abort, or twice)
+        if self._nccl is not None:
+            getattr(self._nccl, how)()  # aborts NCCL's communicators and stops its watchdog
+        self._gloo, self._nccl = _Destroyed(), None  # the last references: gloo joins its threads here
+
 
 def _flatten(tensors):
     for t in tensors:
@@ -386,6 +501,18 @@ def collective_path(group=None) -> dict:
 def cuda_path(group=None) -> str:
     """``"nccl"``, ``"gloo-shared-gpu"``, ``"gloo"`` or ``"none"``: see the module docstring."""
     return _netsparse_group(group).cuda_plan.path
+
+
+def monitored_barrier(group=None, timeout=None, wait_all_ranks: bool = False) -> None:
+    """``torch.distributed.monitored_barrier`` for a netsparse group (default: the default group).
+
+    torch's own refuses every backend but gloo ("monitored_barrier is only implemented for GLOO
+    backend", a check in torch before any backend is asked); this runs gloo's monitored barrier on the
+    group's inner gloo group, with the same arguments and errors (the ranks that did not arrive within
+    ``timeout``, the group's timeout if None). Counted as a barrier in :func:`comm_stats`."""
+    if isinstance(timeout, int | float):
+        timeout = datetime.timedelta(seconds=timeout)
+    _netsparse_group(group).monitored_barrier(timeout, wait_all_ranks)
 
 
 def _create(store, rank: int, size: int, timeout) -> NetsparseProcessGroup:
