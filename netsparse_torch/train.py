@@ -15,7 +15,14 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from netsparse_torch.config_check import check_group_overrides, check_override_keys, check_values, config_dir
+from netsparse_torch.config_check import (
+    GROUPS,
+    check_group_overrides,
+    check_override_keys,
+    check_values,
+    config_dir,
+    group_choices,
+)
 from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.progress import append_line, hydra_log_file
 from netsparse_torch.report.metrics import check_logger
@@ -85,12 +92,31 @@ def stopped_line(stop: Interrupted) -> str:
             f"{n} completed epochs is in {path}")
 
 
+def help_text(overrides: list[str]) -> str:
+    """``--help``: the groups training reads (Hydra's own lists every folder of configs/, the simulator's
+    ``experiment`` too) and the composed config with the given overrides."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    groups = "\n".join(f"{g}: {', '.join(group_choices(config_dir(), g))}" for g in GROUPS)
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        cfg = compose("train", overrides=overrides)
+    intro = __doc__.strip().replace("``", "")
+    return (f"{intro}\n\n== Configuration groups ==\nCompose your configuration from those groups "
+            f"(group=option)\n\n{groups}\n\n== Config ==\nOverride anything in the config (foo.bar=value); "
+            f"Hydra's own options: --hydra-help\n\n{OmegaConf.to_yaml(cfg)}")
+
+
 def main() -> None:
+    args = sys.argv[1:]
     try:  # a wrong group choice or key is one line here, not Hydra's multi-line error (or silence)
-        check_group_overrides(sys.argv[1:], config_dir())
-        check_override_keys(sys.argv[1:], config_dir())
+        check_group_overrides(args, config_dir())
+        check_override_keys(args, config_dir())
     except ConfigError as exc:
         fail(exc)
+    if "--help" in args or "-h" in args:
+        print(help_text([a for a in args if not a.startswith("-")]))
+        return
     stopped = None
     try:
         with stop_on_signals():  # SIGTERM/SIGINT: every rank and switch stopped on the way out

@@ -112,3 +112,18 @@ def test_cli_unknown_key_is_one_line_and_exit_2(tmp_path, overrides, key):
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"netsparse-train: error: {key}"), proc.stderr[-2000:]
     assert "epoch" not in proc.stdout  # nothing trained
+
+
+def test_help_lists_only_the_groups_training_reads():
+    """Issue 28.10: Hydra's own --help listed the simulator's experiment group, which training refuses."""
+    proc = run_cli("netsparse_torch.train", "--help", "model=gat", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    groups = proc.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0]
+    assert "strategy: ds, netsparse, sa, su, twoface" in groups and "cluster:" in groups
+    assert "experiment" not in groups
+    assert "heads: 8" in proc.stdout  # the composed config, with the overrides given
+
+
+def test_help_checks_its_overrides_first():
+    proc = run_cli("netsparse_torch.train", "--help", "strategy=foo", timeout=60)
+    assert proc.returncode == 2 and proc.stderr.strip().startswith("netsparse-train: error: unknown strategy 'foo'")
