@@ -153,3 +153,11 @@ def test_gat_with_a_strategy_that_cannot_gather(tmp_path):
     assert_clean_failure(proc, "heads must be an integer >= 1, got 0")
     proc, _ = train(tmp_path, "model=gat", "model.attention_dropout=-0.5", "epochs=1")
     assert_clean_failure(proc, "GAT attention dropout")
+
+
+def test_a_rank_error_is_one_line_without_torch_noise(tmp_path):
+    """Issue 28.10: torch's "Terminating process ... via signal SIGTERM" warnings came before our line."""
+    proc, _ = train(tmp_path, "strategy=ds", "strategy.replication=3", "world_size=2", "epochs=1", timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "replication factor 3" in lines[0], proc.stderr

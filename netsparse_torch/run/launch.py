@@ -13,8 +13,10 @@ the launcher (:mod:`netsparse_torch.signals`) stops every rank before it propaga
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import importlib
+import logging
 import os
 import pickle
 import socket
@@ -120,8 +122,9 @@ def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 1
         ranks = mp.start_processes(_worker, args=worker_args, nprocs=world_size, join=False,
                                    start_method="forkserver")
         try:
-            while not ranks.join():
-                pass
+            with _quiet_spawn_log():
+                while not ranks.join():
+                    pass
         except mp.ProcessExitedException as exc:
             raise NetsparseError(_first_error(results) or f"a rank exited with code {exc.exit_code}") from None
         except mp.ProcessRaisedException as exc:
@@ -131,6 +134,19 @@ def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 1
             raise
         with open(result_file, "rb") as f:
             return pickle.load(f)
+
+
+@contextlib.contextmanager
+def _quiet_spawn_log():
+    """torch logs a "Terminating process ... via signal SIGTERM" warning for each rank it stops after
+    another failed; the job's error is one line of ours, so those lines are held back meanwhile."""
+    spawn_log = logging.getLogger("torch.multiprocessing.spawn")
+    level = spawn_log.level
+    spawn_log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        spawn_log.setLevel(level)
 
 
 def stop_forkserver() -> None:
