@@ -57,7 +57,7 @@ class Transport(Protocol):
 
 
 class Done:
-    """A gather that finished before ``start`` returned."""
+    """An exchange that finished (or had nothing to move) before the caller waits on it."""
 
     def wait(self) -> None:
         return None

@@ -57,7 +57,6 @@ class RigTransport:
         (it raises the gather's error, e.g. RigTimeoutError with the halo zeroed)."""
         self.node.reset_stats()
         staging = self.staging
-        before = staging.stats()
         x_host = staging.to_host(x)
         halo_host = staging.host_buffer(halo)
 
@@ -72,8 +71,7 @@ class RigTransport:
             staging.to_device(halo_host, halo)  # a side-stream copy on CUDA: overlaps the own-block SpMM
             self.record(tag, "forward", {**self.node.stats(), "rounds": rounds})
 
-        inflight = InFlight(gather, background=self.overlap)
-        return _Staged(inflight, staging, self, tag, before)
+        return _Staged(InFlight(gather, background=self.overlap), staging)
 
     def record_reverse(self, tag: str, nbytes: int) -> None:
         self.record(tag, "backward", {"mechanism": "reverse_exchange", "payload_bytes": nbytes,
@@ -82,28 +80,31 @@ class RigTransport:
     def record(self, tag: str, direction: str, stats: dict) -> None:
         entry = self._layers[f"{tag}/{direction}"]
         for key, value in stats.items():
-            if key in COUNTERS or key in STAGING:
+            if key in COUNTERS:
                 entry[key] += value
             elif key == "mechanism":
                 entry[key] = value
 
     def stats(self) -> dict:
-        return {"layers": {k: dict(v) for k, v in self._layers.items()}}
+        """Per-layer counters and, when the gathers were staged, the staging copies' totals (read here,
+        once: reading CUDA copy times waits for their events, which the gathers themselves must not)."""
+        out = {"layers": {k: dict(v) for k, v in self._layers.items()}}
+        staging = self.staging.stats()
+        if staging["staging_to_host_bytes"]:
+            out["staging"] = staging
+        return out
 
 
 class _Staged:
-    """A RIG gather in flight; ``wait()`` joins it, makes the caller's stream wait for the copy of the
-    halo to the device, and records the staging copies of this gather apart from its counters."""
+    """A RIG gather in flight; ``wait()`` joins it and makes the caller's stream wait for the copy of the
+    halo to the device (the host does not wait for it)."""
 
-    def __init__(self, inflight: InFlight, staging: HostStaging, transport: RigTransport, tag: str, before: dict):
-        self.inflight, self.staging, self.transport, self.tag, self.before = inflight, staging, transport, tag, before
+    def __init__(self, inflight: InFlight, staging: HostStaging):
+        self.inflight, self.staging = inflight, staging
 
     def wait(self) -> None:
         self.inflight.wait()
         self.staging.join()
-        if self.staging.needed(self.transport.plan.device):
-            after = self.staging.stats()
-            self.transport.record(self.tag, "forward", {k: after[k] - self.before[k] for k in STAGING})
 
 
 class NetSparse(HaloExchange):
@@ -157,8 +158,8 @@ def summarize(per_rank: list[dict]) -> dict:
                     layers[key][name] += value
     forward = [v for k, v in layers.items() if k.endswith("/forward")]
     totals = {name: sum(v.get(name, 0) for v in forward) for name in COUNTERS}
-    totals.update({name: sum(v.get(name, 0) for v in forward) for name in STAGING
-                   if any(name in v for v in forward)})
+    staged = [r["staging"] for r in per_rank if "staging" in r]
+    totals.update({name: sum(st[name] for st in staged) for name in STAGING} if staged else {})
     totals["backward_bytes"] = sum(v.get("payload_bytes", 0) for k, v in layers.items() if k.endswith("/backward"))
     for entry in [totals, *forward]:
         wire = entry.get("wire_bytes", 0)

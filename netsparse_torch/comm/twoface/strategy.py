@@ -23,6 +23,7 @@ import torch
 import torch.distributed as dist
 
 from netsparse_torch.comm.base import Strategy, row_bytes
+from netsparse_torch.comm.halo import Done
 from netsparse_torch.comm.twoface.layout import Layout, Transfer, build_layout
 from netsparse_torch.kernels import CSR, gather, spmm
 from netsparse_torch.plan.twoface.classify import (
@@ -38,16 +39,9 @@ from netsparse_torch.plan.twoface.classify import (
 from netsparse_torch.plan.twoface.cost import CostModel
 
 
-class _Done:
-    """The handle of an exchange that every rank skipped (nothing moves that way)."""
-
-    def wait(self) -> None:
-        pass
-
-
 def _start(out: torch.Tensor, inp: torch.Tensor, out_counts: list[int], in_counts: list[int], xfer: Transfer):
     if not xfer.active:
-        return _Done()
+        return Done()
     return dist.all_to_all_single(out, inp, out_counts, in_counts, group=xfer.group, async_op=True)
 
 
