@@ -37,6 +37,23 @@ STAGES = ("rig", "filter", "coalesce", "concat_nic", "switch")
 
 
 @dataclass(frozen=True)
+class CriticalPath:
+    """Each node's critical path (docs/simulator.md, "Where a node's time goes"): the time each resource
+    held it up, summing exactly to the node's time."""
+
+    bounds: tuple[str, ...]
+    """Resource names, in the order of the columns below."""
+    node_s: np.ndarray
+    """[nodes, bounds]: seconds per resource; each row sums to the node's time."""
+    segments_ps: np.ndarray
+    """[stretches, 3 + bounds] int64: node, t0, t1 (ps) and ps per resource of each stretch of a path."""
+
+    def of(self, node: int) -> dict[str, float]:
+        """``{resource: seconds}`` of one node."""
+        return {b: float(s) for b, s in zip(self.bounds, self.node_s[node], strict=True)}
+
+
+@dataclass(frozen=True)
 class NetSparseRun:
     """What one NetSparse simulation returns (filled by :func:`simulate`)."""
 
@@ -48,6 +65,9 @@ class NetSparseRun:
     active_nodes: tuple[list[float], list[int]] = field(default_factory=lambda: ([], []))
     """Step series (time in s, nodes still running)."""
     counters: dict[str, object] = field(default_factory=dict)
+    critical_path: CriticalPath | None = None
+    switch_pipes: dict[str, list[int]] = field(default_factory=dict)
+    """Per middle pipe of an extended ToR, each counter of ``SIM_PIPE_COUNTERS`` (docs/simulator.md)."""
 
 
 def mechanisms_up_to(stage: str) -> dict[str, bool]:
@@ -216,7 +236,18 @@ def _to_run(out: dict, params: HardwareParams) -> NetSparseRun:
         "wall_clock_s": float(out["wall_s"]),
     }
     series = ([float(x) * 1e-12 for x in out["active_t_ps"]], [int(c) for c in out["active_count"]])
-    return NetSparseRun(node_time_s=t, tail=stats, active_nodes=series, counters=counters)
+    path = CriticalPath(bounds=bound_names(), node_s=np.asarray(out["bound_ps"], dtype=np.float64) * 1e-12,
+                        segments_ps=np.asarray(out["path"], dtype=np.int64))
+    pipes = {name: np.asarray(v).tolist() for name, v in out["pipes"].items()}
+    return NetSparseRun(node_time_s=t, tail=stats, active_nodes=series, counters=counters, critical_path=path,
+                        switch_pipes=pipes)
+
+
+def bound_names() -> tuple[str, ...]:
+    """The resources of the critical-path breakdown, in the C++ order (``NETSPARSE_BOUNDS``)."""
+    from netsparse_torch._C import units as _units
+
+    return tuple(name for name, _ in _units.SIM_BOUNDS)
 
 
 def _div(num: float, den: float) -> float | None:

@@ -77,6 +77,24 @@ py::dict to_dict(const SimResult& r) {
 #undef KIND
   out["events_by_kind"] = ek;
   if (!r.flit_links.empty()) out["flit_links"] = flit_dict(r.flit_links);
+  const py::ssize_t nb = kBounds, nn = static_cast<py::ssize_t>(r.node_done_ps.size());
+  out["bound_ps"] = py::array_t<int64_t>({nn, nb}, r.bound_ps.data());
+  // The critical paths' stretches: node, t0, t1 and [stretches, kBounds] ps.
+  py::array_t<int64_t> seg({static_cast<py::ssize_t>(r.path.size()), nb + 3});
+  auto m = seg.mutable_unchecked<2>();
+  for (size_t i = 0; i < r.path.size(); ++i) {
+    const PathSegment& g = r.path[i];
+    m(i, 0) = g.node;
+    m(i, 1) = g.t0;
+    m(i, 2) = g.t1;
+    for (int b = 0; b < kBounds; ++b) m(i, 3 + b) = g.ps[b];
+  }
+  out["path"] = seg;
+  py::dict pipes;
+#define PIPE_COL(name, meaning) pipes[#name] = column(r.pipes, [](const PipeCounters& c) { return c.name; });
+  NETSPARSE_PIPE_COUNTERS(PIPE_COL)
+#undef PIPE_COL
+  out["pipes"] = pipes;
   out["wall_s"] = r.wall_s;
   return out;
 }
@@ -114,6 +132,8 @@ void bind_sim(py::module_& units) {
   units.attr("SIM_COUNTERS") = py::dict(py::arg("nodes") = described({NETSPARSE_NODE_COUNTERS(ITEM)}),
                                         py::arg("switches") = described({NETSPARSE_SWITCH_COUNTERS(ITEM)}),
                                         py::arg("events_by_kind") = described({NETSPARSE_SIM_EVENTS(ITEM)}));
+  units.attr("SIM_BOUNDS") = described({NETSPARSE_BOUNDS(ITEM)});
+  units.attr("SIM_PIPE_COUNTERS") = described({NETSPARSE_PIPE_COUNTERS(ITEM)});
 #undef ITEM
   units.def("auto_batch_size", &netsparse::units::auto_batch_size,
             "RIG batch size of batch_size=auto for a node with node_idxs nonzeros when the largest node has "

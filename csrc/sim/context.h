@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/breakdown.h"
 #include "sim/event_queue.h"
 #include "sim/packets.h"
 #include "sim/simulator.h"
@@ -24,6 +25,36 @@ struct SimContext {
     res.node_done_ps.assign(nodes, 0);
     res.nodes.resize(nodes);
     res.switches.resize(t.n_switches);
+    if (c.switch_on) res.pipes.resize(static_cast<size_t>(t.n_switches * c.switch_pipes));
+    trace.resize(static_cast<size_t>(nodes * c.client_units));
+    scans.resize(trace.size());
+  }
+
+  // The journey of the read PR (or its response) of Pending PR Table entry `entry` of `unit` at `node`;
+  // a unit's entries grow when it issues (ids are handed out lowest first).
+  PrJourney& journey_of(const units::PR& pr) {
+    return trace[static_cast<size_t>(pr.src) * static_cast<size_t>(cfg.client_units) + pr.src_tid][pr.id];
+  }
+  // A unit takes packet k apart at t: its hops go into each PR's journey, which goes on from t. The
+  // journeys are fetched first (one cache line each, touched at random), then updated.
+  void fold_packet(const Packet& k, const units::PacketView& v, int64_t t) {
+    folding.resize(static_cast<size_t>(v.n_prs));
+    for (int64_t i = 0; i < v.n_prs; ++i) {
+      folding[i] = &journey_of(v.pr(i));
+      __builtin_prefetch(folding[i], 1);
+    }
+    int64_t concat = 0;
+    for (PrJourney* j : folding) {
+      PrJourney& tr = *j;
+      concat += k.h.born - tr.mark;
+      fold(tr, k.h);
+      tr.mark = t;
+    }
+    if (k.h.born_pipe >= 0) {
+      PipeCounters& pc = res.pipes[static_cast<size_t>(k.h.born_pipe)];
+      pc.concat_wait_ps += concat;
+      pc.concat_prs += v.n_prs;
+    }
   }
 
   const SimConfig& cfg;
@@ -34,6 +65,9 @@ struct SimContext {
   Events events;
   Packets pkts;
   SimResult res;
+  std::vector<std::vector<PrJourney>> trace;  // per (node, client unit): per Pending PR Table entry
+  std::vector<std::vector<PrScan>> scans;     // the same
+  std::vector<PrJourney*> folding;            // fold_packet's scratch
 };
 
 }  // namespace netsparse::sim

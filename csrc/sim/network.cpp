@@ -196,6 +196,7 @@ void Network::leave_queue(int64_t link, int64_t t) {
 
 void Network::arrive(uint32_t p, int64_t link, int64_t t) {
   const int64_t v = x_.topo.link_dst[link];
+  hop(x_.pkts[p].h, link, t);
   if (v < x_.nodes) return nodes_->receive(static_cast<uint32_t>(v), p, t);
   const int64_t s = v - x_.nodes;
   ++x_.res.switches[s].packets_in;
@@ -203,6 +204,16 @@ void Network::arrive(uint32_t p, int64_t link, int64_t t) {
   Packet& k = x_.pkts[p];  // a plain switch forwards the packet on its route
   ++k.hop;
   enqueue(k.route_src < 0 ? down_link_[k.dst] : route(k.route_src, k.dst, k.hop), p, t);
+}
+
+// The packet's hop since it was made or last arrived: the wait, serialisation and propagation are the
+// Tx link's from a host and switch egress from a switch; the switch latency at the end, switch ingress.
+void Network::hop(Hops& h, int64_t link, int64_t t) const {
+  const int64_t span = t - h.mark;
+  const int64_t ingress = x_.topo.link_dst[link] >= x_.nodes ? std::min(x_.cfg.switch_ps, span) : 0;
+  (x_.topo.link_src[link] < x_.nodes ? h.tx : h.egress) += span - ingress;
+  h.ingress += ingress;
+  h.mark = t;
 }
 
 // ---- flit layer (NetCrafter, docs/seeds.md) ----

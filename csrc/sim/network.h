@@ -52,6 +52,7 @@ class Network {
   void refresh(Pool& pl, int64_t t);
   void retry_blocked(int64_t v, int64_t t);
   void arrive(uint32_t p, int64_t link, int64_t t);
+  void hop(Hops& h, int64_t link, int64_t t) const;
   void flit_setup();
   void flit_start(int64_t link, int64_t t);
   void flit_tick(int64_t link, int64_t t);

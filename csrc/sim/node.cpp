@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 #include "units/errors.h"
 
@@ -20,18 +21,21 @@ struct Engine {
   Client& u;
   int64_t now, limit;  // SNIC cycles: decisions are >= now; a decision at or after limit waits
   bool admit(uint64_t idx, bool mem);
-  void consumed() { u.head = false; }
+  void consumed(Outcome o);
 };
 
 bool Engine::admit(uint64_t idx, bool mem) {
   if (!u.head) {  // read the idx: its filter load (if any) goes out now
     int64_t s = u.next_in, lat = 0;
+    u.path.head_read = s;
     if (mem) {
       lat = nodes.filter_load(n, u, idx);
       s = std::max(s, u.lsq[u.lsq_pos]);  // the LSQ entry frees when the idx it held was decided
       u.head_slot = u.lsq_pos;
       u.lsq_pos = u.lsq_pos + 1 == u.lsq.size() ? 0 : u.lsq_pos + 1;
     }
+    u.path.head_s = s;
+    u.path.head_lat = lat;
     u.head_mem = mem;
     u.next_in = s + 1;
     u.head_d = std::max(u.decided, s + 1 + lat);
@@ -42,6 +46,28 @@ bool Engine::admit(uint64_t idx, bool mem) {
   u.decided = d;
   if (u.head_mem) u.lsq[u.head_slot] = d;
   return true;
+}
+
+// The cycles from the last decision charged to this one go, in order, to the idx's read (one per cycle),
+// its wait for an LSQ entry, its filter load, and the rest to why the unit's call came late.
+void Engine::consumed(Outcome o) {
+  u.head = false;
+  Path& pa = u.path;
+  const int64_t d = u.decided;
+  const int scan = kScanLocal + static_cast<int>(o);
+  int64_t a = pa.fr;
+  auto upto = [&](int64_t e, int b) {
+    if (e <= a) return;
+    const int64_t x = std::min(e, d);
+    pa.scan[b] += x - a;
+    a = x;
+  };
+  upto(pa.head_read + 1, scan);
+  upto(pa.head_s + 1, kFilterLsq);
+  upto(pa.head_s + 1 + pa.head_lat, pa.head_level);
+  if (a < d) pa.scan[pa.idle == kBounds ? scan : pa.idle] += d - a;
+  pa.idle = kBounds;
+  pa.fr = std::max(pa.fr, d);
 }
 
 Nodes::Nodes(SimContext& x, Workload& work, Network& net) : x_(x), cfg_(x.cfg), work_(work), net_(net) {
@@ -154,17 +180,21 @@ int64_t Nodes::filter_load(Node& n, Client& u, uint64_t idx) {
   NodeCounters& c = x_.res.nodes[n.rig.node()];
   if (u.l1.access(line)) {
     ++c.mem_l1;
+    u.path.head_level = kFilterL1;
     return cfg_.l1_cycles;
   }
   if (u.l2.access(line)) {
     ++c.mem_l2;
+    u.path.head_level = kFilterL2;
     return cfg_.l2_cycles;
   }
   if (n.llc.access(line)) {
     ++c.mem_llc;
+    u.path.head_level = kFilterLlc;
     return cfg_.llc_cycles;
   }
   ++c.mem_dram;
+  u.path.head_level = kFilterDram;
   return dram_cycles_;
 }
 
@@ -182,16 +212,150 @@ void Nodes::assign(uint32_t node, uint32_t unit, int64_t t_host) {
   u.next_in = std::max(u.next_in, x_.snic.up(ready));
   u.busy = true;
   x_.events.push(ready, kIssue, node, unit);
+  // The path: the round trip up to the command's first scan cycle, then a fresh scan.
+  Path& pa = u.path;
+  pa.cmd_c = pa.fr = x_.snic.up(ready);
+  std::fill(std::begin(pa.scan), std::end(pa.scan), 0);
+  pa.last_resp = -1;
+  int64_t host[kBounds] = {};
+  host[kHost] = x_.snic.ps(pa.cmd_c) - pa.t;
+  pa.charge(x_.snic.ps(pa.cmd_c), host);
 }
 
 // The unit's command completed at t: its completion notification reaches the host one PCIe latency later.
 void Nodes::complete(uint32_t node, uint32_t unit, int64_t t) {
   Node& n = *node_[node];
   n.cl[unit].active = false;
+  command_path(node, unit, t);
   const int64_t seen = t + cfg_.pcie_ps;
+  if (!work_.has_command(node)) {  // the unit's last notification: its path ends when the host has it
+    int64_t host[kBounds] = {};
+    host[kHost] = seen - t;
+    n.cl[unit].path.charge(seen, host);
+  }
   n.host_seen = std::max(n.host_seen, seen);
   if (work_.has_command(node)) return assign(node, unit, seen);
   if (--n.active_units == 0) x_.res.node_done_ps[node] = n.host_seen;
+}
+
+// A read PR leaves at pr_cycle: one PR per cycle may hold it past its decision. Its journey starts,
+// with the scan charges up to it (a command's scan fits 2^32 cycles: over 2 s at Table 5's clock).
+void Nodes::issued(uint32_t node, uint32_t unit, const PR& pr, int64_t pr_cycle) {
+  Path& pa = node_[node]->cl[unit].path;
+  if (pr_cycle > pa.fr) {
+    pa.scan[kScanIssued] += pr_cycle - pa.fr;
+    pa.fr = pr_cycle;
+  }
+  if (pa.fr - pa.cmd_c > int64_t{UINT32_MAX})
+    throw std::logic_error("simulator: a RIG command scanned for 2^32 SNIC cycles; use a smaller batch");
+  const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
+  std::vector<PrJourney>& js = x_.trace[slot];
+  std::vector<PrScan>& ss = x_.scans[slot];
+  if (pr.id >= js.size()) {
+    js.resize(pr.id + 1);
+    ss.resize(pr.id + 1);
+  }
+  PrJourney& tr = js[pr.id];
+  tr = PrJourney{};
+  tr.mark = x_.snic.ps(pr_cycle);
+  PrScan& sc = ss[pr.id];
+  sc.issued = static_cast<uint32_t>(pr_cycle - pa.cmd_c);
+  for (int b = 0; b < kScanBounds; ++b) sc.scan[b] = static_cast<uint32_t>(pa.scan[b]);
+}
+
+namespace {
+// Splits the ps of [t0, t1] over bounds in proportion to their SNIC cycles. The total is exact; a share
+// is rounded down (a cycle is 454.5 ps at Table 5's 2.2 GHz) and the remainder goes to the largest.
+template <class T>
+void spread(const T* cyc, int64_t t0, int64_t t1, int fallback, int64_t (&out)[kBounds]) {
+  const int64_t span = t1 - t0;
+  __int128 total = 0;
+  int big = fallback;
+  for (int b = 0; b < kScanBounds; ++b) {
+    total += cyc[b];
+    if (cyc[b] > cyc[big]) big = b;
+  }
+  if (total == 0) {
+    out[fallback] += span;
+    return;
+  }
+  int64_t given = 0;
+  for (int b = 0; b < kScanBounds; ++b) {
+    const int64_t x = static_cast<int64_t>(static_cast<__int128>(cyc[b]) * span / total);
+    out[b] += x;
+    given += x;
+  }
+  out[big] += span - given;
+}
+}  // namespace
+
+// The unit's command completed at t: its critical path since the command's first scan cycle.
+void Nodes::command_path(uint32_t node, uint32_t unit, int64_t t) {
+  Path& pa = node_[node]->cl[unit].path;
+  const int64_t start = x_.snic.ps(pa.cmd_c);
+  int64_t add[kBounds] = {};
+  if (pa.last_resp >= 0 && pa.last_resp_t >= x_.snic.ps(pa.fr)) {  // a response came last
+    const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
+    const PrJourney& tr = x_.trace[slot][pa.last_resp];
+    const PrScan& sc = x_.scans[slot][pa.last_resp];
+    const int64_t issued = x_.snic.ps(pa.cmd_c + sc.issued);
+    spread(sc.scan, start, issued, kScanIssued, add);
+    pa.charge(issued, add);
+    std::fill(std::begin(add), std::end(add), 0);
+    for (int j = 0; j < kJourney; ++j) add[kTxLink + j] = tr.j[j];
+    add[kRx] = pa.last_resp_rx + (t - pa.last_resp_t);  // t - last_resp_t is zero: it completes at that write
+    pa.charge(t, add);
+  } else {  // the last idx decision came last
+    spread(pa.scan, start, t, kScanLocal, add);
+    pa.charge(t, add);
+  }
+}
+
+void Path::charge(int64_t t1, const int64_t (&add)[kBounds]) {
+  PathSegment sg;
+  sg.t0 = t;
+  sg.t1 = t1;
+  for (int b = 0; b < kBounds; ++b) {
+    sg.ps[b] = add[b];
+    ps[b] += add[b];
+  }
+  t = t1;
+  if (segs.size() == kMaxSegs) {  // keep the memory bounded: halve the resolution
+    for (size_t i = 0; i < kMaxSegs / 2; ++i) {
+      PathSegment m = segs[2 * i];
+      m.t1 = segs[2 * i + 1].t1;
+      for (int b = 0; b < kBounds; ++b) m.ps[b] += segs[2 * i + 1].ps[b];
+      segs[i] = m;
+    }
+    segs.resize(kMaxSegs / 2);
+  }
+  segs.push_back(sg);
+}
+
+// Each node's critical path is that of its client unit whose last completion notification reached the
+// host last (the node's finish); it must tile [0, finish] exactly.
+void Nodes::critical_paths() {
+  SimResult& r = x_.res;
+  r.bound_ps.assign(static_cast<size_t>(x_.nodes * kBounds), 0);
+  for (int64_t p = 0; p < x_.nodes; ++p) {
+    const Client* last = nullptr;
+    for (const Client& u : node_[p]->cl)
+      if (!last || u.path.t > last->path.t) last = &u;
+    if (!last || last->path.t == 0) continue;
+    int64_t sum = 0;
+    for (int b = 0; b < kBounds; ++b) {
+      r.bound_ps[p * kBounds + b] = last->path.ps[b];
+      sum += last->path.ps[b];
+    }
+    if (last->path.t != r.node_done_ps[p] || sum != r.node_done_ps[p])
+      throw std::logic_error("simulator: node " + std::to_string(p) + "'s critical path sums to " +
+                             std::to_string(sum) + " ps, not its time " + std::to_string(r.node_done_ps[p]) +
+                             " (path end " + std::to_string(last->path.t) + ")");
+    for (PathSegment sg : last->path.segs) {
+      sg.node = p;
+      r.path.push_back(sg);
+    }
+  }
 }
 
 void Nodes::issue(uint32_t node, uint32_t unit, int64_t t) {
@@ -201,6 +365,7 @@ void Nodes::issue(uint32_t node, uint32_t unit, int64_t t) {
   if (n.tx_bytes >= cfg_.tx_buffer_bytes && ru.scanning()) {  // Tx full: no new PRs (busy stays set)
     n.tx_waiters.push_back(unit);
     ++x_.res.nodes[node].tx_waits;
+    u.path.idle = kTxLink;
     return;
   }
   const int64_t limit_ps = std::min(t + horizon_ps_, n.writes.empty() ? kNever : n.writes.front());
@@ -211,6 +376,7 @@ void Nodes::issue(uint32_t node, uint32_t unit, int64_t t) {
       [&](uint32_t dest, const PR& pr) {
         pr_cycle = std::max(u.decided, u.last_pr + 1);  // one read PR per cycle
         u.decided = u.last_pr = pr_cycle;
+        issued(node, unit, pr, pr_cycle);
         u.pr = pr;
         u.pr_dest = dest;
         u.has_pr = true;
@@ -225,6 +391,7 @@ void Nodes::issue(uint32_t node, uint32_t unit, int64_t t) {
     return;
   }
   u.busy = false;  // stalled or waiting for responses: a response write wakes the unit
+  if (ru.stalled()) u.path.idle = kPendingFull;
   if (u.active && ru.commands_done() == ru.commands_enqueued())
     complete(node, unit, std::max(t, x_.snic.ps(u.decided)));
 }
@@ -237,12 +404,17 @@ void Nodes::write_back(uint32_t p, int64_t t) {
   if (n.writes.empty() || n.writes.front() != t) throw std::logic_error("simulator: response writes out of order");
   n.writes.pop_front();
   const PacketView v = x_.pkts.view(p);
+  Packet& pk = x_.pkts[p];
+  x_.fold_packet(pk, v, t);
   for (int64_t i = 0; i < v.n_prs; ++i) {
     const PR pr = v.pr(i);
     if (pr.src != host || pr.src_tid >= cfg_.client_units)
       throw std::logic_error("simulator: response delivered to the wrong node or unit");
     n.rig.clients()[pr.src_tid].on_response(n.rig.context(), pr, v.payload(i));
     Client& u = n.cl[pr.src_tid];
+    u.path.last_resp = pr.id;
+    u.path.last_resp_t = t;
+    u.path.last_resp_rx = t - pk.h.mark;  // deconcatenation and DMA into host memory
     if (!u.busy) {  // wake an idle unit: it may resume, finish its command, or complete it
       u.busy = true;
       x_.events.push(t, kIssue, host, pr.src_tid);
@@ -285,6 +457,8 @@ void Nodes::serve(uint32_t host, uint32_t p, int64_t t) {
     if (n.sv[i].free < n.sv[u].free) u = i;
   Server& s = n.sv[u];
   const PacketView v = x_.pkts.view(p);
+  const Packet& pk = x_.pkts[p];
+  x_.fold_packet(pk, v, pk.h.mark);  // from its arrival to its push into the NIC: the server
   n.rig.servers()[u].serve(n.rig.context(), v, [&](uint32_t dest, const PR& pr, const uint8_t*) {
     // One property read per SNIC cycle, at most lsq_entries PCIe reads in flight (Table 5 LSQ).
     int64_t start = std::max(t, s.free) + cycle_ps_;
@@ -295,6 +469,9 @@ void Nodes::serve(uint32_t host, uint32_t p, int64_t t) {
     s.lsq_pos = s.lsq_pos + 1 == s.lsq.size() ? 0 : s.lsq_pos + 1;
     if (dest != pr.src) throw std::logic_error("simulator: a response must go back to its requester");
     if (!s.q.empty() && slot <= s.q.back().t) throw std::logic_error("simulator: server unit push times must increase");
+    PrJourney& tr = x_.journey_of(pr);
+    tr.j[journey(kRemoteServer)] += slot - tr.mark;
+    tr.mark = slot;
     const uint64_t seq = x_.events.next_seq();
     if (s.q.empty()) x_.events.push_seq(slot, seq, kNicPush, host, u);
     s.q.push_back(Response{slot, seq, pr});
@@ -363,6 +540,7 @@ void Nodes::nic_send(uint32_t node, int64_t t) {
   x_.pkts.take(n.rig.nic(), [&](uint32_t p) {
     Packet& k = x_.pkts[p];
     k.route_src = node;
+    k.h.born = k.h.mark = t;
     NodeCounters& nc = x_.res.nodes[node];
     ++nc.packets_tx;
     nc.prs_tx += k.n_prs;
@@ -407,6 +585,7 @@ void Nodes::finish() {
     nc.stalls = rc.stalls;
     nc.commands = rc.commands;
   }
+  critical_paths();
 }
 
 }  // namespace netsparse::sim

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "sim/breakdown.h"
 #include "sim/context.h"
 #include "sim/workload.h"
 #include "units/concatenator.h"
@@ -55,6 +56,23 @@ struct Response {
   units::PR pr;
 };
 
+// A client unit's critical path (breakdown.h). The current command's scan is charged idx by idx in SNIC
+// cycles; completed commands and host round trips are in ps, and kept as stretches for the plot.
+struct Path {
+  int64_t fr = 0, cmd_c = 0;        // cycles: decisions charged up to fr; the command's scan began at cmd_c
+  int64_t head_read = 0, head_s = 0, head_lat = 0;  // the head idx: read cycle, LSQ-free cycle, load latency
+  uint8_t head_level = kFilterL1;
+  uint8_t idle = kBounds;           // why the unit waited when its next call came late (kBounds: it did not)
+  int64_t scan[kScanBounds] = {};   // cycles of this command's scan
+  int64_t last_resp = -1;           // Pending PR Table entry of this command's latest response
+  int64_t last_resp_t = 0, last_resp_rx = 0;  // its write, and its packet's Rx step
+  int64_t t = 0;                    // ps: the unit's time is charged up to here
+  int64_t ps[kBounds] = {};
+  std::vector<PathSegment> segs;    // at most kMaxSegs; pairs merge when full
+  static constexpr size_t kMaxSegs = 64;
+  void charge(int64_t t1, const int64_t (&add)[kBounds]);
+};
+
 // The Logic Engine clock of one client unit, in SNIC cycles.
 struct Client {
   int64_t next_in = 0;   // cycle the next idx can be read
@@ -68,6 +86,7 @@ struct Client {
   units::PR pr{};  // the read PR issued at the unit's pending kIssue event
   uint32_t pr_dest = 0;
   bool has_pr = false, busy = false, active = false;
+  Path path;
 };
 
 struct Server {
@@ -111,6 +130,9 @@ class Nodes {
   int64_t filter_load(Node& n, Client& u, uint64_t idx);
   void assign(uint32_t node, uint32_t unit, int64_t t_host);
   void complete(uint32_t node, uint32_t unit, int64_t t);
+  void issued(uint32_t node, uint32_t unit, const units::PR& pr, int64_t pr_cycle);
+  void command_path(uint32_t node, uint32_t unit, int64_t t);
+  void critical_paths();
   void issue(uint32_t node, uint32_t unit, int64_t t);
   void write_back(uint32_t p, int64_t t);
   void serve_ready(uint32_t host, int64_t t);

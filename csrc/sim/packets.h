@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/breakdown.h"
 #include "units/concatenator.h"
 #include "units/header_model.h"
 #include "units/protocol.h"
@@ -20,6 +21,7 @@ struct Packet {
   int64_t route_src = -1;  // host whose path table row routes it; -1 = direct ToR -> host link
   int32_t hop = 0;         // index of the link it is on (or arrived by) in that row
   int64_t at = -1;         // vertex whose buffer holds it (-1: none, or the host's Tx buffer)
+  Hops h;                  // what its hops add to its PRs' journeys (breakdown.h)
 };
 
 class Packets {

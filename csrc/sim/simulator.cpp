@@ -160,6 +160,7 @@ SimResult Sim::run() {
   }
   nodes_.finish();
   net_.finish();
+  switches_.finish();
   res.max_packet_wire = x_.pkts.max_wire();
   report_active_nodes();
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -133,6 +133,51 @@ struct Topo {
   X(buffer_peak, "shared packet buffer peak (bytes)")                                                  \
   X(credit_waits, "times a host -> switch link waited for buffer credit")
 
+// The resources a node's critical path is charged to, in enum order (csrc/sim/breakdown.h; definition
+// in docs/simulator.md, "Where a node's time goes"). The first 11 are charged by the client unit's
+// Logic Engine clock, tx_link to rx (8) along a PR's journey, host between commands.
+#define NETSPARSE_BOUNDS(X)                                                                            \
+  X(scan_local, "RIG client idx scan, idxs of local rows (one idx per SNIC cycle)")                   \
+  X(scan_filtered, "RIG client idx scan, idxs the Idx Filter dropped")                                 \
+  X(scan_coalesced, "RIG client idx scan, idxs coalesced into a pending PR")                           \
+  X(scan_issued, "RIG client idx scan, idxs that became read PRs (and one read PR per cycle)")         \
+  X(filter_lsq, "Idx Filter loads waiting for a free LSQ entry")                                       \
+  X(filter_l1, "Idx Filter load latency, L1 hits")                                                     \
+  X(filter_l2, "Idx Filter load latency, L2 hits")                                                     \
+  X(filter_llc, "Idx Filter load latency, SNIC LLC hits")                                              \
+  X(filter_dram, "Idx Filter load latency, SNIC DRAM")                                                 \
+  X(pending_full, "client unit stalled on a full Pending PR Table")                                    \
+  X(tx_link, "Tx: SNIC Tx buffer, host uplink queue, serialisation and propagation (and Tx full)")    \
+  X(nic_concat, "PRs waiting in a NIC concatenation queue (either end)")                               \
+  X(switch_ingress, "switch latency (ingress parser to egress, fixed per switch hop)")                  \
+  X(switch_middle, "ToR middle pipe: queue for the pipe, one PR per cycle, cache lookup")               \
+  X(switch_concat, "PRs waiting in a ToR middle pipe's concatenation queue")                           \
+  X(switch_egress, "switch egress: port queue, serialisation and propagation of links out of a switch") \
+  X(remote_server, "the owner node: Rx buffer wait for a server unit, property reads over PCIe")      \
+  X(rx, "Rx: response deconcatenation and DMA into host memory (one PCIe latency)")                    \
+  X(host, "host RIG command round trips: completion notification, MMIO, idx DMA")
+
+// Per middle pipe of an extended ToR (the report's switch_pipes section).
+#define NETSPARSE_PIPE_COUNTERS(X)                                                                     \
+  X(switch_id, "the switch (vertex id - hosts)")                                                       \
+  X(pipe, "the middle pipe within its switch")                                                         \
+  X(packets, "packets the pipe took")                                                                  \
+  X(prs, "PRs through the pipe")                                                                       \
+  X(first_cycle, "switch cycle of the pipe's first packet arrival (-1: none)")                        \
+  X(last_in_cycle, "switch cycle of the pipe's last packet arrival")                                    \
+  X(last_cycle, "switch cycle the pipe was done with its last PR")                                     \
+  X(peak_window_prs, "most PRs arriving within one window of 1024 switch cycles")                     \
+  X(wait_cycles, "switch cycles packets queued before the pipe (sum over packets)")                    \
+  X(pr_wait_cycles, "switch cycles PRs waited before the pipe took them (sum over PRs)")               \
+  X(max_wait_cycles, "longest queueing delay of a packet before the pipe (switch cycles)")            \
+  X(max_backlog, "most PRs queued for the pipe at a packet arrival, its own included (queue depth)")   \
+  X(read_prs, "read PRs looked up in the pipe's property cache")                                       \
+  X(hits, "read PRs answered from the pipe's cache")                                                   \
+  X(misses, "read PRs that missed the pipe's cache")                                                   \
+  X(inserts, "properties inserted into the pipe's cache")                                              \
+  X(concat_wait_ps, "time PRs waited in the pipe's concatenation queue (sum over PRs, ps)")           \
+  X(concat_prs, "PRs that left the pipe's concatenation queue")
+
 // Event kinds in handling order of their enum; events_by_kind counts each by this name.
 #define NETSPARSE_SIM_EVENTS(X)                                                                        \
   X(issue, "a client unit's call; the read PR it issued enters the NIC at this event")          \
@@ -155,7 +200,23 @@ struct NodeCounters {
 
 struct SwitchCounters {
   NETSPARSE_SWITCH_COUNTERS(NETSPARSE_COUNTER)
+};
+
+struct PipeCounters {
+  NETSPARSE_PIPE_COUNTERS(NETSPARSE_COUNTER)
 #undef NETSPARSE_COUNTER
+};
+
+constexpr int kBounds = 0
+#define NETSPARSE_COUNT_BOUND(name, meaning) +1
+    NETSPARSE_BOUNDS(NETSPARSE_COUNT_BOUND)
+#undef NETSPARSE_COUNT_BOUND
+    ;
+
+// One stretch of a node's critical path: [t0, t1] and its time per resource (sums to t1 - t0).
+struct PathSegment {
+  int64_t node = 0, t0 = 0, t1 = 0;
+  int64_t ps[kBounds] = {};
 };
 
 constexpr int kEventKinds = 0
@@ -182,6 +243,9 @@ struct SimResult {
   int64_t max_queue = 0;  // most events pending at once
   int64_t events_by_kind[kEventKinds] = {};
   std::vector<FlitLinkResult> flit_links;  // only with SimConfig::flit_layer
+  std::vector<int64_t> bound_ps;           // [nodes, kBounds]: each node's critical path per resource
+  std::vector<PathSegment> path;           // every node's critical path, stretch by stretch, in time order
+  std::vector<PipeCounters> pipes;         // one per middle pipe of an extended ToR
   double wall_s = 0;
 };
 

@@ -23,6 +23,8 @@ Switches::Switches(SimContext& x, Network& net) : x_(x), net_(net) {
   pipe_timer_.assign(pipe_.size(), kNever);
   pipe_free_.assign(pipe_.size(), 0);
   pipe_out_.resize(pipe_.size());
+  window_.assign(pipe_.size(), -1);
+  window_prs_.assign(pipe_.size(), 0);
   if (!cfg.switch_on) return;
   for (int64_t s = 0; s < x.topo.n_switches; ++s) {
     if (!x.topo.switch_is_tor[s]) continue;
@@ -43,8 +45,7 @@ void Switches::handle(const Event& e) {
       pipe_timer_[e.a] = kNever;
       SwitchPipe& sp = *pipe_[e.a];
       sp.advance(std::max(x_.sw.cycle(e.t), sp.concatenator().now()));
-      const int64_t s = e.a / pipes_;
-      x_.pkts.take(sp.concatenator(), [&](uint32_t p) { out(s, p, e.t); });
+      x_.pkts.take(sp.concatenator(), [&](uint32_t p) { out(e.a, p, e.t); });
       arm(e.a, e.t);
       break;
     }
@@ -64,6 +65,22 @@ void Switches::arrive(int64_t s, uint32_t p, int64_t in_link, int64_t t) {
   SwitchCounters& sc = x_.res.switches[s];
   sc.pipe_prs += k.n_prs;
   sc.pipe_wait_cycles += start - in;
+  PipeCounters& pc = x_.res.pipes[pipe];
+  ++pc.packets;
+  pc.prs += k.n_prs;
+  if (pc.packets == 1) pc.first_cycle = in;
+  pc.last_in_cycle = in;
+  pc.last_cycle = start + k.n_prs - 1 + lookup_cycles_;
+  pc.wait_cycles += start - in;
+  pc.pr_wait_cycles += k.n_prs * (start - in) + int64_t{k.n_prs} * (k.n_prs - 1) / 2;  // the i-th waits i more
+  pc.max_wait_cycles = std::max(pc.max_wait_cycles, start - in);
+  pc.max_backlog = std::max(pc.max_backlog, pipe_free_[pipe] - in);  // one PR per cycle: cycles = PRs
+  if (in >> 10 != window_[pipe]) {
+    window_[pipe] = in >> 10;
+    window_prs_[pipe] = 0;
+  }
+  window_prs_[pipe] += k.n_prs;
+  pc.peak_window_prs = std::max(pc.peak_window_prs, window_prs_[pipe]);
   x_.events.stream_push(pipe_out_[pipe], x_.sw.ps(start + k.n_prs - 1 + lookup_cycles_), kSwitchDone,
                         static_cast<uint32_t>(pipe), p);
 }
@@ -85,6 +102,9 @@ void Switches::run_pipe(uint32_t pipe, uint32_t p, int64_t t) {
   const int64_t s = pipe / pipes_;
   Packet& k = x_.pkts[p];
   net_.release(x_.nodes + s, k.wire, t);  // the pipe consumed the packet
+  k.h.middle += t - k.h.mark;  // queued for the pipe, one PR per cycle, cache lookup
+  const PacketView v = x_.pkts.view(p);
+  x_.fold_packet(k, v, t);
   SwitchPipe& sp = *pipe_[pipe];
   const SwitchPipeCounters before = sp.counters;
   sp.process(k.bytes.data(), static_cast<int64_t>(k.bytes.size()), std::max(x_.sw.cycle(t), sp.concatenator().now()));
@@ -92,15 +112,23 @@ void Switches::run_pipe(uint32_t pipe, uint32_t p, int64_t t) {
   sc.read_lookups += sp.counters.read_prs - before.read_prs;
   sc.read_hits += sp.counters.hits - before.hits;
   sc.inserts += sp.counters.inserted - before.inserted;
+  PipeCounters& pc = x_.res.pipes[pipe];
+  pc.read_prs += sp.counters.read_prs - before.read_prs;
+  pc.hits += sp.counters.hits - before.hits;
+  pc.misses += sp.counters.misses - before.misses;
+  pc.inserts += sp.counters.inserted - before.inserted;
   x_.pkts.free(p);
-  x_.pkts.take(sp.concatenator(), [&](uint32_t q) { out(s, q, t); });
+  x_.pkts.take(sp.concatenator(), [&](uint32_t q) { out(pipe, q, t); });
   arm(pipe, t);
 }
 
 // A packet made by a pipe of switch s takes room in the switch's buffer and follows the route of its
 // first PR: from the requester (read) or the property's owner (response).
-void Switches::out(int64_t s, uint32_t p, int64_t t) {
+void Switches::out(uint32_t pipe, uint32_t p, int64_t t) {
+  const int64_t s = pipe / pipes_;
   Packet& k = x_.pkts[p];
+  k.h.born = k.h.mark = t;
+  k.h.born_pipe = static_cast<int32_t>(pipe);
   ++x_.res.switches[s].packets_out;
   k.at = x_.nodes + s;
   net_.occupy(k.at, k.wire);
@@ -141,9 +169,21 @@ void Switches::drain_all(int64_t t) {
   for (size_t i = 0; i < pipe_.size(); ++i)
     if (pipe_[i]) {
       pipe_[i]->flush_all(std::max(x_.sw.cycle(t), pipe_[i]->concatenator().now()));
-      const int64_t s = static_cast<int64_t>(i) / pipes_;
-      x_.pkts.take(pipe_[i]->concatenator(), [&](uint32_t p) { out(s, p, t); });
+      x_.pkts.take(pipe_[i]->concatenator(), [&](uint32_t p) { out(static_cast<uint32_t>(i), p, t); });
     }
+}
+
+void Switches::finish() {
+  std::vector<PipeCounters> kept;
+  for (size_t i = 0; i < pipe_.size() && !x_.res.pipes.empty(); ++i) {
+    if (!pipe_[i]) continue;
+    PipeCounters pc = x_.res.pipes[i];
+    pc.switch_id = static_cast<int64_t>(i) / pipes_;
+    pc.pipe = static_cast<int64_t>(i) % pipes_;
+    if (pc.packets == 0) pc.first_cycle = pc.last_in_cycle = pc.last_cycle = -1;
+    kept.push_back(pc);
+  }
+  x_.res.pipes = std::move(kept);
 }
 
 }  // namespace netsparse::sim

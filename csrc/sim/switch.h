@@ -21,11 +21,12 @@ class Switches {
   void arrive(int64_t s, uint32_t p, int64_t in_link, int64_t t);  // a packet at extended switch s
   void handle(const Event& e);  // switch_timer, pipe_done
   void drain_all(int64_t t);    // flush every pipe's concatenator (infinite delays)
+  void finish();                // keep the extended pipes' counters only
 
  private:
   int64_t pipe_of(int64_t s, const Packet& k, int64_t in_link) const;
   void run_pipe(uint32_t pipe, uint32_t p, int64_t t);
-  void out(int64_t s, uint32_t p, int64_t t);
+  void out(uint32_t pipe, uint32_t p, int64_t t);
   void arm(uint32_t pipe, int64_t t);
 
   SimContext& x_;
@@ -33,6 +34,7 @@ class Switches {
   int64_t pipes_ = 1, ports_per_pipe_ = 1, lookup_cycles_ = 0;
   std::vector<std::unique_ptr<units::SwitchPipe>> pipe_;  // pipe s * pipes_ + i of switch s
   std::vector<int64_t> pipe_timer_, pipe_free_;
+  std::vector<int64_t> window_, window_prs_;  // per pipe: its current 1024-cycle window and PRs in it
   std::vector<std::deque<Timed>> pipe_out_;  // packets in a middle pipe, by the time it is done with them
 };
 

@@ -19,7 +19,7 @@
 // in place: 4 B per nonzero, no widened copy); its slots may be null (timing-only users: every idx
 // lands in halo slot 0). issue() takes an optional Timing policy (the simulator's Logic Engine clock):
 // admit(idx, filter_access) is asked before each idx is processed and may stop the call there (the
-// idx is then processed first on the next call); consumed() follows every processed idx. The training
+// idx is then processed first on the next call); consumed(outcome) follows every processed idx. The training
 // path uses NoTiming, which admits everything.
 //
 // Server unit: answers read PRs from the local property array (owner-local row = idx - row_start)
@@ -87,10 +87,13 @@ struct RigContext {
 // largest node has `max_node_idxs`, with `client_units` client units. Rule and reason in the .cpp.
 int64_t auto_batch_size(int64_t node_idxs, int64_t max_node_idxs, int64_t client_units);
 
+// What became of a processed idx (the simulator charges its scan cycle by it).
+enum class Outcome : uint8_t { kLocal, kFiltered, kCoalesced, kIssued };
+
 // The Timing policy of RigClientUnit::issue for users without a clock (the training path).
 struct NoTiming {
   bool admit(uint64_t, bool) { return true; }
-  void consumed() {}
+  void consumed(Outcome) {}
 };
 
 struct RigCounters {
@@ -190,7 +193,7 @@ RigClientUnit::Stop RigClientUnit::run(const RigContext& c, const Command& cm, E
     }
     if (local) {  // dropped: the kernel reads local rows directly
       ++counters.local;
-      timing.consumed();
+      timing.consumed(Outcome::kLocal);
       continue;
     }
     const int64_t slot = cm.slot ? cm.slot[pos] : 0;
@@ -198,7 +201,7 @@ RigClientUnit::Stop RigClientUnit::run(const RigContext& c, const Command& cm, E
       const int64_t from = c.filter->slot(idx);
       if (from != slot) std::memcpy(c.halo + slot * pb, c.halo + from * pb, pb);
       ++counters.filtered;
-      timing.consumed();
+      timing.consumed(Outcome::kFiltered);
       continue;
     }
     if (c.coalesce_on) {
@@ -206,7 +209,7 @@ RigClientUnit::Stop RigClientUnit::run(const RigContext& c, const Command& cm, E
       if (e >= 0) {
         add_waiter(e, slot);
         ++counters.coalesced;
-        timing.consumed();
+        timing.consumed(Outcome::kCoalesced);
         continue;
       }
     }
@@ -222,7 +225,7 @@ RigClientUnit::Stop RigClientUnit::run(const RigContext& c, const Command& cm, E
     ++pending_;
     if (c.coalesce_on) table_insert(idx, e);
     ++counters.prs;
-    timing.consumed();
+    timing.consumed(Outcome::kIssued);
     emit(c.map->owner(idx), PR{c.node, tid_, idx, static_cast<uint32_t>(e)});
     if (--max_prs == 0) {  // budget spent: resume after this idx on the next call
       ++pos;
