@@ -18,7 +18,7 @@ from typing import Protocol
 import numpy as np
 import scipy.sparse as sp
 
-from hw_models import baselines, compute, definitions
+from hw_models import baselines, breakdown, compute, definitions
 from hw_models.compute import KERNELS
 from hw_models.params import HardwareParams
 from hw_models.seeds.bf3 import TABLE2_SLOWDOWNS, TABLE2_TRANSFER_SHARES, snic_sw
@@ -97,6 +97,7 @@ def analyze(a: Pattern | sp.spmatrix | sp.sparray, params: HardwareParams, k: in
         "ablation": [],
         "simulations": 0,  # C++ simulator runs made for this report (main run + distinct ablation stages)
         "active_nodes": None,
+        "critical_path": None,  # active nodes over time by the resource bounding them (hw_models.breakdown)
         "hardware": params.to_dict(),
     }
     if simulator is None:
@@ -198,6 +199,13 @@ def _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, 
                  "traffic_reduction_vs_su_opt": _ratio(float(su.rx_bytes[tail]), wire),
                  "pr_reduction_vs_sa_opt": _ratio(float(sa.prs[tail]), full.tail.get("read_prs", math.nan))},
     }
+    ns = report["strategies"]["netsparse"]
+    if full.critical_path is not None:  # runs of older simulator builds (and test doubles) have none
+        ns["tail"].update(breakdown.tail_block(full.critical_path, tail))
+        ns["per_node"] = breakdown.per_node(full.critical_path, full.node_time_s)
+        report["critical_path"] = breakdown.active_by_bound(full.critical_path)
+    if full.switch_pipes:
+        ns["switch_pipes"] = breakdown.switch_pipes(full.switch_pipes, params.switch.clock_ghz)
     report["strategies"]["netsparse"]["simulator"] = _simulator_speed(full.counters)
     if "link_layer" in full.counters:  # link_layer=flit only: packet-mode reports stay as they were
         report["strategies"]["netsparse"]["link_layer"] = full.counters["link_layer"]

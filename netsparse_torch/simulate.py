@@ -23,7 +23,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from hw_models import analogs, analysis, compute
+from hw_models import analogs, analysis, breakdown, compute
 from hw_models.analysis import EXTRA_STRATEGIES, analyze, default_simulator
 from hw_models.params import HardwareParams
 from hw_models.simulator import STAGES
@@ -281,7 +281,25 @@ def _time_rows(report: dict) -> list[tuple[str, str]]:
          _time_or_status(ns)),
         *_link_layer_rows(ns.get("link_layer")),
         *_table7_rows(ns),
+        *_bound_rows(ns),
     ]
+
+
+def _bound_rows(ns: dict) -> list[tuple[str, str]]:
+    """What held the tail node up (its critical path, docs/simulator.md) and the busiest ToR middle pipe."""
+    t = ns.get("tail", {})
+    if "breakdown_s" not in t:
+        return []
+    rows = [("what bounds the tail node (its critical path)", breakdown.in_words(t["breakdown_s"], ns["tail_node"])),
+            ("its RIG client idx scan, by idx", breakdown.scan_in_words(t["breakdown_s"]))]
+    sw = (ns.get("switch_pipes") or {}).get("summary") or {}
+    if sw.get("busiest"):
+        b = sw["busiest"]
+        rows.append(("busiest ToR middle pipe (one PR per switch cycle)",
+                     f"switch {b['switch']} pipe {b['pipe']}: {b['prs']:,} PRs, "
+                     f"{_fmt(sw['max_prs_per_cycle_mean'])} PRs per cycle arriving on average, "
+                     f"{_fmt(sw['max_prs_per_cycle_peak'])} at peak (most of any pipe)"))
+    return rows
 
 
 def _speed_rows(report: dict) -> list[tuple[str, str]]:
@@ -358,8 +376,9 @@ Series = dict[str, tuple[list, list]]
 
 def figure_series(report: dict) -> dict[str, Series]:
     """The data of each figure the report has data for, by file name: ``speedup.png`` (speedup vs SUOpt
-    per strategy), ``ablation.png`` (per Table 8 stage; ``nan``, no bar, where a stage has none) and
-    ``active_nodes.png`` (active nodes over time, us)."""
+    per strategy), ``ablation.png`` (per Table 8 stage; ``nan``, no bar, where a stage has none),
+    ``active_nodes.png`` (active nodes over time, us) and ``critical_path.png`` (the same, stacked by the
+    resource bounding each node: ``{resource: (t_us, nodes)}``)."""
     st = report["strategies"]
     su = st["su_opt"]["comm_time_s"]
     bars = [(label, su / st[key]["comm_time_s"]) for label, key in _SPEEDUP_BARS
@@ -373,6 +392,10 @@ def figure_series(report: dict) -> dict[str, Series]:
     if report["active_nodes"]:
         an = report["active_nodes"]
         out["active_nodes.png"] = {"active nodes": ([t * 1e6 for t in an["t_s"]], list(an["count"]))}
+    cp = report.get("critical_path")
+    if cp and cp["nodes"]:
+        t_us = [t * 1e6 for t in cp["t_s"]]
+        out["critical_path.png"] = {b: (t_us, list(v)) for b, v in cp["nodes"].items()}
     return out
 
 
@@ -383,6 +406,10 @@ def save_figures(report: dict, out_dir: Path) -> list[Path]:
     out = []
     for name, series in figure_series(report).items():
         out.append(out_dir / name)
+        if name == "critical_path.png":
+            with figure(out[-1], figsize=(6, 3.5)) as (_, ax):
+                _draw_bounds(ax, series)
+            continue
         (xs, ys), = series.values()
         size = (1.2 + 0.8 * len(xs), 3) if name == "speedup.png" else (5, 3)
         with figure(out[-1], figsize=size) as (_, ax):
@@ -413,6 +440,19 @@ def _draw_active(ax, t_us: list, count: list, report: dict) -> None:
     ax.set_xlabel("time (us, modeled)")
     ax.set_ylabel("active nodes")
     ax.set_ylim(bottom=0)
+
+
+def _draw_bounds(ax, series: Series) -> None:
+    """NetSparse Fig. 19 split by resource: active nodes over time, stacked by what bounds each."""
+    (t_us, _), *_ = series.values()
+    import matplotlib
+
+    colors = matplotlib.colormaps["tab20"].colors  # up to 19 resources: tab10 would repeat colours
+    ax.stackplot(t_us, *[ys for _, ys in series.values()], labels=list(series), colors=colors[:len(series)])
+    ax.set_xlabel("time (us, modeled)")
+    ax.set_ylabel("active nodes, by bound")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=5, ncol=2, loc="upper right")
 
 
 _SPEEDUP_BARS = (("SUOpt", "su_opt"), ("SAOpt", "sa_opt"), ("NetSparse", "netsparse"), ("Two-Face", "two_face"),

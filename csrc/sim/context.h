@@ -38,10 +38,10 @@ struct SimContext {
   // A unit takes packet k apart at t: its hops go into each PR's journey, which goes on from t. The
   // journeys are fetched first (one cache line each, touched at random), then updated.
   void fold_packet(const Packet& k, const units::PacketView& v, int64_t t) {
-    folding.resize(static_cast<size_t>(v.n_prs));
+    folding.clear();
     for (int64_t i = 0; i < v.n_prs; ++i) {
-      folding[i] = &journey_of(v.pr(i));
-      __builtin_prefetch(folding[i], 1);
+      folding.push_back(&journey_of(v.pr(i)));
+      __builtin_prefetch(folding.back(), 1);
     }
     int64_t concat = 0;
     for (PrJourney* j : folding) {

@@ -24,6 +24,33 @@ struct Engine {
   void consumed(Outcome o);
 };
 
+// The cycles from the last decision charged to this one go, in order, to the idx's read (one per cycle),
+// its wait for an LSQ entry, its filter load, and the rest to why the unit's call came late.
+inline void Engine::consumed(Outcome o) {
+  u.head = false;
+  Path& pa = u.path;
+  const int64_t d = u.decided;
+  const int scan = kScanLocal + static_cast<int>(o);
+  if (d == pa.fr + 1 && pa.head_read == pa.fr && pa.idle == kBounds) {  // streaming: one idx this cycle
+    ++pa.scan[scan];
+    pa.fr = d;
+    return;
+  }
+  int64_t a = pa.fr;
+  auto upto = [&](int64_t e, int b) {
+    if (e <= a) return;
+    const int64_t x = std::min(e, d);
+    pa.scan[b] += x - a;
+    a = x;
+  };
+  upto(pa.head_read + 1, scan);
+  upto(pa.head_s + 1, kFilterLsq);
+  upto(pa.head_s + 1 + pa.head_lat, pa.head_level);
+  if (a < d) pa.scan[pa.idle == kBounds ? scan : pa.idle] += d - a;
+  pa.idle = kBounds;
+  pa.fr = std::max(pa.fr, d);
+}
+
 bool Engine::admit(uint64_t idx, bool mem) {
   if (!u.head) {  // read the idx: its filter load (if any) goes out now
     int64_t s = u.next_in, lat = 0;
@@ -46,28 +73,6 @@ bool Engine::admit(uint64_t idx, bool mem) {
   u.decided = d;
   if (u.head_mem) u.lsq[u.head_slot] = d;
   return true;
-}
-
-// The cycles from the last decision charged to this one go, in order, to the idx's read (one per cycle),
-// its wait for an LSQ entry, its filter load, and the rest to why the unit's call came late.
-void Engine::consumed(Outcome o) {
-  u.head = false;
-  Path& pa = u.path;
-  const int64_t d = u.decided;
-  const int scan = kScanLocal + static_cast<int>(o);
-  int64_t a = pa.fr;
-  auto upto = [&](int64_t e, int b) {
-    if (e <= a) return;
-    const int64_t x = std::min(e, d);
-    pa.scan[b] += x - a;
-    a = x;
-  };
-  upto(pa.head_read + 1, scan);
-  upto(pa.head_s + 1, kFilterLsq);
-  upto(pa.head_s + 1 + pa.head_lat, pa.head_level);
-  if (a < d) pa.scan[pa.idle == kBounds ? scan : pa.idle] += d - a;
-  pa.idle = kBounds;
-  pa.fr = std::max(pa.fr, d);
 }
 
 Nodes::Nodes(SimContext& x, Workload& work, Network& net) : x_(x), cfg_(x.cfg), work_(work), net_(net) {
@@ -240,7 +245,7 @@ void Nodes::complete(uint32_t node, uint32_t unit, int64_t t) {
 
 // A read PR leaves at pr_cycle: one PR per cycle may hold it past its decision. Its journey starts,
 // with the scan charges up to it (a command's scan fits 2^32 cycles: over 2 s at Table 5's clock).
-void Nodes::issued(uint32_t node, uint32_t unit, const PR& pr, int64_t pr_cycle) {
+void Nodes::issued(uint32_t node, uint32_t unit, const PR& pr, int64_t pr_cycle, int64_t pr_ps) {
   Path& pa = node_[node]->cl[unit].path;
   if (pr_cycle > pa.fr) {
     pa.scan[kScanIssued] += pr_cycle - pa.fr;
@@ -251,13 +256,14 @@ void Nodes::issued(uint32_t node, uint32_t unit, const PR& pr, int64_t pr_cycle)
   const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
   std::vector<PrJourney>& js = x_.trace[slot];
   std::vector<PrScan>& ss = x_.scans[slot];
-  if (pr.id >= js.size()) {
-    js.resize(pr.id + 1);
-    ss.resize(pr.id + 1);
+  if (pr.id >= js.size()) {  // grow in steps: a unit's ids reach its most PRs in flight
+    const size_t n = std::min<size_t>(static_cast<size_t>(cfg_.pending_entries), std::max<size_t>(pr.id + 1, 2 * js.size() + 16));
+    js.resize(n);
+    ss.resize(n);
   }
   PrJourney& tr = js[pr.id];
   tr = PrJourney{};
-  tr.mark = x_.snic.ps(pr_cycle);
+  tr.mark = pr_ps;
   PrScan& sc = ss[pr.id];
   sc.issued = static_cast<uint32_t>(pr_cycle - pa.cmd_c);
   for (int b = 0; b < kScanBounds; ++b) sc.scan[b] = static_cast<uint32_t>(pa.scan[b]);
@@ -370,20 +376,21 @@ void Nodes::issue(uint32_t node, uint32_t unit, int64_t t) {
   }
   const int64_t limit_ps = std::min(t + horizon_ps_, n.writes.empty() ? kNever : n.writes.front());
   Engine clk{*this, n, u, x_.snic.up(t), x_.snic.up(limit_ps)};
-  int64_t pr_cycle = -1;
+  int64_t pr_cycle = -1, pr_ps = 0;
   ru.issue(
       n.rig.context(),
       [&](uint32_t dest, const PR& pr) {
         pr_cycle = std::max(u.decided, u.last_pr + 1);  // one read PR per cycle
         u.decided = u.last_pr = pr_cycle;
-        issued(node, unit, pr, pr_cycle);
+        pr_ps = x_.snic.ps(pr_cycle);
+        issued(node, unit, pr, pr_cycle, pr_ps);
         u.pr = pr;
         u.pr_dest = dest;
         u.has_pr = true;
       },
       1, clk);
   if (pr_cycle >= 0) {  // the PR enters the NIC concatenator at its decision, in the next call's event
-    x_.events.push(x_.snic.ps(pr_cycle), kIssue, node, unit);
+    x_.events.push(pr_ps, kIssue, node, unit);
     return;
   }
   if (u.head && !ru.stalled()) {  // the call reached the horizon: go on from the idx it read

@@ -130,7 +130,7 @@ class Nodes {
   int64_t filter_load(Node& n, Client& u, uint64_t idx);
   void assign(uint32_t node, uint32_t unit, int64_t t_host);
   void complete(uint32_t node, uint32_t unit, int64_t t);
-  void issued(uint32_t node, uint32_t unit, const units::PR& pr, int64_t pr_cycle);
+  void issued(uint32_t node, uint32_t unit, const units::PR& pr, int64_t pr_cycle, int64_t pr_ps);
   void command_path(uint32_t node, uint32_t unit, int64_t t);
   void critical_paths();
   void issue(uint32_t node, uint32_t unit, int64_t t);
