@@ -19,13 +19,21 @@ namespace netsparse::sim {
 enum Bound : uint8_t {
   kScanLocal, kScanFiltered, kScanCoalesced, kScanIssued, kFilterLsq, kFilterL1, kFilterL2, kFilterLlc,
   kFilterDram, kPendingFull, kTxLink, kNicConcat, kSwitchIngress, kSwitchMiddle, kSwitchConcat, kSwitchEgress,
-  kRemoteServer, kRx, kHost
+  kRxLink, kRemoteServer, kRx, kHost
 };
 static_assert(kHost + 1 == kBounds, "one Bound per entry of NETSPARSE_BOUNDS");
 
 constexpr int kScanBounds = kTxLink + 1;             // charged by the Logic Engine clock (SNIC cycles)
-constexpr int kJourney = kRemoteServer + 1 - kTxLink;  // charged along a PR's journey (ps), from kTxLink
-constexpr int journey(Bound b) { return b - kTxLink; }
+// What a PR's journey stores (ps), in slots: the switch latency (kSwitchIngress) is not stored, it is
+// what remains of the journey's time (one line per PR: 7 slots and the mark).
+constexpr Bound kJourneySlots[] = {kTxLink, kNicConcat, kSwitchMiddle, kSwitchConcat, kSwitchEgress, kRxLink,
+                                   kRemoteServer};
+constexpr int kJourney = sizeof(kJourneySlots) / sizeof(kJourneySlots[0]);
+constexpr int journey(Bound b) {
+  for (int i = 0; i < kJourney; ++i)
+    if (kJourneySlots[i] == b) return i;
+  return -1;
+}
 
 // One outstanding read PR, by (requester, unit, Pending PR Table entry): its journey so far, one cache
 // line (a unit takes a packet apart: one line per PR). The Rx step is the whole packet's, kept by the unit.
@@ -33,6 +41,8 @@ struct alignas(64) PrJourney {
   int64_t mark = 0;          // when it entered the unit or concatenation queue it is in now
   int64_t j[kJourney] = {};  // journey charges (ps)
 };
+
+static_assert(sizeof(PrJourney) == 64, "a PR's journey is one cache line");
 
 // The unit's scan charges up to a read PR's issue, in cycles since the command's first scan cycle (read
 // only for the response that completes a command).
@@ -46,17 +56,18 @@ struct PrScan {
 struct Hops {
   int64_t born = 0;        // when a concatenator flushed it
   int64_t mark = 0;        // its last arrival (or birth)
-  int64_t tx = 0, ingress = 0, middle = 0, egress = 0;  // kTxLink, kSwitchIngress, kSwitchMiddle, kSwitchEgress
+  int64_t tx = 0, middle = 0, egress = 0, rx = 0;  // kTxLink, kSwitchMiddle, kSwitchEgress, kRxLink
   int32_t born_pipe = -1;  // the middle pipe whose concatenator made it; -1 = a NIC's
 };
 
 // Adds a packet's hops and its PRs' wait in the concatenator that made it to one PR.
 inline void fold(PrJourney& tr, const Hops& h) {
-  tr.j[journey(h.born_pipe < 0 ? kNicConcat : kSwitchConcat)] += h.born - tr.mark;
+  constexpr int nic = journey(kNicConcat), sw = journey(kSwitchConcat);
+  tr.j[h.born_pipe < 0 ? nic : sw] += h.born - tr.mark;
   tr.j[journey(kTxLink)] += h.tx;
-  tr.j[journey(kSwitchIngress)] += h.ingress;
   tr.j[journey(kSwitchMiddle)] += h.middle;
   tr.j[journey(kSwitchEgress)] += h.egress;
+  tr.j[journey(kRxLink)] += h.rx;
 }
 
 }  // namespace netsparse::sim

@@ -308,7 +308,12 @@ void Nodes::command_path(uint32_t node, uint32_t unit, int64_t t) {
     spread(sc.scan, start, issued, kScanIssued, add);
     pa.charge(issued, add);
     std::fill(std::begin(add), std::end(add), 0);
-    for (int j = 0; j < kJourney; ++j) add[kTxLink + j] = tr.j[j];
+    int64_t rest = pa.last_resp_t - issued - pa.last_resp_rx;
+    for (int j = 0; j < kJourney; ++j) {
+      add[kJourneySlots[j]] = tr.j[j];
+      rest -= tr.j[j];
+    }
+    add[kSwitchIngress] = rest;  // every other piece of the journey is charged: the switch latencies remain
     add[kRx] = pa.last_resp_rx + (t - pa.last_resp_t);  // t - last_resp_t is zero: it completes at that write
     pa.charge(t, add);
   } else {  // the last idx decision came last
@@ -349,14 +354,16 @@ void Nodes::critical_paths() {
       if (!last || u.path.t > last->path.t) last = &u;
     if (!last || last->path.t == 0) continue;
     int64_t sum = 0;
+    bool negative = false;
     for (int b = 0; b < kBounds; ++b) {
       r.bound_ps[p * kBounds + b] = last->path.ps[b];
       sum += last->path.ps[b];
+      negative |= last->path.ps[b] < 0;
     }
-    if (last->path.t != r.node_done_ps[p] || sum != r.node_done_ps[p])
+    if (last->path.t != r.node_done_ps[p] || sum != r.node_done_ps[p] || negative)
       throw std::logic_error("simulator: node " + std::to_string(p) + "'s critical path sums to " +
-                             std::to_string(sum) + " ps, not its time " + std::to_string(r.node_done_ps[p]) +
-                             " (path end " + std::to_string(last->path.t) + ")");
+                             std::to_string(sum) + " ps (a share < 0: " + (negative ? "yes" : "no") +
+                             "), not its time " + std::to_string(r.node_done_ps[p]));
     for (PathSegment sg : last->path.segs) {
       sg.node = p;
       r.path.push_back(sg);

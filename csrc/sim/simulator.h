@@ -135,7 +135,7 @@ struct Topo {
 
 // The resources a node's critical path is charged to, in enum order (csrc/sim/breakdown.h; definition
 // in docs/simulator.md, "Where a node's time goes"). The first 11 are charged by the client unit's
-// Logic Engine clock, tx_link to rx (8) along a PR's journey, host between commands.
+// Logic Engine clock, tx_link to remote_server along a PR's journey, rx at its end, host between commands.
 #define NETSPARSE_BOUNDS(X)                                                                            \
   X(scan_local, "RIG client idx scan, idxs of local rows (one idx per SNIC cycle)")                   \
   X(scan_filtered, "RIG client idx scan, idxs the Idx Filter dropped")                                 \
@@ -152,7 +152,8 @@ struct Topo {
   X(switch_ingress, "switch latency (ingress parser to egress, fixed per switch hop)")                  \
   X(switch_middle, "ToR middle pipe: queue for the pipe, one PR per cycle, cache lookup")               \
   X(switch_concat, "PRs waiting in a ToR middle pipe's concatenation queue")                           \
-  X(switch_egress, "switch egress: port queue, serialisation and propagation of links out of a switch") \
+  X(switch_egress, "switch egress: port queue, serialisation and propagation of switch -> switch links") \
+  X(rx_link, "ToR -> host link: port queue, Rx credit, serialisation and propagation")               \
   X(remote_server, "the owner node: Rx buffer wait for a server unit, property reads over PCIe")      \
   X(rx, "Rx: response deconcatenation and DMA into host memory (one PCIe latency)")                    \
   X(host, "host RIG command round trips: completion notification, MMIO, idx DMA")
