@@ -1,0 +1,239 @@
+"""The simulator's critical-path breakdown and per-pipe switch counters (docs/simulator.md, "Where a
+node's time goes"): hand-worked cases (a lone read PR, a full Pending PR Table, a hot owner's link),
+sums to every node's time on random and shared graphs, and the report, summary and plot that carry it.
+Expected numbers are worked out here from Table 5, with the helpers of test_simulator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+from conftest import DATA
+from test_simulator import (
+    DRAM,
+    FIRST_CYCLE,
+    LINK,
+    P4,
+    PCIE,
+    READ_SER,
+    RESP_SER,
+    SW,
+    mat,
+    nic,
+    run,
+    snic_cycle,
+    snic_ps,
+)
+
+from hw_models import analysis, breakdown
+from hw_models.params import HardwareParams
+from hw_models.simulator import mechanisms_up_to
+
+SCAN = ("scan_local", "scan_filtered", "scan_coalesced", "scan_issued", "filter_lsq", "filter_l1", "filter_l2",
+        "filter_llc", "filter_dram", "pending_full", "tx_link")
+
+
+def ps_of(r, node: int) -> dict[str, int]:
+    return {b: round(s * 1e12) for b, s in r.critical_path.of(node).items()}
+
+
+def spread(cycles: dict[str, int], span: int) -> dict[str, int]:
+    """The documented split of a scan's ps over its SNIC cycles: each share rounded down, the remainder
+    to the largest."""
+    total = sum(cycles.values())
+    out = {b: c * span // total for b, c in cycles.items()}
+    big = max(cycles, key=cycles.__getitem__)
+    out[big] += span - sum(out.values())
+    return out
+
+
+def add(into: dict[str, int], more: dict[str, int]) -> None:
+    for b, v in more.items():
+        into[b] = into.get(b, 0) + v
+
+
+def tor_pieces(t: int, switch_on: bool, arrivals: list | None = None) -> tuple[int, dict[str, int]]:
+    """An extended ToR reached at t (its switch latency still to come): switch latency, the middle pipe's
+    one cycle and 16-cycle lookup (from the cycle it arrived in), then 125 cycles in its concatenator."""
+    if not switch_on:
+        return t + SW, {"switch_ingress": SW}
+    arrived = t + SW
+    if arrivals is not None:
+        arrivals.append(arrived)
+    done = ((arrived + 16 * 500) // 500) * 500
+    return done + 125 * 500, {"switch_ingress": SW, "switch_middle": done - arrived, "switch_concat": 125 * 500}
+
+
+def journey(issued: int, switch_on: bool, arrivals: list | None = None) -> tuple[int, dict[str, int]]:
+    """A lone read PR from node 0 to node 3 (the other rack) and its response, piece by piece (the same
+    walk as test_simulator.written_ps); ``arrivals`` gets the times it reaches a middle pipe."""
+    j: dict[str, int] = {}
+    t = nic(issued)
+    add(j, {"nic_concat": t - issued})
+    for ser, owner_side in ((READ_SER, False), (RESP_SER, True)):
+        add(j, {"tx_link": ser + LINK})                       # host -> its ToR
+        t, p = tor_pieces(t + ser + LINK, switch_on, arrivals)
+        add(j, p)
+        add(j, {"switch_egress": 2 * (ser + LINK), "switch_ingress": SW})  # ToR -> spine -> ToR
+        t, p = tor_pieces(t + 2 * (ser + LINK) + SW, switch_on, arrivals)
+        add(j, p)
+        add(j, {"rx_link": ser + LINK})                        # ToR -> host
+        t += ser + LINK
+        if not owner_side:  # the owner's server unit: one cycle, a PCIe read, then its NIC
+            served = t + snic_ps(1) + 2 * PCIE
+            add(j, {"remote_server": served - t})
+            t = nic(served)
+            add(j, {"nic_concat": t - served})
+    add(j, {"rx": PCIE})
+    return t + PCIE, j
+
+
+@pytest.mark.parametrize("switch_on", [True, False])
+def test_lone_pr_breakdown_by_hand(switch_on):
+    """Node 0 reads one property of node 3: the host round trip to the first scan cycle, one scan cycle
+    and a cold DRAM filter load, the read PR's journey there and back, and the completion notification."""
+    r = run(mat([(0, 3)], 4), mech={"switch": switch_on})
+    decided = FIRST_CYCLE + 1 + DRAM
+    written, want = journey(snic_ps(decided), switch_on)
+    add(want, {"host": snic_ps(FIRST_CYCLE) + PCIE})
+    add(want, spread({"scan_issued": 1, "filter_dram": DRAM}, snic_ps(decided) - snic_ps(FIRST_CYCLE)))
+    got = ps_of(r, 0)
+    assert {b: v for b, v in got.items() if v} == want
+    assert sum(got.values()) == round(r.node_time_s[0] * 1e12) == written + PCIE
+    assert all(not any(ps_of(r, p).values()) for p in (1, 2, 3))  # nothing to gather, no time
+
+
+def test_full_pending_pr_table_by_hand():
+    """One Pending PR Table entry: node 0's second idx (7, node 3) waits for the first's (6) response.
+    Its wait is charged to the table, then its own PR's journey is the rest of the node's time."""
+    a = mat([(0, 6), (0, 7)], 8)
+    params = P4.replace(snic={"pending_pr_table": 1, "rig_batch_size": "inf"})  # one command
+    r = run(a, params=params)
+    first = snic_cycle(3 * PCIE + 63) + 1  # two 4 B idxs at 128 GB/s: 62.5 ps, rounded up
+    assert snic_ps(first - 1) < 3 * PCIE + 63 <= snic_ps(first)
+    decided0 = first + 1 + DRAM  # idx 6: cold DRAM load
+    written0, _ = journey(snic_ps(decided0), True)
+    resumed = snic_cycle(written0 - 1) + 1  # idx 7 (an L1 hit long done) is decided when the entry frees
+    written1, want = journey(snic_ps(resumed), True)
+    add(want, {"host": snic_ps(first) + PCIE})
+    add(want, spread({"scan_issued": 1, "filter_dram": DRAM, "pending_full": resumed - decided0},
+                     snic_ps(resumed) - snic_ps(first)))
+    got = ps_of(r, 0)
+    assert {b: v for b, v in got.items() if v} == want
+    assert sum(got.values()) == round(r.node_time_s[0] * 1e12) == written1 + PCIE
+    assert r.counters["nodes"]["stalls"][0] == 1
+    assert max(got, key=got.__getitem__) == "pending_full"
+
+
+def test_a_hot_owners_uplink_bounds_its_readers():
+    """Three nodes of one rack read 400 distinct properties each from node 1: 1,200 responses (98 B each
+    in full packets) share node 1's 400 Gb/s uplink, 8.6 us of serialisation alone, while each reader's
+    own scan takes under 1 us. The last reader is bound by that Tx link: at least the other readers'
+    responses' serialisation queued ahead of its last one."""
+    n = 1600
+    rows = np.r_[np.full(400, 0), np.full(400, 800), np.full(400, 1200)]
+    cols = np.r_[np.arange(400, 800), np.arange(400, 800), np.arange(400, 800)]
+    a = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
+    p = HardwareParams.from_dict({"cluster": {"nodes": 4, "rack_size": 4}})
+    r = run(a, params=p)
+    tail = int(np.argmax(r.node_time_s))
+    got = r.critical_path.of(tail)
+    assert max(got, key=got.__getitem__) == "tx_link"
+    per_resp = 18 + 64  # PR header + 16 fp32
+    assert got["tx_link"] > 800 * per_resp / 50e9  # two other readers' responses go first
+    assert sum(got.values()) == pytest.approx(r.node_time_s[tail], rel=0, abs=1e-15)
+
+
+def _sums_exactly(r) -> None:
+    ps = np.rint(r.critical_path.node_s * 1e12).astype(np.int64)
+    assert (ps >= 0).all()
+    assert ps.sum(axis=1).tolist() == np.rint(r.node_time_s * 1e12).astype(np.int64).tolist()
+
+
+@pytest.mark.parametrize("stage", ["rig", "filter", "coalesce", "concat_nic", "switch"])
+def test_breakdown_sums_to_every_node_time(stage):
+    rng = np.random.default_rng(3)
+    n, nnz = 3000, 20000
+    a = sp.csr_matrix((np.ones(nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n))
+    p = HardwareParams.from_dict({"cluster": {"nodes": 8, "rack_size": 4},
+                                  "snic": {"pending_pr_table": 16, "tx_buffer_bytes": 3000}})
+    _sums_exactly(run(a, params=p, mech=mechanisms_up_to(stage)))
+
+
+@pytest.fixture(scope="module")
+def ego_twitter():
+    return sp.csr_matrix(scipy.io.mmread(DATA / "graphs" / "ego-twitter.mtx.gz"))
+
+
+def test_breakdown_sums_on_a_shared_graph(ego_twitter):
+    p = HardwareParams.from_dict({"cluster": {"nodes": 32, "rack_size": 8}})
+    r = run(ego_twitter, params=p)
+    _sums_exactly(r)
+    # the plotted series: at every time bin the stacked resources are the nodes active then (on average
+    # over the bin), worked out here from the step series of node finishes
+    cp = breakdown.active_by_bound(r.critical_path, bins=50)
+    end, t = float(r.node_time_s.max()), np.asarray(cp["t_s"])
+    width = end / 50
+    active = [sum(min(max(f - (c - width / 2), 0.0), width) for f in r.node_time_s) / width for c in t]
+    assert np.sum(list(cp["nodes"].values()), axis=0) == pytest.approx(active, rel=1e-9, abs=1e-9)
+
+
+def test_pipe_counters_by_hand():
+    """The lone PR of test_lone_pr_breakdown_by_hand: at each ToR its read (egress port: the spine
+    uplink) and its response (ingress port: the same uplink) pass the same middle pipe, one PR per packet
+    and no queue; the cache misses the read and keeps the response; each waits 125 cycles to be sent."""
+    r = run(mat([(0, 3)], 4))
+    arrivals: list = []
+    journey(snic_ps(FIRST_CYCLE + 1 + DRAM), True, arrivals)  # read at ToR 0, ToR 1; response at ToR 1, ToR 0
+    pipes = r.switch_pipes
+    assert len(pipes["prs"]) == 2 * 8  # two ToRs of 8 middle pipes (the spine is a plain switch)
+    used = [i for i, n in enumerate(pipes["prs"]) if n]
+    assert [pipes["switch_id"][i] for i in used] == [0, 1]
+    for key, want in (("prs", 2), ("packets", 2), ("wait_cycles", 0), ("pr_wait_cycles", 0), ("max_backlog", 1),
+                      ("max_wait_cycles", 0), ("peak_window_prs", 1), ("read_prs", 1), ("misses", 1), ("hits", 0),
+                      ("inserts", 1), ("concat_prs", 2), ("concat_wait_ps", 2 * 125 * 500)):
+        assert [pipes[key][i] for i in used] == [want, want], key
+    cycle = [t // 500 for t in arrivals]  # 2 GHz switch clock
+    tor0, tor1 = used
+    assert (pipes["first_cycle"][tor0], pipes["last_in_cycle"][tor0]) == (cycle[0], cycle[3])
+    assert (pipes["first_cycle"][tor1], pipes["last_in_cycle"][tor1]) == (cycle[1], cycle[2])
+    assert pipes["last_cycle"][tor0] == cycle[3] + 16  # done after the 16-cycle lookup
+    block = breakdown.switch_pipes(pipes, 2.0)
+    row = block["pipes"][tor0]
+    assert row["prs_per_cycle_mean"] == pytest.approx(2 / (cycle[3] - cycle[0] + 1))
+    assert row["occupancy"] == pytest.approx(2 / (cycle[3] + 16 - cycle[0] + 1))
+    assert row["mean_queue_prs"] == 0 and row["concat_wait_mean_ns"] == pytest.approx(62.5)
+    assert block["summary"]["cache_hit_rate"] == 0 and block["summary"]["pipes_used"] == 2
+
+
+def test_pipe_queue_by_hand():
+    """Node 0 reads three properties of node 3 (one command): the three read PRs leave the NIC in one
+    packet, and their responses in one packet. At a middle pipe a packet's PRs queue behind each other
+    (one per cycle): waits 0, 1, 2 cycles, three PRs deep, the packet itself never waits."""
+    r = run(mat([(0, 12), (0, 13), (0, 14)], 16), params=P4.replace(snic={"rig_batch_size": "inf"}))
+    pipes = r.switch_pipes
+    used = [i for i, n in enumerate(pipes["prs"]) if n]
+    assert [pipes["packets"][i] for i in used] == [2, 2]  # per ToR: the read packet, the response packet
+    for key, want in (("prs", 6), ("pr_wait_cycles", 2 * (0 + 1 + 2)), ("max_backlog", 3), ("wait_cycles", 0),
+                      ("peak_window_prs", 3), ("concat_prs", 6)):
+        assert [pipes[key][i] for i in used] == [want, want], key
+
+
+def test_report_carries_the_tail_breakdown(ego_twitter):
+    p = HardwareParams.from_dict({"cluster": {"nodes": 16, "rack_size": 4}})
+    report = analysis.analyze(ego_twitter, p, k=16, simulator=analysis.default_simulator(), ablation=False,
+                              extras=())
+    ns = report["strategies"]["netsparse"]
+    b = ns["tail"]["breakdown_s"]
+    assert set(b) == set(breakdown.WORDS)
+    assert sum(b.values()) == pytest.approx(ns["comm_time_s"], rel=1e-12)
+    assert ns["tail"]["bound"] == max(b, key=b.__getitem__)
+    assert ns["per_node"]["bound"][ns["tail_node"]] == ns["tail"]["bound"]
+    assert [sum(col[i] for col in ns["per_node"]["breakdown_s"].values()) for i in range(16)] == \
+        pytest.approx(ns["per_node"]["time_s"], rel=1e-12)
+    words = breakdown.in_words(b, ns["tail_node"])
+    assert words.startswith(f"tail node {ns['tail_node']} is bound by ")
+    sw = ns["switch_pipes"]["summary"]
+    assert sw["pipes"] == 4 * 8 and sw["cache_hits"] + sw["cache_misses"] == \
+        sum(r["hits"] + r["misses"] for r in ns["switch_pipes"]["pipes"])
