@@ -80,8 +80,9 @@ def active_by_bound(cp: CriticalPath, bins: int = BINS) -> dict:
 def switch_pipes(pipes: dict[str, list[int]], switch_ghz: float) -> dict:
     """The ``switch_pipes`` block: per ToR middle pipe the PRs arriving per switch cycle (mean from its
     first to its last arrival, and peak over 1024-cycle windows; the pipe takes one per cycle), its
-    occupancy (busy fraction from first arrival to last PR done), queue (mean PRs waiting by Little's law, longest wait, deepest queue), cache hits and misses
-    and the concatenation wait, and a summary of the busiest pipe and the totals."""
+    occupancy (busy fraction from first arrival to last PR done), queue (mean PRs waiting by Little's
+    law, longest wait, deepest queue), cache hits and misses and the concatenation wait, and a summary
+    of the busiest pipe and the totals."""
     rows = [dict(zip(pipes, v, strict=True)) for v in zip(*pipes.values(), strict=True)]
     out = [_pipe_row(r, switch_ghz) for r in rows]
     used = [r for r in out if r["prs"]]

@@ -259,15 +259,19 @@ COUNTER_TABLE_END = "<!-- end of counter table -->"
 
 
 def counter_table() -> str:
-    """The Markdown table of every simulator counter and event kind, from the C++ lists
-    (``NETSPARSE_NODE_COUNTERS``, ``NETSPARSE_SWITCH_COUNTERS``, ``NETSPARSE_SIM_EVENTS`` in
-    ``csrc/sim/simulator.h``), where each is declared once with its meaning."""
+    """The Markdown table of every simulator counter, event kind and critical-path resource, from the
+    C++ lists (``NETSPARSE_NODE_COUNTERS``, ``NETSPARSE_SWITCH_COUNTERS``, ``NETSPARSE_SIM_EVENTS``,
+    ``NETSPARSE_PIPE_COUNTERS``, ``NETSPARSE_BOUNDS`` in ``csrc/sim/simulator.h``), where each is
+    declared once with its meaning."""
     from netsparse_torch._C import units as _units
 
     where = {"nodes": "`counters.nodes.{}` (per node)", "switches": "`counters.switches.{}` (per switch)",
-             "events_by_kind": "`counters.events_by_kind.{}`"}
+             "events_by_kind": "`counters.events_by_kind.{}`",
+             "switch_pipes": "`switch_pipes.{}` (per ToR middle pipe)",
+             "bounds": "`critical_path` resource `{}`"}
+    scopes = {**_units.SIM_COUNTERS, "switch_pipes": _units.SIM_PIPE_COUNTERS, "bounds": _units.SIM_BOUNDS}
     rows = ["| counter | meaning |", "|---|---|"]
-    for scope, items in _units.SIM_COUNTERS.items():
+    for scope, items in scopes.items():
         rows += [f"| {where[scope].format(name)} | {meaning} |" for name, meaning in items]
     return "\n".join([COUNTER_TABLE_BEGIN, *rows, COUNTER_TABLE_END])
 

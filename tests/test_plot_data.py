@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -111,7 +112,7 @@ def test_simulate_figures_show_the_report(tmp_path, drawn):
     report = simulate.run(_sim_cfg(f"matrix={KARATE}", "nodes=4", "rack_size=2", "ablation=true",
                                    "strategies=[two_face]"), tmp_path)
     saved = json.loads((tmp_path / "report.json").read_text())
-    assert set(drawn) == {"speedup.png", "ablation.png", "active_nodes.png"}
+    assert set(drawn) == {"speedup.png", "ablation.png", "active_nodes.png", "critical_path.png"}
     assert all((tmp_path / name).read_bytes().startswith(b"\x89PNG") for name in drawn)
     # speedup: one bar per strategy, SUOpt's time over its time; NetSparse's is the report's speedup
     labels, heights = _bars(drawn["speedup.png"][1])
@@ -130,8 +131,19 @@ def test_simulate_figures_show_the_report(tmp_path, drawn):
     assert list(line.get_xdata()) == pytest.approx([t * 1e6 for t in saved["active_nodes"]["t_s"]])
     assert list(line.get_ydata()) == saved["active_nodes"]["count"]
     assert max(saved["active_nodes"]["count"]) == 4  # every node starts active: a series, not an empty one
+    # active nodes by bound: one stacked band per resource the report charges, the report's series;
+    # the bands stack to the average active nodes per time bin
+    cp = saved["critical_path"]
+    bands = drawn["critical_path.png"][1].collections
+    assert [c.get_label() for c in bands] == list(cp["nodes"])
+    stacked = np.cumsum(list(cp["nodes"].values()), axis=0)  # the top edge of each band
+    for band, top in zip(bands, stacked, strict=True):
+        (path,) = band.get_paths()
+        assert path.vertices[:, 1].max() == pytest.approx(top.max())
+    assert stacked[-1].max() <= 4 + 1e-9 and stacked[-1][0] == pytest.approx(4)  # all 4 start active
     # the plain data the figures are drawn from is the same
     series = simulate.figure_series(report)
+    assert {k: v[1] for k, v in series["critical_path.png"].items()} == cp["nodes"]
     assert series["ablation.png"]["speedup vs SUOpt"][1] == pytest.approx(heights)
 
 

@@ -73,3 +73,16 @@ def test_report_names_are_the_declared_counters(scope):
         assert set(got) <= set(declared) and "issue" in got
     else:
         assert got == declared
+
+
+def test_breakdown_and_pipe_names_are_the_declared_ones():
+    """The critical path's resources and the pipe counters are the C++ lists, in their order, and the
+    summary has plain words for every resource."""
+    from hw_models.breakdown import WORDS
+
+    a = sp.csr_matrix(([1.0, 1.0], ([0, 3], [3, 0])), shape=(4, 4))
+    p = HardwareParams.from_dict({"cluster": {"nodes": 4, "rack_size": 2}})
+    r = simulate(a, definitions.workload(a, 4), p, 16)
+    assert list(r.critical_path.bounds) == [name for name, _ in units.SIM_BOUNDS] == list(WORDS)
+    assert list(r.switch_pipes) == [name for name, _ in units.SIM_PIPE_COUNTERS]
+    assert r.critical_path.node_s.shape == (4, len(units.SIM_BOUNDS))

@@ -68,8 +68,8 @@ def cli_run(tmp_path_factory):
 def test_each_written_file_is_announced_once(cli_run):
     stdout, _, run_dir = cli_run
     written = [line.split()[-1] for line in stdout.splitlines() if line.startswith("  written ")]
-    assert sorted(written) == sorted(str(run_dir / n) for n in
-                                     ("report.json", "speedup.png", "ablation.png", "active_nodes.png"))
+    assert sorted(written) == sorted(str(run_dir / n) for n in ("report.json", "speedup.png", "ablation.png",
+                                                                "active_nodes.png", "critical_path.png"))
 
 
 def test_ranks_per_node_come_from_the_run(cli_run):
@@ -94,6 +94,24 @@ def test_ratios_read_with_their_direction(cli_run):
         assert old not in stdout, old
     for ref in ("[Table 1]", "[Table 3]", "[Table 4]", "[Table 7]", "[Table 8]"):
         assert ref in stdout, ref
+
+
+def test_the_tail_bound_is_named_in_plain_words(cli_run):
+    """The summary names what held the tail node up, largest first, with its share of the tail's time
+    worked out here from the report's breakdown (groups: the four idx-scan kinds, the filter loads)."""
+    stdout, report, _ = cli_run
+    ns = report["strategies"]["netsparse"]
+    b, node = ns["tail"]["breakdown_s"], ns["tail_node"]
+    assert sum(b.values()) == pytest.approx(ns["comm_time_s"], rel=1e-12)
+    assert ns["tail"]["bound"] == max(b, key=b.__getitem__)
+    scan = sum(v for k, v in b.items() if k.startswith("scan_"))
+    loads = sum(v for k, v in b.items() if k.startswith("filter_"))
+    shares = {"the RIG client idx scan": scan, "Idx Filter loads": loads,
+              **{simulate.breakdown.WORDS[k]: v for k, v in b.items() if not k.startswith(("scan_", "filter_"))}}
+    first = max(shares, key=shares.__getitem__)
+    row = _row(stdout, "what bounds the tail node")
+    assert row.startswith(f"tail node {node} is bound by {first} ({100 * shares[first] / sum(b.values()):.0f} %)")
+    assert _row(stdout, "busiest ToR middle pipe").startswith("switch ")
 
 
 def test_ablation_prints_its_table(cli_run):
