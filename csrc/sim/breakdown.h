@@ -54,9 +54,9 @@ struct PrScan {
 // What a packet's hops add to each PR it carries (charged per packet, folded into the PRs when a unit
 // takes the packet apart).
 struct Hops {
-  int64_t born = 0;        // when a concatenator flushed it
   int64_t mark = 0;        // its last arrival (or birth)
-  int64_t tx = 0, middle = 0, egress = 0, rx = 0;  // kTxLink, kSwitchMiddle, kSwitchEgress, kRxLink
+  int64_t tx = 0, rx = 0, egress = 0, middle = 0;  // kTxLink, kRxLink, kSwitchEgress, kSwitchMiddle
+  int64_t born = 0;        // when a concatenator flushed it
   int32_t born_pipe = -1;  // the middle pipe whose concatenator made it; -1 = a NIC's
 };
 

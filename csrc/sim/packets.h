@@ -13,15 +13,17 @@
 
 namespace netsparse::sim {
 
+// The fields a hop touches come first, with the hops' charges (one cache line where the stride allows).
 struct Packet {
-  std::vector<uint8_t> bytes;  // Fig. 6 encoding, as the units produce and consume it
   uint16_t type = 0;
   uint32_t n_prs = 0, dst = 0;
-  int64_t wire = 0, header = 0, payload = 0;
-  int64_t route_src = -1;  // host whose path table row routes it; -1 = direct ToR -> host link
   int32_t hop = 0;         // index of the link it is on (or arrived by) in that row
+  int64_t route_src = -1;  // host whose path table row routes it; -1 = direct ToR -> host link
   int64_t at = -1;         // vertex whose buffer holds it (-1: none, or the host's Tx buffer)
+  int64_t wire = 0;
   Hops h;                  // what its hops add to its PRs' journeys (breakdown.h)
+  int64_t header = 0, payload = 0;
+  std::vector<uint8_t> bytes;  // Fig. 6 encoding, as the units produce and consume it
 };
 
 class Packets {
