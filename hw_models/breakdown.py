@@ -45,9 +45,11 @@ BINS = 200
 
 
 def tail_block(cp: CriticalPath, node: int) -> dict:
-    """``breakdown_s`` (resource -> seconds, summing to the node's time) and ``bound`` (the largest)."""
+    """``breakdown_s`` (resource -> seconds, summing to the node's time), ``bound`` (the largest) and
+    ``pending_full_by_s``: its ``pending_full`` seconds split by what the stalled unit's awaited responses
+    were held up by (each stall in proportion to the journey of the response ending it: approximate)."""
     b = cp.of(node)
-    return {"breakdown_s": b, "bound": max(b, key=b.__getitem__)}
+    return {"breakdown_s": b, "bound": max(b, key=b.__getitem__), "pending_full_by_s": cp.pending_full_by(node)}
 
 
 def per_node(cp: CriticalPath, time_s: np.ndarray) -> dict:
@@ -131,6 +133,13 @@ def in_words(breakdown_s: dict[str, float], node: int, top: int = 3) -> str:
     order = sorted(named, key=named.__getitem__, reverse=True)[:top]
     parts = [f"{name} ({100 * named[name] / total:.0f} %)" for name in order if named[name] > 0]
     return f"tail node {node} is bound by {parts[0]}" + "".join(f", then {p}" for p in parts[1:])
+
+
+def shares_in_words(seconds: dict[str, float], top: int = 4) -> str:
+    """The largest of ``seconds`` in words with their shares: "the ToR middle pipes 41 %, ..."."""
+    total = sum(seconds.values())
+    order = sorted(seconds, key=seconds.__getitem__, reverse=True)[:top]
+    return ", ".join(f"{WORDS[b]} {100 * seconds[b] / total:.0f} %" for b in order) if total > 0 else "n/a"
 
 
 def scan_in_words(breakdown_s: dict[str, float]) -> str:

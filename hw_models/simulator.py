@@ -47,6 +47,15 @@ class CriticalPath:
     """[nodes, bounds]: seconds per resource; each row sums to the node's time."""
     segments_ps: np.ndarray
     """[stretches, 3 + bounds] int64: node, t0, t1 (ps) and ps per resource of each stretch of a path."""
+    stalled_on: np.ndarray | None = None
+    """[nodes, bounds]: the path's unit's Pending PR Table stalls (SNIC cycles), each split in proportion
+    to the journey of the response whose write ended it (a diagnostic, not part of the path)."""
+
+    def pending_full_by(self, node: int) -> dict[str, float]:
+        """The node's ``pending_full`` seconds split like :attr:`stalled_on` (what the stalls awaited)."""
+        row = self.stalled_on[node] if self.stalled_on is not None else np.zeros(len(self.bounds))
+        total, pf = float(row.sum()), float(self.node_s[node, self.bounds.index("pending_full")])
+        return {b: pf * float(v) / total for b, v in zip(self.bounds, row, strict=True) if v} if total else {}
 
     def of(self, node: int) -> dict[str, float]:
         """``{resource: seconds}`` of one node."""
@@ -237,7 +246,8 @@ def _to_run(out: dict, params: HardwareParams) -> NetSparseRun:
     }
     series = ([float(x) * 1e-12 for x in out["active_t_ps"]], [int(c) for c in out["active_count"]])
     path = CriticalPath(bounds=bound_names(), node_s=np.asarray(out["bound_ps"], dtype=np.float64) * 1e-12,
-                        segments_ps=np.asarray(out["path"], dtype=np.int64))
+                        segments_ps=np.asarray(out["path"], dtype=np.int64),
+                        stalled_on=np.asarray(out["stalled_on"], dtype=np.float64))
     pipes = {name: np.asarray(v).tolist() for name, v in out["pipes"].items()}
     return NetSparseRun(node_time_s=t, tail=stats, active_nodes=series, counters=counters, critical_path=path,
                         switch_pipes=pipes)

@@ -292,6 +292,9 @@ def _bound_rows(ns: dict) -> list[tuple[str, str]]:
         return []
     rows = [("what bounds the tail node (its critical path)", breakdown.in_words(t["breakdown_s"], ns["tail_node"])),
             ("its RIG client idx scan, by idx", breakdown.scan_in_words(t["breakdown_s"]))]
+    if t.get("pending_full_by_s"):
+        rows.append(("what its stalls on a full Pending PR Table waited for (responses' journeys, approx.)",
+                     breakdown.shares_in_words(t["pending_full_by_s"])))
     sw = (ns.get("switch_pipes") or {}).get("summary") or {}
     if sw.get("busiest"):
         b = sw["busiest"]

@@ -237,3 +237,17 @@ def test_report_carries_the_tail_breakdown(ego_twitter):
     sw = ns["switch_pipes"]["summary"]
     assert sw["pipes"] == 4 * 8 and sw["cache_hits"] + sw["cache_misses"] == \
         sum(r["hits"] + r["misses"] for r in ns["switch_pipes"]["pipes"])
+
+
+def test_what_a_full_pending_pr_table_waited_for():
+    """The stall of test_full_pending_pr_table_by_hand ended with the first PR's response: its wait is
+    split like that PR's journey (worked out by hand), in proportion."""
+    a = mat([(0, 6), (0, 7)], 8)
+    r = run(a, params=P4.replace(snic={"pending_pr_table": 1, "rig_batch_size": "inf"}))
+    first = snic_cycle(3 * PCIE + 63) + 1
+    issued = snic_ps(first + 1 + DRAM)
+    written, j = journey(issued, True)
+    by = r.critical_path.pending_full_by(0)
+    pf = r.critical_path.of(0)["pending_full"]
+    assert sum(by.values()) == pytest.approx(pf)
+    assert by == pytest.approx({b: pf * v / (written - issued) for b, v in j.items()})

@@ -79,6 +79,7 @@ py::dict to_dict(const SimResult& r) {
   if (!r.flit_links.empty()) out["flit_links"] = flit_dict(r.flit_links);
   const py::ssize_t nb = kBounds, nn = static_cast<py::ssize_t>(r.node_done_ps.size());
   out["bound_ps"] = py::array_t<int64_t>({nn, nb}, r.bound_ps.data());
+  out["stalled_on"] = py::array_t<double>({nn, nb}, r.stalled_on.data());
   // The critical paths' stretches: node, t0, t1 and [stretches, kBounds] ps.
   py::array_t<int64_t> seg({static_cast<py::ssize_t>(r.path.size()), nb + 3});
   auto m = seg.mutable_unchecked<2>();

@@ -46,7 +46,10 @@ inline void Engine::consumed(Outcome o) {
   upto(pa.head_read + 1, scan);
   upto(pa.head_s + 1, kFilterLsq);
   upto(pa.head_s + 1 + pa.head_lat, pa.head_level);
-  if (a < d) pa.scan[pa.idle == kBounds ? scan : pa.idle] += d - a;
+  if (a < d) {
+    pa.scan[pa.idle == kBounds ? scan : pa.idle] += d - a;
+    if (pa.idle == kPendingFull) nodes.stalled_on(pa, n.rig.node(), static_cast<uint32_t>(&u - n.cl.data()), d - a);
+  }
   pa.idle = kBounds;
   pa.fr = std::max(pa.fr, d);
 }
@@ -322,6 +325,24 @@ void Nodes::command_path(uint32_t node, uint32_t unit, int64_t t) {
   }
 }
 
+// A stall on a full Pending PR Table ended with the write of the unit's latest response: what held that
+// response up, in proportion to its journey, is what the stall waited for (a diagnostic beside the path).
+void Nodes::stalled_on(Path& pa, uint32_t node, uint32_t unit, int64_t cycles) {
+  if (pa.last_resp < 0) return;
+  const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
+  const PrJourney& tr = x_.trace[slot][pa.last_resp];
+  const int64_t issued = x_.snic.ps(pa.cmd_c + x_.scans[slot][pa.last_resp].issued);
+  const double total = static_cast<double>(pa.last_resp_t - issued);
+  if (total <= 0) return;
+  double rest = total - static_cast<double>(pa.last_resp_rx);
+  for (int j = 0; j < kJourney; ++j) {
+    pa.stalled_on[kJourneySlots[j]] += static_cast<double>(cycles) * static_cast<double>(tr.j[j]) / total;
+    rest -= static_cast<double>(tr.j[j]);
+  }
+  pa.stalled_on[kSwitchIngress] += static_cast<double>(cycles) * rest / total;
+  pa.stalled_on[kRx] += static_cast<double>(cycles) * static_cast<double>(pa.last_resp_rx) / total;
+}
+
 void Path::charge(int64_t t1, const int64_t (&add)[kBounds]) {
   PathSegment sg;
   sg.t0 = t;
@@ -348,6 +369,7 @@ void Path::charge(int64_t t1, const int64_t (&add)[kBounds]) {
 void Nodes::critical_paths() {
   SimResult& r = x_.res;
   r.bound_ps.assign(static_cast<size_t>(x_.nodes * kBounds), 0);
+  r.stalled_on.assign(static_cast<size_t>(x_.nodes * kBounds), 0.0);
   for (int64_t p = 0; p < x_.nodes; ++p) {
     const Client* last = nullptr;
     for (const Client& u : node_[p]->cl)
@@ -364,6 +386,7 @@ void Nodes::critical_paths() {
       throw std::logic_error("simulator: node " + std::to_string(p) + "'s critical path sums to " +
                              std::to_string(sum) + " ps (a share < 0: " + (negative ? "yes" : "no") +
                              "), not its time " + std::to_string(r.node_done_ps[p]));
+    for (int b = 0; b < kBounds; ++b) r.stalled_on[p * kBounds + b] = last->path.stalled_on[b];
     for (PathSegment sg : last->path.segs) {
       sg.node = p;
       r.path.push_back(sg);

@@ -68,6 +68,7 @@ struct Path {
   int64_t last_resp_t = 0, last_resp_rx = 0;  // its write, and its packet's Rx step
   int64_t t = 0;                    // ps: the unit's time is charged up to here
   int64_t ps[kBounds] = {};
+  double stalled_on[kBounds] = {};  // its stalls' cycles, split like the journeys of the responses ending them
   std::vector<PathSegment> segs;    // at most kMaxSegs; pairs merge when full
   static constexpr size_t kMaxSegs = 64;
   void charge(int64_t t1, const int64_t (&add)[kBounds]);
@@ -133,6 +134,7 @@ class Nodes {
   void issued(uint32_t node, uint32_t unit, const units::PR& pr, int64_t pr_cycle, int64_t pr_ps);
   void command_path(uint32_t node, uint32_t unit, int64_t t);
   void critical_paths();
+  void stalled_on(Path& pa, uint32_t node, uint32_t unit, int64_t cycles);
   void issue(uint32_t node, uint32_t unit, int64_t t);
   void write_back(uint32_t p, int64_t t);
   void serve_ready(uint32_t host, int64_t t);

@@ -246,6 +246,7 @@ struct SimResult {
   std::vector<FlitLinkResult> flit_links;  // only with SimConfig::flit_layer
   std::vector<int64_t> bound_ps;           // [nodes, kBounds]: each node's critical path per resource
   std::vector<PathSegment> path;           // every node's critical path, stretch by stretch, in time order
+  std::vector<double> stalled_on;          // [nodes, kBounds]: its path's unit's stall cycles by what they awaited
   std::vector<PipeCounters> pipes;         // one per middle pipe of an extended ToR
   double wall_s = 0;
 };
