@@ -35,17 +35,14 @@ struct SimContext {
   PrJourney& journey_of(const units::PR& pr) {
     return trace[static_cast<size_t>(pr.src) * static_cast<size_t>(cfg.client_units) + pr.src_tid][pr.id];
   }
-  // A unit takes packet k apart at t: its hops go into each PR's journey, which goes on from t. The
-  // journeys are fetched first (one cache line each, touched at random), then updated.
+  // A unit takes packet k apart at t: its hops go into each PR's journey, which goes on from t.
   void fold_packet(const Packet& k, const units::PacketView& v, int64_t t) {
-    folding.clear();
-    for (int64_t i = 0; i < v.n_prs; ++i) {
-      folding.push_back(&journey_of(v.pr(i)));
-      __builtin_prefetch(folding.back(), 1);
-    }
     int64_t concat = 0;
-    for (PrJourney* j : folding) {
-      PrJourney& tr = *j;
+    const uint8_t* pr = v.prs;
+    const int64_t stride = v.pr_stride();
+    for (int64_t i = 0; i < v.n_prs; ++i, pr += stride) {  // src u32, src_tid u16, id u32 at 14 (Fig. 6)
+      PrJourney& tr = trace[static_cast<size_t>(units::load_u32(pr)) * static_cast<size_t>(cfg.client_units) +
+                            units::load_u16(pr + 4)][units::load_u32(pr + 14)];
       concat += k.h.born - tr.mark;
       fold(tr, k.h);
       tr.mark = t;
@@ -67,7 +64,6 @@ struct SimContext {
   SimResult res;
   std::vector<std::vector<PrJourney>> trace;  // per (node, client unit): per Pending PR Table entry
   std::vector<std::vector<PrScan>> scans;     // the same
-  std::vector<PrJourney*> folding;            // fold_packet's scratch
 };
 
 }  // namespace netsparse::sim

@@ -116,6 +116,7 @@ Nodes::Nodes(SimContext& x, Workload& work, Network& net) : x_(x), cfg_(x.cfg), 
     const int64_t owned_bytes = (cb[p + 1] - cb[p]) * cfg.prop_bytes;
     nd->rig.begin_kernel(cfg.prop_bytes, halo_.data(), cfg.prop_bytes, local_.data(), owned_bytes);
     nd->cl.resize(cfg.client_units);
+    nd->paths.resize(cfg.client_units);
     for (auto& u : nd->cl) {
       u.lsq.assign(cfg.lsq_entries, 0);
       if (cfg.filter) {
@@ -225,9 +226,10 @@ void Nodes::assign(uint32_t node, uint32_t unit, int64_t t_host) {
   pa.cmd_c = pa.fr = x_.snic.up(ready);
   std::fill(std::begin(pa.scan), std::end(pa.scan), 0);
   pa.last_resp = -1;
+  PathLog& log = n.paths[unit];
   int64_t host[kBounds] = {};
-  host[kHost] = x_.snic.ps(pa.cmd_c) - pa.t;
-  pa.charge(x_.snic.ps(pa.cmd_c), host);
+  host[kHost] = x_.snic.ps(pa.cmd_c) - log.t;
+  log.charge(x_.snic.ps(pa.cmd_c), host);
 }
 
 // The unit's command completed at t: its completion notification reaches the host one PCIe latency later.
@@ -239,7 +241,7 @@ void Nodes::complete(uint32_t node, uint32_t unit, int64_t t) {
   if (!work_.has_command(node)) {  // the unit's last notification: its path ends when the host has it
     int64_t host[kBounds] = {};
     host[kHost] = seen - t;
-    n.cl[unit].path.charge(seen, host);
+    n.paths[unit].charge(seen, host);
   }
   n.host_seen = std::max(n.host_seen, seen);
   if (work_.has_command(node)) return assign(node, unit, seen);
@@ -300,7 +302,8 @@ void spread(const T* cyc, int64_t t0, int64_t t1, int fallback, int64_t (&out)[k
 
 // The unit's command completed at t: its critical path since the command's first scan cycle.
 void Nodes::command_path(uint32_t node, uint32_t unit, int64_t t) {
-  Path& pa = node_[node]->cl[unit].path;
+  const Path& pa = node_[node]->cl[unit].path;
+  PathLog& log = node_[node]->paths[unit];
   const int64_t start = x_.snic.ps(pa.cmd_c);
   int64_t add[kBounds] = {};
   if (pa.last_resp >= 0 && pa.last_resp_t >= x_.snic.ps(pa.fr)) {  // a response came last
@@ -309,7 +312,7 @@ void Nodes::command_path(uint32_t node, uint32_t unit, int64_t t) {
     const PrScan& sc = x_.scans[slot][pa.last_resp];
     const int64_t issued = x_.snic.ps(pa.cmd_c + sc.issued);
     spread(sc.scan, start, issued, kScanIssued, add);
-    pa.charge(issued, add);
+    log.charge(issued, add);
     std::fill(std::begin(add), std::end(add), 0);
     int64_t rest = pa.last_resp_t - issued - pa.last_resp_rx;
     for (int j = 0; j < kJourney; ++j) {
@@ -318,32 +321,34 @@ void Nodes::command_path(uint32_t node, uint32_t unit, int64_t t) {
     }
     add[kSwitchIngress] = rest;  // every other piece of the journey is charged: the switch latencies remain
     add[kRx] = pa.last_resp_rx + (t - pa.last_resp_t);  // t - last_resp_t is zero: it completes at that write
-    pa.charge(t, add);
+    log.charge(t, add);
   } else {  // the last idx decision came last
     spread(pa.scan, start, t, kScanLocal, add);
-    pa.charge(t, add);
+    log.charge(t, add);
   }
 }
 
 // A stall on a full Pending PR Table ended with the write of the unit's latest response: what held that
 // response up, in proportion to its journey, is what the stall waited for (a diagnostic beside the path).
-void Nodes::stalled_on(Path& pa, uint32_t node, uint32_t unit, int64_t cycles) {
+void Nodes::stalled_on(const Path& pa, uint32_t node, uint32_t unit, int64_t cycles) {
   if (pa.last_resp < 0) return;
   const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
   const PrJourney& tr = x_.trace[slot][pa.last_resp];
-  const int64_t issued = x_.snic.ps(pa.cmd_c + x_.scans[slot][pa.last_resp].issued);
-  const double total = static_cast<double>(pa.last_resp_t - issued);
+  // its issue to within a ps (a diagnostic: no exact clock conversion on this path)
+  const double issued = static_cast<double>(pa.cmd_c + x_.scans[slot][pa.last_resp].issued) * 1000.0 / x_.snic.ghz;
+  const double total = static_cast<double>(pa.last_resp_t) - issued;
+  double* on = node_[node]->paths[unit].stalled_on;
   if (total <= 0) return;
   double rest = total - static_cast<double>(pa.last_resp_rx);
   for (int j = 0; j < kJourney; ++j) {
-    pa.stalled_on[kJourneySlots[j]] += static_cast<double>(cycles) * static_cast<double>(tr.j[j]) / total;
+    on[kJourneySlots[j]] += static_cast<double>(cycles) * static_cast<double>(tr.j[j]) / total;
     rest -= static_cast<double>(tr.j[j]);
   }
-  pa.stalled_on[kSwitchIngress] += static_cast<double>(cycles) * rest / total;
-  pa.stalled_on[kRx] += static_cast<double>(cycles) * static_cast<double>(pa.last_resp_rx) / total;
+  on[kSwitchIngress] += static_cast<double>(cycles) * std::max(rest, 0.0) / total;
+  on[kRx] += static_cast<double>(cycles) * static_cast<double>(pa.last_resp_rx) / total;
 }
 
-void Path::charge(int64_t t1, const int64_t (&add)[kBounds]) {
+void PathLog::charge(int64_t t1, const int64_t (&add)[kBounds]) {
   PathSegment sg;
   sg.t0 = t;
   sg.t1 = t1;
@@ -371,23 +376,23 @@ void Nodes::critical_paths() {
   r.bound_ps.assign(static_cast<size_t>(x_.nodes * kBounds), 0);
   r.stalled_on.assign(static_cast<size_t>(x_.nodes * kBounds), 0.0);
   for (int64_t p = 0; p < x_.nodes; ++p) {
-    const Client* last = nullptr;
-    for (const Client& u : node_[p]->cl)
-      if (!last || u.path.t > last->path.t) last = &u;
-    if (!last || last->path.t == 0) continue;
+    const PathLog* last = nullptr;
+    for (const PathLog& u : node_[p]->paths)
+      if (!last || u.t > last->t) last = &u;
+    if (!last || last->t == 0) continue;
     int64_t sum = 0;
     bool negative = false;
     for (int b = 0; b < kBounds; ++b) {
-      r.bound_ps[p * kBounds + b] = last->path.ps[b];
-      sum += last->path.ps[b];
-      negative |= last->path.ps[b] < 0;
+      r.bound_ps[p * kBounds + b] = last->ps[b];
+      sum += last->ps[b];
+      negative |= last->ps[b] < 0;
     }
-    if (last->path.t != r.node_done_ps[p] || sum != r.node_done_ps[p] || negative)
+    if (last->t != r.node_done_ps[p] || sum != r.node_done_ps[p] || negative)
       throw std::logic_error("simulator: node " + std::to_string(p) + "'s critical path sums to " +
                              std::to_string(sum) + " ps (a share < 0: " + (negative ? "yes" : "no") +
                              "), not its time " + std::to_string(r.node_done_ps[p]));
-    for (int b = 0; b < kBounds; ++b) r.stalled_on[p * kBounds + b] = last->path.stalled_on[b];
-    for (PathSegment sg : last->path.segs) {
+    for (int b = 0; b < kBounds; ++b) r.stalled_on[p * kBounds + b] = last->stalled_on[b];
+    for (PathSegment sg : last->segs) {
       sg.node = p;
       r.path.push_back(sg);
     }

@@ -56,8 +56,8 @@ struct Response {
   units::PR pr;
 };
 
-// A client unit's critical path (breakdown.h). The current command's scan is charged idx by idx in SNIC
-// cycles; completed commands and host round trips are in ps, and kept as stretches for the plot.
+// A client unit's critical path (breakdown.h): the current command's scan, charged idx by idx in SNIC
+// cycles (touched per idx: kept beside the unit's clock).
 struct Path {
   int64_t fr = 0, cmd_c = 0;        // cycles: decisions charged up to fr; the command's scan began at cmd_c
   int64_t head_read = 0, head_s = 0, head_lat = 0;  // the head idx: read cycle, LSQ-free cycle, load latency
@@ -66,6 +66,10 @@ struct Path {
   int64_t scan[kScanBounds] = {};   // cycles of this command's scan
   int64_t last_resp = -1;           // Pending PR Table entry of this command's latest response
   int64_t last_resp_t = 0, last_resp_rx = 0;  // its write, and its packet's Rx step
+};
+
+// The unit's path so far in ps (completed commands and host round trips), kept as stretches for the plot.
+struct PathLog {
   int64_t t = 0;                    // ps: the unit's time is charged up to here
   int64_t ps[kBounds] = {};
   double stalled_on[kBounds] = {};  // its stalls' cycles, split like the journeys of the responses ending them
@@ -104,6 +108,7 @@ struct Node {
       : rig(p, col_bounds, c) {}
   units::RigNode rig;
   std::vector<Client> cl;  // per client unit
+  std::vector<PathLog> paths;  // per client unit
   std::vector<Server> sv;  // per server unit
   LineCache llc;
   int64_t timer = kNever, serve_at = kNever;
@@ -134,7 +139,7 @@ class Nodes {
   void issued(uint32_t node, uint32_t unit, const units::PR& pr, int64_t pr_cycle, int64_t pr_ps);
   void command_path(uint32_t node, uint32_t unit, int64_t t);
   void critical_paths();
-  void stalled_on(Path& pa, uint32_t node, uint32_t unit, int64_t cycles);
+  void stalled_on(const Path& pa, uint32_t node, uint32_t unit, int64_t cycles);
   void issue(uint32_t node, uint32_t unit, int64_t t);
   void write_back(uint32_t p, int64_t t);
   void serve_ready(uint32_t host, int64_t t);
