@@ -450,8 +450,9 @@ def _draw_bounds(ax, series: Series) -> None:
     (t_us, _), *_ = series.values()
     import matplotlib
 
-    colors = matplotlib.colormaps["tab20"].colors  # up to 19 resources: tab10 would repeat colours
-    ax.stackplot(t_us, *[ys for _, ys in series.values()], labels=list(series), colors=colors[:len(series)])
+    palette, order = matplotlib.colormaps["tab20"].colors, list(breakdown.WORDS)  # one colour per resource
+    ax.stackplot(t_us, *[ys for _, ys in series.values()], labels=list(series),
+                 colors=[palette[order.index(b) % len(palette)] for b in series])
     ax.set_xlabel("time (us, modeled)")
     ax.set_ylabel("active nodes, by bound")
     ax.set_ylim(bottom=0)
