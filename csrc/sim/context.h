@@ -35,16 +35,6 @@ struct SimContext {
   PrJourney& journey_of(const units::PR& pr) {
     return trace[static_cast<size_t>(pr.src) * static_cast<size_t>(cfg.client_units) + pr.src_tid][pr.id];
   }
-  // A packet reached the unit that will take it apart (later: a pipe's queue, PCIe): fetch its PRs'
-  // journeys meanwhile (one cache line each, touched at random).
-  void prefetch_journeys(const Packet& k) {
-    const units::PacketView v = pkts.view_of(k);
-    const uint8_t* pr = v.prs;
-    for (int64_t i = 0; i < v.n_prs; ++i, pr += v.pr_stride())
-      __builtin_prefetch(&trace[static_cast<size_t>(units::load_u32(pr)) * static_cast<size_t>(cfg.client_units) +
-                                units::load_u16(pr + 4)][units::load_u32(pr + 14)], 1);
-  }
-
   // A unit takes packet k apart at t: its hops go into each PR's journey, which goes on from t.
   void fold_packet(const Packet& k, const units::PacketView& v, int64_t t) {
     int64_t concat = 0;

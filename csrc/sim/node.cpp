@@ -535,7 +535,6 @@ void Nodes::respond(uint32_t node, uint32_t unit, const Event& e) {
 
 void Nodes::receive(uint32_t host, uint32_t p, int64_t t) {
   const Packet& k = x_.pkts[p];
-  x_.prefetch_journeys(k);
   NodeCounters& nc = x_.res.nodes[host];
   ++nc.packets_rx;
   nc.header_rx += k.header;

@@ -34,8 +34,8 @@ class Packets {
   void free(uint32_t p) { free_.push_back(p); }
   int64_t max_wire() const { return max_wire_; }
   // The packet's Fig. 6 view (its bytes hold exactly one packet).
-  units::PacketView view(uint32_t p) const { return view_of(pkts_[p]); }
-  units::PacketView view_of(const Packet& k) const {
+  units::PacketView view(uint32_t p) const {
+    const Packet& k = pkts_[p];
     return units::decode_packet(k.bytes.data(), static_cast<int64_t>(k.bytes.size()), max_bytes_, false);
   }
   // Hands every packet the concatenator flushed since the last call to f (as a packet id), in flush order.

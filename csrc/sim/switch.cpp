@@ -58,7 +58,6 @@ void Switches::handle(const Event& e) {
 // concatenator after the cache lookup.
 void Switches::arrive(int64_t s, uint32_t p, int64_t in_link, int64_t t) {
   const Packet& k = x_.pkts[p];
-  x_.prefetch_journeys(k);
   const int64_t pipe = s * pipes_ + pipe_of(s, k, in_link);
   const int64_t in = x_.sw.cycle(t);
   const int64_t start = std::max(in, pipe_free_[pipe]);
