@@ -261,8 +261,9 @@ void Nodes::issued(uint32_t node, uint32_t unit, const PR& pr, int64_t pr_cycle,
   const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
   std::vector<PrJourney>& js = x_.trace[slot];
   std::vector<PrScan>& ss = x_.scans[slot];
-  if (pr.id >= js.size()) {  // grow in steps: a unit's ids reach its most PRs in flight
-    const size_t n = std::min<size_t>(static_cast<size_t>(cfg_.pending_entries), std::max<size_t>(pr.id + 1, 2 * js.size() + 16));
+  if (pr.id >= js.size()) {  // a unit's ids reach its most PRs in flight: Table 5's 256 in one allocation
+    const size_t n = std::min<size_t>(static_cast<size_t>(cfg_.pending_entries),
+                                      std::max<size_t>({pr.id + 1, 2 * js.size(), 256}));
     js.resize(n);
     ss.resize(n);
   }
