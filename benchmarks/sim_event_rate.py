@@ -44,7 +44,8 @@ def main(argv: list[str]) -> None:
     r = simulate(a, definitions.workload(a, hw.cluster.nodes), hw, 16)
     c = r.counters
     print(json.dumps({"events": c["events"], "loop_s": c["wall_clock_s"],
-                      "events_per_s": c["events"] / c["wall_clock_s"], "cpu_s": cpu["s"], "events_per_cpu_s": c["events"] / cpu["s"],
+                      "events_per_s": c["events"] / c["wall_clock_s"], "cpu_s": cpu["s"],
+                      "events_per_cpu_s": c["events"] / cpu["s"],
                       "comm_time_us": float(r.node_time_s.max() * 1e6)}))
 
 
