@@ -31,11 +31,16 @@ inline void Engine::consumed(Outcome o) {
   Path& pa = u.path;
   const int64_t d = u.decided;
   const int scan = kScanLocal + static_cast<int>(o);
+  if (d <= pa.fr) {  // decided in a cycle already charged (reads run ahead of decisions)
+    pa.idle = kBounds;
+    return;
+  }
   if (d == pa.fr + 1 && pa.head_read == pa.fr && pa.idle == kBounds) {  // streaming: one idx this cycle
     ++pa.scan[scan];
     pa.fr = d;
     return;
   }
+  const int64_t s = u.head_mem ? pa.head_s : pa.head_read, lat = u.head_mem ? pa.head_lat : 0;
   int64_t a = pa.fr;
   auto upto = [&](int64_t e, int b) {
     if (e <= a) return;
@@ -44,14 +49,14 @@ inline void Engine::consumed(Outcome o) {
     a = x;
   };
   upto(pa.head_read + 1, scan);
-  upto(pa.head_s + 1, kFilterLsq);
-  upto(pa.head_s + 1 + pa.head_lat, pa.head_level);
+  upto(s + 1, kFilterLsq);
+  upto(s + 1 + lat, pa.head_level);
   if (a < d) {
     pa.scan[pa.idle == kBounds ? scan : pa.idle] += d - a;
     if (pa.idle == kPendingFull) nodes.stalled_on(pa, n.rig.node(), static_cast<uint32_t>(&u - n.cl.data()), d - a);
   }
   pa.idle = kBounds;
-  pa.fr = std::max(pa.fr, d);
+  pa.fr = d;
 }
 
 bool Engine::admit(uint64_t idx, bool mem) {
@@ -63,9 +68,9 @@ bool Engine::admit(uint64_t idx, bool mem) {
       s = std::max(s, u.lsq[u.lsq_pos]);  // the LSQ entry frees when the idx it held was decided
       u.head_slot = u.lsq_pos;
       u.lsq_pos = u.lsq_pos + 1 == u.lsq.size() ? 0 : u.lsq_pos + 1;
+      u.path.head_s = s;  // without a load: read = LSQ-free cycle, no latency (consumed reads head_mem)
+      u.path.head_lat = lat;
     }
-    u.path.head_s = s;
-    u.path.head_lat = lat;
     u.head_mem = mem;
     u.next_in = s + 1;
     u.head_d = std::max(u.decided, s + 1 + lat);
