@@ -34,6 +34,7 @@ from tqdm import tqdm
 import netsparse_torch.backend  # noqa: F401  (registers the "netsparse" backend)
 from netsparse_torch.errors import NetsparseError
 from netsparse_torch.malloc import keep_freed_memory
+from netsparse_torch.run.forkserver import start_forkserver
 from netsparse_torch.run.torchrun import under_torchrun
 from netsparse_torch.signals import rank_signals, stop_processes, torchrun_worker_signals
 
@@ -48,10 +49,6 @@ def init_rank(rank: int, world_size: int, timeout_s: float, backend: str = "nets
     keep_freed_memory()
     dist.init_process_group(backend, rank=rank, world_size=world_size,
                             timeout=datetime.timedelta(seconds=timeout_s))
-
-
-#: Imported once by the forkserver, so forked ranks start with them loaded.
-PRELOAD = ["torch", "torch.distributed", "netsparse_torch.run.training"]
 
 
 @dataclass(frozen=True)
@@ -113,9 +110,8 @@ def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 1
         finally:
             dist.destroy_process_group()
         return out if rank == 0 else None  # one report and one summary per run, not one per rank
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)  # no effect once this process's forkserver runs
-    results = ctx.SimpleQueue()
+    start_forkserver()  # no effect when the CLI started it already
+    results = mp.get_context("forkserver").SimpleQueue()
     with tempfile.TemporaryDirectory(prefix="netsparse-launch-") as tmp:
         result_file = os.path.join(tmp, "rank0.pkl")
         worker_args = (fn, world_size, free_port(), timeout_s, args, results, result_file, dict(os.environ))
@@ -147,16 +143,6 @@ def _quiet_spawn_log():
         yield
     finally:
         spawn_log.setLevel(level)
-
-
-def stop_forkserver() -> None:
-    """Stop this process's forkserver now (it would also exit once this process does); for a CLI that
-    was stopped by a signal."""
-    from multiprocessing import forkserver
-
-    stop = getattr(forkserver._forkserver, "_stop", None)  # private, Python >= 3.8
-    if stop is not None:
-        stop()
 
 
 def _first_error(results) -> str | None:
