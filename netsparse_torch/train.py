@@ -57,11 +57,15 @@ def _hydra_main(cfg: DictConfig) -> None:
 def fail(exc: NetsparseError) -> None:
     """One line and exit 2. Under torchrun, one line for the whole job: the first rank to fail says
     why, the others (the same error, or lost contact with that rank) exit quietly."""
-    line = f"netsparse-train: error: {exc}"
-    if not under_torchrun() or first_error(line):
-        print(line, file=sys.stderr)
-        append_line(_log, line)
+    say(f"netsparse-train: error: {exc}")
     sys.exit(2)
+
+
+def say(line: str, lead: str = "") -> None:
+    """The run's last line, on the console and in the log; under torchrun only the job's first one."""
+    if not under_torchrun() or first_error(line):
+        print(lead + line, file=sys.stderr)
+        append_line(_log, line)
 
 
 #: Seconds a failing torchrun rank waits for the job's store before it prints its error anyway.
@@ -69,7 +73,7 @@ STORE_TIMEOUT_S = 10.0
 
 
 def first_error(line: str, timeout_s: float = STORE_TIMEOUT_S) -> bool:
-    """Under torchrun: whether ``line`` is the job's first error, the one to print. The ranks agree
+    """Under torchrun: whether ``line`` is the job's first error or stop, the one to print. The ranks agree
     through the job's TCP store (torchrun's agent hosts it at MASTER_ADDR:MASTER_PORT): the first rank
     to record its error wins, and a rank that fails later (the same bad input, or lost contact with the
     failed rank, which recorded before it exited) stays quiet. A rank that cannot reach the store
@@ -132,9 +136,9 @@ def main() -> None:
         exit_now(done.code if isinstance(done.code, int) else 1)
     if stopped is not None:
         gc.collect()  # the unwound frames held the ranks' queues: free their semaphores before exit
-        lead = "\n" if sys.stderr.isatty() else ""  # below rank 0's progress bar, which nobody closed
-        print(lead + stopped_line(stopped), file=sys.stderr)
-        append_line(_log, stopped_line(stopped))
+        # Below rank 0's progress bar, which nobody closed. Under torchrun a rank stopped because another
+        # failed is quiet: the failed one said why.
+        say(stopped_line(stopped), lead="\n" if sys.stderr.isatty() else "")
         exit_now(stopped.exit_code)
     exit_now(0)
 
