@@ -65,6 +65,12 @@ def check_values(cfg) -> None:
     """Types and ranges of the top-level training keys (``lr=abc`` is a string to Hydra)."""
     if "device" in cfg and str(cfg.device) not in DEVICES:
         raise ConfigError(f"device must be one of {', '.join(DEVICES)}, got {cfg.device!r}")
+    if "partition" in cfg:
+        from netsparse_torch.plan.bounds import ROW_MODES  # numpy only
+
+        known = (*ROW_MODES, "metis")  # netsparse_torch.partition.PARTITIONERS, which needs scipy
+        if str(cfg.partition) not in known:
+            raise ConfigError(f"unknown partition {cfg.partition!r}; choose one of {', '.join(known)}")
     for key, (kind, rule, ok) in NUMBERS.items():
         if key not in cfg:
             continue

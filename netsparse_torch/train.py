@@ -45,8 +45,6 @@ def _hydra_main(cfg: DictConfig) -> None:
     try:
         check_values(cfg)  # torch-free checks first: a wrong value is one line before torch and PyG load
         check_logger(str(cfg.get("logger") or "none"))
-        if not under_torchrun():
-            start_forkserver()  # its torch and PyG import on the second core while the launcher loads the graph
         from netsparse_torch.run.job import run
 
         run(cfg)
@@ -126,6 +124,10 @@ def main() -> None:
     if "--help" in args or "-h" in args:
         print(help_text([a for a in args if not a.startswith("-")]))
         return
+    if not under_torchrun():
+        # The ranks' torch and PyG import (~3 s) on the second core while Hydra composes the config and
+        # the launcher loads the graph; a config error then stops it again within the second.
+        start_forkserver()
     stopped = None
     try:
         with stop_on_signals():  # SIGTERM/SIGINT: every rank and switch stopped on the way out
