@@ -11,7 +11,9 @@ from __future__ import annotations
 import atexit
 import gc
 import os
+import signal
 import sys
+import threading
 from typing import NoReturn
 
 import hydra
@@ -30,7 +32,7 @@ from netsparse_torch.progress import append_line, hydra_log_file
 from netsparse_torch.report.metrics import check_logger
 from netsparse_torch.run.forkserver import start_forkserver, stop_forkserver
 from netsparse_torch.run.torchrun import under_torchrun
-from netsparse_torch.signals import Interrupted, stop_on_signals
+from netsparse_torch.signals import STOP_SIGNALS, Interrupted, stop_on_signals
 
 #: Hydra's log file of this run (``<run dir>/train.log``) once Hydra made it: the CLI's own lines too.
 _log = None
@@ -55,13 +57,19 @@ def _hydra_main(cfg: DictConfig) -> None:
 def fail(exc: NetsparseError) -> None:
     """One line and exit 2. Under torchrun, one line for the whole job: the first rank to fail says
     why, the others (the same error, or lost contact with that rank) exit quietly."""
+    if threading.current_thread() is threading.main_thread():
+        # Under torchrun another rank's failure makes the agent stop this one: a stop in the middle of
+        # its torch import (first_error) would leave torch half-loaded and this rank's error unsaid.
+        for s in STOP_SIGNALS:
+            signal.signal(s, signal.SIG_IGN)
     say(f"netsparse-train: error: {exc}")
     sys.exit(2)
 
 
-def say(line: str, lead: str = "") -> None:
-    """The run's last line, on the console and in the log; under torchrun only the job's first one."""
-    if not under_torchrun() or first_error(line):
+def say(line: str, lead: str = "", unsure: bool = True) -> None:
+    """The run's last line, on the console and in the log; under torchrun only the job's first one
+    (``unsure``: whether to speak when the ranks cannot agree which that is)."""
+    if not under_torchrun() or first_error(line, unsure=unsure):
         print(lead + line, file=sys.stderr)
         append_line(_log, line)
 
@@ -70,7 +78,7 @@ def say(line: str, lead: str = "") -> None:
 STORE_TIMEOUT_S = 10.0
 
 
-def first_error(line: str, timeout_s: float = STORE_TIMEOUT_S) -> bool:
+def first_error(line: str, timeout_s: float = STORE_TIMEOUT_S, unsure: bool = True) -> bool:
     """Under torchrun: whether ``line`` is the job's first error or stop, the one to print. The ranks agree
     through the job's TCP store (torchrun's agent hosts it at MASTER_ADDR:MASTER_PORT): the first rank
     to record its error wins, and a rank that fails later (the same bad input, or lost contact with the
@@ -86,8 +94,8 @@ def first_error(line: str, timeout_s: float = STORE_TIMEOUT_S) -> bool:
         key = f"netsparse/first_error/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
         mine = f"rank {os.environ['RANK']}: {line}"  # ranks often fail with the same line: tell them apart
         return store.compare_set(key, "", mine) == mine.encode()
-    except Exception:  # noqa: BLE001 (no store, no agreement: this rank speaks for itself)
-        return True
+    except Exception:  # noqa: BLE001 (no store, or a torch import that the stop cut short)
+        return unsure
 
 
 def stopped_line(stop: Interrupted) -> str:
@@ -140,7 +148,9 @@ def main() -> None:
         gc.collect()  # the unwound frames held the ranks' queues: free their semaphores before exit
         # Below rank 0's progress bar, which nobody closed. Under torchrun a rank stopped because another
         # failed is quiet: the failed one said why.
-        say(stopped_line(stopped), lead="\n" if sys.stderr.isatty() else "")
+        # An error is said even without agreement (two lines beat none); a stop only with it: a rank
+        # stopped in the middle of importing torch is one that another rank's failure stopped.
+        say(stopped_line(stopped), lead="\n" if sys.stderr.isatty() else "", unsure=False)
         exit_now(stopped.exit_code)
     exit_now(0)
 

@@ -22,6 +22,7 @@ import pickle
 import socket
 import tempfile
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,6 +44,10 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+#: Seconds a torchrun worker that lost a peer waits for the agent's stop signal before it says so.
+STOP_GRACE_S = 2.0
 
 
 def init_rank(rank: int, world_size: int, timeout_s: float, backend: str = "netsparse") -> None:
@@ -104,6 +109,9 @@ def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 1
         try:
             out = fn(rank, ws, *args)
         except dist.DistError as exc:  # a peer stopped (a signal on its node) or was lost: one line
+            # Mostly the agent stopping the job, one worker after another: its signal to this rank is on
+            # the way, and a stop must be reported as one (rank 0 keeps the epochs), not as a lost peer.
+            time.sleep(STOP_GRACE_S)
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise NetsparseError(f"rank {rank}: lost contact with another process of the job ({first}); "
                                  "if a node was stopped, resume=true continues from the last checkpoint") from None
