@@ -9,6 +9,7 @@ several seconds that torch and PyG take to import.
 from __future__ import annotations
 
 import statistics
+import threading
 import time
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from netsparse_torch.report import build_train_report, summary_lines, write_json
 from netsparse_torch.report.curves import save_curves
 from netsparse_torch.report.metrics import check_logger
 from netsparse_torch.report.modeled import add_modeled, check_cluster, modeled_lines
+from netsparse_torch.report.plots import load_matplotlib
 from netsparse_torch.run.device import device_kind
 from netsparse_torch.run.launch import ByName, launch
 from netsparse_torch.run.switches import switch_service
@@ -70,6 +72,8 @@ def run(cfg: DictConfig) -> dict | None:
         epoch_log.unlink(missing_ok=True)  # an earlier run's, in a reused run directory
     args = (data, cfg, partitioning, str(out_dir) if out_dir else None, str(log) if log else None)
     written: list[tuple[Path, int]] = []  # the full report, once it is on disk
+    if out_dir is not None:  # curves.png at the end: matplotlib's import (~0.5 s) while the ranks train
+        threading.Thread(target=load_matplotlib, daemon=True).start()
     try:
         with switch_service(cfg) as switches:  # fabric=switch: start (or configure) the switches; always stopped
             result = launch(TRAIN_RANK, int(cfg.world_size), args, timeout_s=float(cfg.timeout_s))
