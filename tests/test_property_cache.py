@@ -130,9 +130,18 @@ def test_unbounded_memory_follows_what_is_inserted():
     assert _cache(capacity_bytes=None, prop_bytes=64).bytes == 0
 
 
+def test_bounded_memory_is_the_lines_of_its_kernel():
+    """A tag (8 B), an epoch (4 B) and an LRU stamp (8 B) per line of the kernel's line size (32 MB of
+    64 B lines: 524,288), plus the capacity's bytes only when the cache keeps data."""
+    assert _cache(prop_bytes=64, keep_data=False).bytes == (32 << 20) // 64 * 20
+    assert _cache(prop_bytes=64).bytes == (32 << 20) // 64 * 20 + (32 << 20)
+
+
 def test_unbounded_takes_any_idx_and_bad_input():
     c = _cache(capacity_bytes=None, prop_bytes=8)
     top = 2**63 - 1
     assert c.insert(top, _prop(1, 8)) and c.lookup(top) == _prop(1, 8) and c.lookup(0) is None
     with pytest.raises(ValueError, match="max line"):
         _cache(capacity_bytes=None, max_line_bytes=500, prop_bytes=8)
+    with pytest.raises(ValueError, match="or None"):  # the unit's -1 is not a way in from Python
+        _cache(capacity_bytes=-1, prop_bytes=8)

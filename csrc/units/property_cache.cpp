@@ -30,7 +30,9 @@ PropertyCache::PropertyCache(const CacheConfig& cfg) : cfg_(cfg), present_(!cfg.
   // Not zeroed: a line's bytes are read only after an insert wrote them, so untouched capacity costs
   // no page faults (the simulator builds 8 caches per ToR).
   if (!cfg_.no_data && !cfg_.unbounded()) data_.reset(new uint8_t[static_cast<size_t>(cfg_.capacity_bytes)]);
-  invalidate(cfg_.segment_bytes);
+  // The widest line gives the fewest lines: a kernel's invalidate grows the line arrays to its own count
+  // (one sized for 16 B lines held 4x the lines that 64 B properties use: 2.5 GiB over 64 pipes of 32 MB).
+  invalidate(cfg_.max_line_bytes);
 }
 
 int64_t PropertyCache::bytes() const {
