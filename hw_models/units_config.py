@@ -46,16 +46,15 @@ def concatenator(params: HardwareParams | None = None, **overrides: Any) -> dict
     return _merge("Concatenator", base, overrides, ("virtual_queues",))
 
 
-def property_cache(params: HardwareParams | None = None, **overrides: Any) -> dict[str, int]:
+def property_cache(params: HardwareParams | None = None, **overrides: Any) -> dict[str, int | None]:
     """``units.PropertyCache``: one cache holding the switch's whole capacity (Table 5, §6.2.2), as the
-    switch service's one pipe per ToR does. (The simulator splits it over the middle pipes.)"""
+    switch service's one pipe per ToR does. (The simulator splits it over the middle pipes.)
+    ``size_bytes=inf`` -> ``capacity_bytes=None``, the unbounded cache."""
     pc = (params or HardwareParams()).property_cache
-    if math.isinf(pc.size_bytes):
-        raise ConfigError("property_cache.size_bytes=inf: an infinite cache is a simulator setting "
-                          "(sized from the matrix); a cache unit needs a capacity in bytes")
-    base = {"capacity_bytes": int(pc.size_bytes), "ways": pc.ways, "segment_bytes": pc.segment_bytes,
+    capacity = None if math.isinf(pc.size_bytes) else int(pc.size_bytes)
+    base = {"capacity_bytes": capacity, "ways": pc.ways, "segment_bytes": pc.segment_bytes,
             "max_line_bytes": pc.max_line_bytes}
-    return _merge("PropertyCache", base, overrides)
+    return _merge("PropertyCache", base, overrides, ("keep_data",))
 
 
 def switch_pipe(params: HardwareParams | None = None, **overrides: Any) -> dict[str, Any]:

@@ -88,12 +88,16 @@ def test_values_come_from_hardware_params():
     assert units_config.rig_node()["mtu"] == HardwareParams().headers.mtu_bytes
 
 
+def test_an_infinite_cache_is_the_unbounded_unit():
+    inf = HardwareParams().replace(property_cache={"size_bytes": "inf"})
+    assert units_config.property_cache(inf)["capacity_bytes"] is None
+    assert units.PropertyCache(prop_bytes=8, **units_config.property_cache(inf)).unbounded
+
+
 def test_overrides_and_what_a_unit_cannot_take():
     assert units_config.rig_node(n_units=4, filter=False)["n_units"] == 4
     with pytest.raises(ConfigError, match=r"unknown RigNode argument\(s\) \['mtus'\]"):
         units_config.rig_node(mtus=9000)
-    with pytest.raises(ConfigError, match="infinite cache"):
-        units_config.property_cache(HardwareParams().replace(property_cache={"size_bytes": "inf"}))
     with pytest.raises(ConfigError, match="rig_batch_size=inf"):
         units_config.rig_node(HardwareParams().replace(snic={"rig_batch_size": "inf"}))
 

@@ -4,10 +4,10 @@
 #include <pybind11/stl.h>
 
 #include <limits>
-#include <stdexcept>
 
 #include "bind/bindings.h"
 #include "units/concatenator.h"
+#include "units/errors.h"
 
 namespace py = pybind11;
 using namespace netsparse::units;
@@ -33,7 +33,7 @@ int64_t delay_from_py(const py::object& delay) {
   const double d = delay.cast<double>();
   if (d == std::numeric_limits<double>::infinity()) return -1;
   if (d < 0 || d != static_cast<double>(static_cast<int64_t>(d)))
-    throw std::invalid_argument("delay_cycles must be a non-negative integer, None or inf");
+    throw ConfigInvalid("delay_cycles must be a non-negative integer, None or inf");
   return static_cast<int64_t>(d);
 }
 }  // namespace
@@ -58,7 +58,7 @@ void bind_concatenator(py::module_& units) {
            py::kw_only(), py::arg("n_dests"), py::arg("mtu"), py::arg("upper_bytes"), py::arg("delay_cycles"),
            py::arg("virtual_queues") = false, py::arg("phys_queue_bytes"), py::arg("phys_queues"), py::arg("len") = 0)
       .def("begin", [](Concatenator& c, int64_t len) {
-        if (len < 0 || len > UINT32_MAX) throw std::invalid_argument("len must fit a u32");
+        if (len < 0 || len > UINT32_MAX) throw ConfigInvalid("len must fit a u32");
         c.begin(static_cast<uint32_t>(len));
       }, py::arg("len"))
       .def("push_many",
@@ -66,18 +66,18 @@ void bind_concatenator(py::module_& units) {
               const I64& id, const I64& time, py::object payload) {
              const int64_t n = type.size();
              for (const I64* a : {&dest, &src, &tid, &idx, &id, &time})
-               if (a->size() != n) throw std::invalid_argument("every PR array needs one entry per PR");
+               if (a->size() != n) throw ConfigInvalid("every PR array needs one entry per PR");
              U8 pay;
              const int64_t len = c.len();
              if (!payload.is_none()) {
                pay = U8::ensure(payload);
-               if (!pay || pay.size() != n * len) throw std::invalid_argument("payload must be n x len bytes");
+               if (!pay || pay.size() != n * len) throw ConfigInvalid("payload must be n x len bytes");
              }
              for (int64_t i = 0; i < n; ++i) {
                const int64_t t = type.at(i);
-               if (t != kReadType && t != kResponseType) throw std::invalid_argument("type must be 0 or 1");
+               if (t != kReadType && t != kResponseType) throw ConfigInvalid("type must be 0 or 1");
                if (t == kResponseType && payload.is_none())
-                 throw std::invalid_argument("response PRs need a payload");
+                 throw ConfigInvalid("response PRs need a payload");
                c.push(static_cast<uint16_t>(t), static_cast<uint32_t>(dest.at(i)),
                       PR{static_cast<uint32_t>(src.at(i)), static_cast<uint16_t>(tid.at(i)),
                          static_cast<uint64_t>(idx.at(i)), static_cast<uint32_t>(id.at(i))},

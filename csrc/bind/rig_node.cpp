@@ -10,6 +10,7 @@
 #include <string>
 
 #include "bind/bindings.h"
+#include "units/errors.h"
 #include "units/header_model.h"
 #include "units/rig_node.h"
 
@@ -27,8 +28,8 @@ struct NodeHandle {
 };
 
 uint8_t* writable_bytes(py::array& a, const char* what) {
-  if (!(a.flags() & py::array::c_style)) throw std::invalid_argument(std::string(what) + " must be C-contiguous");
-  if (!a.writeable()) throw std::invalid_argument(std::string(what) + " must be writable");
+  if (!(a.flags() & py::array::c_style)) throw ConfigInvalid(std::string(what) + " must be C-contiguous");
+  if (!a.writeable()) throw ConfigInvalid(std::string(what) + " must be writable");
   return static_cast<uint8_t*>(a.mutable_data());
 }
 
@@ -119,7 +120,7 @@ void bind_rig_node(py::module_& units) {
              c.concat.mtu = mtu;
              c.concat.upper_bytes = upper_bytes;
              c.concat.delay_cycles = delay.is_none() ? -1 : delay.cast<int64_t>();
-             if (c.concat.delay_cycles < -1) throw std::invalid_argument("delay_cycles must be >= 0 or None");
+             if (c.concat.delay_cycles < -1) throw ConfigInvalid("delay_cycles must be >= 0 or None");
              auto h = std::make_unique<NodeHandle>();
              h->node = std::make_unique<RigNode>(node, std::move(row_bounds), c);
              return h;
@@ -131,7 +132,7 @@ void bind_rig_node(py::module_& units) {
            [](NodeHandle& h, int64_t prop_bytes, py::array halo, py::array local) {
              uint8_t* hp = writable_bytes(halo, "halo buffer");
              if (!(local.flags() & py::array::c_style))
-               throw std::invalid_argument("local property array must be C-contiguous");
+               throw ConfigInvalid("local property array must be C-contiguous");
              h.node->begin_kernel(prop_bytes, hp, halo.nbytes(), static_cast<const uint8_t*>(local.data()),
                                   local.nbytes());
              h.halo = halo;
@@ -143,7 +144,7 @@ void bind_rig_node(py::module_& units) {
       .def("submit",
            [](NodeHandle& h, const I64& idxs, const I64& slots) {
              if (idxs.ndim() != 1 || slots.ndim() != 1 || idxs.size() != slots.size())
-               throw std::invalid_argument("idxs and slots must be 1-D arrays of the same length");
+               throw ConfigInvalid("idxs and slots must be 1-D arrays of the same length");
              std::vector<int64_t> i(idxs.data(), idxs.data() + idxs.size());
              std::vector<int64_t> s(slots.data(), slots.data() + slots.size());
              {

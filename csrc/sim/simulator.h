@@ -36,7 +36,7 @@ namespace netsparse::sim {
   X(int64_t, nic_delay_cycles, "NIC concatenation delay (SNIC cycles); < 0 = infinite")                        \
   X(int64_t, switch_delay_cycles, "switch concatenation delay (switch cycles); < 0 = infinite")                \
   X(int64_t, cache_latency_cycles, "property cache lookup latency (switch cycles)")                            \
-  X(int64_t, cache_bytes, "property cache of one middle pipe (bytes)")                                         \
+  X(int64_t, cache_bytes, "property cache of one middle pipe (bytes); -1 = unbounded")                         \
   X(int64_t, cache_ways, "property cache ways")                                                                \
   X(int64_t, cache_segment, "property cache segment (bytes)")                                                  \
   X(int64_t, cache_max_line, "property cache widest line (bytes)")                                             \

@@ -24,12 +24,14 @@ Switches::Switches(SimContext& x, Network& net) : x_(x), net_(net) {
   pipe_free_.assign(pipe_.size(), 0);
   pipe_out_.resize(pipe_.size());
   if (!cfg.switch_on) return;
+  // The simulator's properties are zeros and nobody reads a hit's payload: the caches keep no data.
+  CacheConfig cc{cfg.cache_bytes, cfg.cache_ways, cfg.cache_segment, cfg.cache_max_line};
+  cc.no_data = true;
   for (int64_t s = 0; s < x.topo.n_switches; ++s) {
     if (!x.topo.switch_is_tor[s]) continue;
     for (int64_t i = 0; i < pipes_; ++i) {
       auto& sp = pipe_[s * pipes_ + i];
-      sp = std::make_unique<SwitchPipe>(
-          CacheConfig{cfg.cache_bytes, cfg.cache_ways, cfg.cache_segment, cfg.cache_max_line}, sc);
+      sp = std::make_unique<SwitchPipe>(cc, sc);
       sp->begin_kernel(cfg.prop_bytes);
       sp->concatenator().keep_log = true;
     }

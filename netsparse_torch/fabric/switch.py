@@ -19,7 +19,7 @@ import grpc
 import numpy as np
 
 from netsparse_torch._C import units as _cu
-from netsparse_torch.errors import RigTimeoutError
+from netsparse_torch.errors import ConfigError, RigTimeoutError
 from netsparse_torch.fabric import collective
 from netsparse_torch.switch.client import ControlClient, SwitchClient, SwitchError
 
@@ -177,10 +177,10 @@ def check_spec(spec: dict, world_size: int, rack_size: int) -> None:
     n_racks = len(racks_of(world_size, rack_size))
     tors = list(spec.get("tors") or [])
     if len(tors) != n_racks:
-        raise ValueError(f"fabric.switches needs {n_racks} ToR address(es) for world_size={world_size} and "
-                         f"rack_size={rack_size} (one per rack), got {len(tors)}")
+        raise ConfigError(f"fabric.switches needs {n_racks} ToR address(es) for world_size={world_size} and "
+                          f"rack_size={rack_size} (one per rack), got {len(tors)}")
     if n_racks > 1 and not spec.get("spine"):
-        raise ValueError(f"fabric.switches needs a spine address: {n_racks} racks")
+        raise ConfigError(f"fabric.switches needs a spine address: {n_racks} racks")
 
 
 def attachment(spec: dict, rank: int, rack_size: int) -> tuple[str, list[str]]:

@@ -81,10 +81,7 @@ class SwitchService:
                 cfg.fabric.switches = self.spec
         else:
             self.spec = OmegaConf.to_container(given, resolve=True) if OmegaConf.is_config(given) else dict(given)
-            try:
-                check_spec(self.spec, ws, rs)
-            except ValueError as e:
-                raise ConfigError(str(e)) from None
+            check_spec(self.spec, ws, rs)
             if not torchrun_rank:  # one configuring process (rank 0's under torchrun)
                 configure_switches(self.spec, ws, rs, _INITIAL_PROP_BYTES, token=self.token,
                                    **_switch_options(cfg))
