@@ -31,9 +31,9 @@ py::dict take_streams(Concatenator& c) {
 int64_t delay_from_py(const py::object& delay) {
   if (delay.is_none()) return -1;
   const double d = delay.cast<double>();
-  if (d == std::numeric_limits<double>::infinity()) return -1;
+  if (d == std::numeric_limits<double>::infinity() || d == -1) return -1;  // -1: hw_models.hardware.cxx_delay
   if (d < 0 || d != static_cast<double>(static_cast<int64_t>(d)))
-    throw std::invalid_argument("delay_cycles must be a non-negative integer, None or inf");
+    throw std::invalid_argument("delay_cycles must be a non-negative integer, -1 (infinite), None or inf");
   return static_cast<int64_t>(d);
 }
 }  // namespace
