@@ -205,14 +205,14 @@ def test_an_external_switch_with_another_mtu_refuses_the_rank_at_connect():
         ControlClient(tor.address).configure(configure_request(2, 4, {0: [0, 1]}, mtu=1500))
         cfg = OmegaConf.create({"fabric": {"name": "switch", "switches": {"spine": None, "tors": [tor.address]},
                                            "token_env": None}, "cluster": {"rack_size": 2}, "rig": {"timeout_s": 5}})
-        jumbo = HardwareParams().replace(headers={"mtu_bytes": 9000})
+        jumbo = HardwareParams().replace(headers={"mtu_bytes": 9000}, cluster={"rack_size": 2})
         t0 = time.perf_counter()
         with pytest.raises(SwitchError, match="node:0 builds packets for an MTU of 9000 B, this tor is configured "
                                               r"for 1500 B: configure the switches with the run's MTU"):
             attach_rank(0, 2, cfg, hardware=jumbo)
         assert time.perf_counter() - t0 < 5  # at connect, not at the watchdog's expiry
         assert tor.core.counters().errors["mtu_mismatch"] == 1
-        attach_rank(1, 2, cfg, hardware=HardwareParams()).close()  # the same MTU attaches
+        attach_rank(1, 2, cfg).close()  # the run's hardware built from cfg: Table 5's MTU, which attaches
 
 
 def test_a_spine_refuses_a_tor_configured_for_another_mtu():

@@ -19,9 +19,9 @@ import torch
 from netsparse_torch.errors import ConfigError
 
 WHAT = ("modeled, not measured: one epoch's SpMM and SDDMM gathers (forward and backward, each layer's K) on the "
-        "target cluster; SUOpt and SAOpt are analytic optima (hw_models.baselines, NetSparse §8.1), NetSparse "
-        "is the C++ discrete-event simulator; compute is the compute model's local SpMM per gather (dense "
-        "layers not modeled). Everything outside this block is measured on this machine.")
+        "target cluster, the report's `hardware`; SUOpt and SAOpt are analytic optima (hw_models.baselines, "
+        "NetSparse §8.1), NetSparse is the C++ discrete-event simulator; compute is the compute model's local SpMM "
+        "per gather (dense layers not modeled). Everything outside this block is measured on this machine.")
 
 
 class _Record(torch.autograd.Function):

@@ -5,10 +5,10 @@ its ToR and hand the SwitchFabric to the netsparse strategy).
 Launcher (parent process, before the ranks are spawned)::
 
     with switch_service(cfg, hardware) as service:  # None unless fabric=switch
-        launch(...)                           # each rank: fabric = attach_rank(rank, world_size, cfg)
-        switches = service.report()           # [{name, role, counters}]
+        launch(...)             # each rank: fabric = attach_rank(rank, world_size, cfg, bounds, hardware)
+        switches = service.report()             # [{name, role, counters}]
 
-With ``fabric.switches: null`` it starts one ToR per ``cluster.rack_size`` ranks plus a spine on free
+With ``fabric.switches: null`` it starts one ToR per ``hardware.cluster.rack_size`` ranks plus a spine on free
 loopback ports (:class:`LocalSwitches`) and writes their addresses into ``cfg.fabric.switches``, so
 the ranks see exactly what a multi-host run passes on the command line
 (``fabric.switches={spine:host:port,tors:[host:port,...]}``); given switches are configured, not started.
@@ -24,7 +24,7 @@ from contextlib import contextmanager
 
 from omegaconf import OmegaConf, open_dict
 
-from hw_models.hardware import switch_options
+from hw_models.hardware import switch_options, train_hardware
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.run.torchrun import under_torchrun
 
@@ -67,7 +67,7 @@ class SwitchService:
     def __init__(self, cfg, hardware):
         from netsparse_torch.fabric.switch import LocalSwitches, check_spec, configure_switches
 
-        ws, rs, self.token = int(cfg.world_size), rack_size(cfg), _token(cfg)
+        ws, rs, self.token = int(cfg.world_size), hardware.cluster.rack_size, _token(cfg)
         self.local = None
         given = cfg.fabric.get("switches")
         torchrun_rank = int(os.environ["RANK"]) if under_torchrun() else None
@@ -120,11 +120,10 @@ def attach_rank(rank: int, world_size: int, cfg, bounds=None, hardware=None):
     switch happened first, also under torchrun where rank 0's process configures them) and returns its
     :class:`~netsparse_torch.fabric.switch.SwitchFabric`, for the netsparse strategy's ``fabric``; the
     caller closes it. With the row ``bounds`` of every rank the watchdog names exactly the peers that
-    did not answer. ``hardware`` (the run's; None: Table 5) gives the MTU of the rank's packets: a ToR
-    configured for another refuses the attachment here, with the two MTUs in the error."""
+    did not answer. ``hardware`` (the run's; None: built from ``cfg``) gives the rack size and the MTU of
+    the rank's packets: a ToR configured for another MTU refuses the attachment here, naming both."""
     import torch.distributed as dist
 
-    from hw_models.params import HardwareParams
     from netsparse_torch.fabric.switch import SwitchFabric, attachment
 
     spec = cfg.fabric.get("switches")
@@ -134,8 +133,8 @@ def attach_rank(rank: int, world_size: int, cfg, bounds=None, hardware=None):
     if dist.is_initialized():
         dist.barrier()
     spec = OmegaConf.to_container(spec, resolve=True) if OmegaConf.is_config(spec) else dict(spec)
-    address, controls = attachment(spec, rank, rack_size(cfg))
+    hardware = hardware or train_hardware(cfg)
+    address, controls = attachment(spec, rank, hardware.cluster.rack_size)
     return SwitchFabric(world_size, rank, address, token=_token(cfg), controls=controls,
-                        timeout_s=float(cfg.rig.timeout_s), row_bounds=bounds,
-                        mtu=(hardware or HardwareParams()).headers.mtu_bytes)
+                        timeout_s=float(cfg.rig.timeout_s), row_bounds=bounds, mtu=hardware.headers.mtu_bytes)
 
