@@ -14,8 +14,9 @@ of single fields. ``null`` (their default) leaves the field to ``hw``; a value s
 One encoding each: in the config and in ``HardwareParams``, ``"auto"`` (:data:`AUTO`, the RIG batch
 size) and ``inf`` (YAML ``.inf``; the strings ``inf``/``.inf`` are read as it). The C++ units and the
 simulator take integers: :func:`cxx_batch` and :func:`cxx_delay` are the only converters, into the
-encoding of ``csrc/units/rig_unit.h`` (``kAutoBatch``, ``kWholeStreamBatch``) and of the
-concatenators (a negative delay is infinite).
+encoding of ``csrc/units/rig_unit.h`` (``kAutoBatch``, ``kWholeStreamBatch``) and
+``csrc/units/concatenator.h`` (``kInfiniteDelay``). ``null`` never means infinite: in the config and
+in a unit's options it means "not given" (the ``hw`` value).
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ from netsparse_torch.errors import ConfigError
 
 AUTO = "auto"
 """The one encoding of ``auto`` (the RIG batch size: ``units::auto_batch_size`` per node)."""
-CXX_INFINITE_DELAY = -1
-"""A concatenation delay that never expires, as the C++ units and the simulator take it."""
 
 TRAIN_SHORTCUTS: dict[str, tuple[str, str]] = {
     "cluster.nodes": ("cluster", "nodes"),
@@ -138,8 +137,10 @@ def cxx_batch(batch: float | str) -> int:
 
 def cxx_delay(cycles: float) -> int:
     """A concatenation delay of ``HardwareParams`` (cycles or ``inf``) as the C++ units and the
-    simulator take it (:data:`CXX_INFINITE_DELAY` = queues flush only when full)."""
-    return CXX_INFINITE_DELAY if math.isinf(cycles) else int(cycles)
+    simulator take it (``INFINITE_DELAY``: queues flush only when full)."""
+    from netsparse_torch._C import units as _units
+
+    return int(_units.INFINITE_DELAY) if math.isinf(cycles) else int(cycles)
 
 
 def _shortcut_values(cfg, table: Mapping[str, tuple[str, str]]) -> list[tuple[str, tuple[str, str], Any]]:

@@ -73,13 +73,11 @@ def rig_node(params: HardwareParams | None = None, **overrides: Any) -> dict[str
     """``units.RigNode``: the SNIC's RIG units, Pending PR Tables, RIG batch size and concatenation
     delay (Table 5), the packet sizes and the round clock (``snic.rig_cycles_per_pr``). Half the units
     are clients (``n_client_units=-1``), as in the simulator. An override of a hardware keyword
-    (:data:`~hw_models.hardware.RIG_NODE_FIELDS`; a ``delay_cycles`` of None is infinite) replaces that
-    field of ``params``."""
+    (:data:`~hw_models.hardware.RIG_NODE_FIELDS`, e.g. ``delay_cycles=math.inf``) replaces that field
+    of ``params``."""
     p = params or HardwareParams()
     fields = {name: overrides.pop(name) for name in list(overrides) if name in RIG_NODE_FIELDS}
     if fields:
-        if "delay_cycles" in fields and fields["delay_cycles"] is None:
-            fields["delay_cycles"] = math.inf
         sections: dict[str, dict[str, Any]] = {}
         for name, value in fields.items():
             section, field = RIG_NODE_FIELDS[name]

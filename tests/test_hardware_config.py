@@ -35,7 +35,7 @@ CASES = {
     "switch delay": ("fabric.delay_cycles=7", "switch_delay_cycles=7",
                      {"switch.delay_cycles": 7, "sim.switch_delay_cycles": 7}),
     "switch delay inf": ("fabric.delay_cycles=.inf", "switch_delay_cycles=.inf",
-                         {"switch.delay_cycles": None, "sim.switch_delay_cycles": -1}),
+                         {"switch.delay_cycles": -1, "sim.switch_delay_cycles": -1}),
 }
 
 

@@ -109,8 +109,13 @@ def test_one_encoding_of_auto_and_inf_for_the_units_and_the_simulator():
         node = units.RigNode(0, [0, 4, 8], **units_config.rig_node(p))
         assert node.hardware["batch_size"] == sim_config(p, 4, check_mechanisms(None), 8).batch == want
         assert units_config.rig_node(batch_size=batch)["batch_size"] == want
-        assert node.hardware["delay_cycles"] == sim_config(p, 4, check_mechanisms(None), 8).nic_delay_cycles == -1
-    assert {cu.AUTO_BATCH, cu.WHOLE_STREAM_BATCH} == {-1, 0}  # never a batch size (> 0)
+        assert node.hardware["delay_cycles"] == sim_config(p, 4, check_mechanisms(None), 8).nic_delay_cycles \
+            == units_config.concatenator(p)["delay_cycles"] == cu.INFINITE_DELAY
+    assert {cu.AUTO_BATCH, cu.WHOLE_STREAM_BATCH} == {-1, 0} and cu.INFINITE_DELAY == -1  # never a size (> 0)
+    with pytest.raises(ValueError, match=r"concatenation delay_cycles must be >= 0 or -1 \(infinite\), got -2"):
+        units.RigNode(0, [0, 4, 8], **{**units_config.rig_node(), "delay_cycles": -2})
+    with pytest.raises(ConfigError, match="SNICParams.concat_delay_cycles must be a number, got None"):
+        units_config.rig_node(delay_cycles=None)  # null is "not given" in the configs, never infinite
     with pytest.raises(ValueError, match="RIG batch size must be > 0, -1 .auto. or 0 .inf, one command., got -2"):
         units.RigNode(0, [0, 4, 8], **{**units_config.rig_node(), "batch_size": -2})
 

@@ -99,7 +99,7 @@ void bind_rig_node(py::module_& units) {
                          "One node's NetSparse pipeline: client RIG units + Idx Filter + concatenators + server units")
       .def(py::init([](uint32_t node, std::vector<int64_t> row_bounds, int64_t n_units, int64_t n_client_units,
                        int64_t batch_size, int64_t pending_capacity, bool filter, bool coalesce, int64_t mtu,
-                       int64_t upper_bytes, py::object delay, int64_t cycles_per_pr) {
+                       int64_t upper_bytes, int64_t delay, int64_t cycles_per_pr) {
              RigNodeConfig c;
              c.n_units = n_units;
              c.n_client_units = n_client_units;
@@ -110,8 +110,7 @@ void bind_rig_node(py::module_& units) {
              c.cycles_per_pr = cycles_per_pr;
              c.concat.mtu = mtu;
              c.concat.upper_bytes = upper_bytes;
-             c.concat.delay_cycles = delay.is_none() ? -1 : delay.cast<int64_t>();
-             if (c.concat.delay_cycles < -1) throw std::invalid_argument("delay_cycles must be >= 0 or None");
+             c.concat.delay_cycles = delay;  // >= 0 or units.INFINITE_DELAY (checked by ConcatConfig::validate)
              auto h = std::make_unique<NodeHandle>();
              h->node = std::make_unique<RigNode>(node, std::move(row_bounds), c);
              return h;

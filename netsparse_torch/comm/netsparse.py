@@ -133,11 +133,11 @@ class NetSparse(HaloExchange):
 
 def rig_node(rank: int, bounds: list[int], hardware=None, **options) -> RigNode:
     """The RigNode of ``rank``: its settings from ``hardware`` (None: NetSparse Table 5), single ones
-    replaced by ``options`` (:data:`RIG_OPTIONS`; a ``delay_cycles`` of None is infinite)."""
+    replaced by ``options`` (:data:`RIG_OPTIONS`; None = not given; an infinite delay is ``math.inf``)."""
     unknown = set(options) - set(RIG_OPTIONS)
     if unknown:
         raise ConfigError(f"unknown netsparse option(s) {sorted(unknown)}; known: {', '.join(RIG_OPTIONS)}")
-    rig = {k: v for k, v in options.items() if v is not None or k == "delay_cycles"}
+    rig = {k: v for k, v in options.items() if v is not None}
     return RigNode(rank, bounds, **units_config.rig_node(hardware, **rig))
 
 
