@@ -27,6 +27,7 @@ import scipy.sparse as sp
 
 from hw_models import definitions
 from hw_models.compute import KERNELS
+from hw_models.hardware import cxx_batch, cxx_delay
 from hw_models.params import HardwareParams
 from hw_models.topology import Topology, build_topology
 from netsparse_torch.errors import ConfigError
@@ -140,15 +141,14 @@ def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], flit=None)
     for name in ("rx_buffer_bytes", "tx_buffer_bytes"):
         if getattr(snic, name) < hd.mtu_bytes:
             raise ConfigError(f"snic.{name}={getattr(snic, name)} must hold one MTU packet ({hd.mtu_bytes} B)")
-    batch = snic.rig_batch_size
     c = _units.SimConfig()
     c.filter, c.coalesce, c.concat_nic = mech["filter"], mech["coalesce"], mech["concat_nic"]
     c.switch_on = mech["switch"] and sw.netsparse_in_tor
     c.prop_bytes, c.client_units, c.server_units = prop_bytes, clients, max(1, snic.rig_units - clients)
     c.pending_entries, c.lsq_entries = snic.pending_pr_table, snic.lsq_entries
-    c.batch = -1 if batch == "auto" else 0 if math.isinf(batch) else int(batch)
+    c.batch = cxx_batch(snic.rig_batch_size)
     c.snic_ghz, c.switch_ghz = snic.clock_ghz, sw.clock_ghz
-    c.nic_delay_cycles, c.switch_delay_cycles = _cycles(snic.concat_delay_cycles), _cycles(sw.concat_delay_cycles)
+    c.nic_delay_cycles, c.switch_delay_cycles = cxx_delay(snic.concat_delay_cycles), cxx_delay(sw.concat_delay_cycles)
     c.cache_latency_cycles = int(pc.latency_cycles)
     c.cache_bytes = _cache_bytes(pc.size_bytes, sw.pipes)
     c.cache_ways, c.cache_segment, c.cache_max_line = pc.ways, pc.segment_bytes, pc.max_line_bytes
@@ -166,11 +166,6 @@ def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], flit=None)
     if flit is not None:
         c.flit = flit
     return c
-
-
-def _cycles(x: float) -> int:
-    """Delay cycles for C++: ``inf`` -> -1 (queues flush only when full)."""
-    return -1 if math.isinf(x) else int(x)
 
 
 def _cache_bytes(size: float, pipes: int) -> int:

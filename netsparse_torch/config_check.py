@@ -11,7 +11,7 @@ from pathlib import Path
 from netsparse_torch.errors import ConfigError
 
 #: The config groups of configs/train.yaml (one YAML per choice in ``configs/<group>/``).
-GROUPS = ("dataset", "model", "strategy", "fabric", "cluster")
+GROUPS = ("dataset", "model", "strategy", "fabric", "cluster", "hw")
 
 #: Top-level keys and their types; the range each must satisfy and how to say it.
 NUMBERS: dict[str, tuple[type, str, object]] = {
@@ -87,6 +87,10 @@ def check_values(cfg) -> None:
     if cfg.get("patience", 0) > 0 and cfg.get("eval_every", 0) == 0:
         raise ConfigError(f"patience={cfg.patience} needs evaluations during training: set eval_every=N (N >= 1)")
     check_model_options(cfg.get("model") or {})
+    if "strategy" in cfg:  # a training config: its hardware is valid and given once (hw_models/hardware.py)
+        from hw_models.hardware import train_hardware
+
+        train_hardware(cfg)
 
 
 def check_model_options(model) -> None:
@@ -201,14 +205,14 @@ def config_keys(cfg) -> set[str]:
 
 def open_keys(cfg, parsed: list | None = None) -> set[str]:
     """Keys the run reads that no YAML lists: the options of the chosen strategy, the generator
-    parameters of dataset=synthetic, and the hardware fields of a modeled cluster (``cluster.hw``)."""
+    parameters of dataset=synthetic, and the hardware fields (``hw``, and ``cluster.hw`` of a modeled cluster)."""
     keys = {f"strategy.options.{name}" for name in STRATEGY_OPTIONS.get(str(cfg.strategy.name), ())}
     if str(cfg.dataset.name) == "synthetic":
         for shape in _values("dataset.shape", cfg, parsed or []):
             keys |= {f"dataset.params.{name}" for name in SYNTHETIC_PARAMS.get(shape, ())}
     if "hw" in cfg.cluster:
         keys |= hardware_keys("cluster.hw.")
-    return keys
+    return keys | hardware_keys("hw.")
 
 
 def hardware_keys(prefix: str) -> set[str]:

@@ -51,6 +51,7 @@ READ: int = _units.READ
 RESPONSE: int = _units.RESPONSE
 CONCAT_HEADER_BYTES: int = _units.CONCAT_HEADER_BYTES
 PR_HEADER_BYTES: int = _units.PR_HEADER_BYTES
+INFINITE_DELAY: int = _units.INFINITE_DELAY  # a concatenation delay that never expires (hw_models.hardware.cxx_delay)
 
 encode_packet = _units.encode_packet
 decode_packet = _units.decode_packet
@@ -74,7 +75,7 @@ def goodput(header_bytes: int, payload_bytes: int) -> float:
 
 
 __all__ = [
-    "READ", "RESPONSE", "CONCAT_HEADER_BYTES", "PR_HEADER_BYTES",
+    "READ", "RESPONSE", "CONCAT_HEADER_BYTES", "PR_HEADER_BYTES", "INFINITE_DELAY",
     "encode_packet", "decode_packet", "decode_stream", "max_prs_per_packet", "HeaderSizes", "packet_bytes",
     "stream_bytes", "sa_header_share", "Concatenator", "PropertyCache", "SwitchPipe", "RigClientUnit", "RigNode",
     "goodput",

@@ -11,6 +11,7 @@ import torch
 from graphs import random_graph
 from omegaconf import OmegaConf
 
+from hw_models.hardware import train_hardware
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.fabric.switch import LocalSwitches
 from netsparse_torch.graph import Graph, csr_from_edges, random_split
@@ -174,7 +175,7 @@ def test_launcher_stops_the_switches_it_started_when_a_rank_fails():
     from netsparse_torch.run.switches import switch_service
 
     cfg = launcher_cfg()
-    with pytest.raises(RuntimeError, match="a rank failed"), switch_service(cfg) as service:
+    with pytest.raises(RuntimeError, match="a rank failed"), switch_service(cfg, train_hardware(cfg)) as service:
         servers = list(service.local.servers.values())
         assert sorted(cfg.fabric.switches) == ["spine", "tors"] and len(cfg.fabric.switches.tors) == 2
         raise RuntimeError("a rank failed")
@@ -184,12 +185,11 @@ def test_launcher_stops_the_switches_it_started_when_a_rank_fails():
 def test_given_switches_must_match_the_racks():
     from netsparse_torch.run.switches import switch_service
 
-    with pytest.raises(ConfigError, match="needs 2 ToR address"), switch_service(
-            launcher_cfg({"spine": "127.0.0.1:1", "tors": ["127.0.0.1:2"]})):
-        pass
-    with pytest.raises(ConfigError, match="needs a spine"), switch_service(
-            launcher_cfg({"spine": None, "tors": ["127.0.0.1:2", "127.0.0.1:3"]})):
-        pass
+    for switches, error in (({"spine": "127.0.0.1:1", "tors": ["127.0.0.1:2"]}, "needs 2 ToR address"),
+                            ({"spine": None, "tors": ["127.0.0.1:2", "127.0.0.1:3"]}, "needs a spine")):
+        cfg = launcher_cfg(switches)
+        with pytest.raises(ConfigError, match=error), switch_service(cfg, train_hardware(cfg)):
+            pass
 
 
 def test_prs_by_owner_counts_a_frames_prs_per_owner_of_their_idx():

@@ -60,7 +60,7 @@ pkt_st = st.tuples(st.integers(0, 20), st.sampled_from([0, 1]), st.integers(0, N
 @given(pkts=st.lists(pkt_st, max_size=40), delay=st.sampled_from([0, 5, 125, None]),
        hw=st.sampled_from([CACHE, UNBOUNDED]))
 def test_matches_reference(pkts, delay, hw):
-    sw = _pipe(n_dests=N, prop_bytes=LEN, delay_cycles=delay, **hw)
+    sw = _pipe(n_dests=N, prop_bytes=LEN, delay_cycles=units.INFINITE_DELAY if delay is None else delay, **hw)
     now, timed = 0, []
     for dt, type_, dest, prs in pkts:
         now += dt
@@ -79,7 +79,7 @@ def test_matches_reference(pkts, delay, hw):
 
 
 def test_hit_answers_source_and_miss_goes_on():
-    sw = _pipe(n_dests=3, prop_bytes=LEN, delay_cycles=None)
+    sw = _pipe(n_dests=3, prop_bytes=LEN, delay_cycles=units.INFINITE_DELAY)
     sw.process(_packet(1, 0, [(0, 1, 42, 9)]), 0)  # a response to node 0 passes and fills the cache
     sw.process(_packet(0, 2, [(1, 3, 42, 7), (1, 3, 43, 8)]), 1)  # node 1 reads 42 (cached) and 43 from node 2
     sw.flush_all(2)

@@ -28,26 +28,19 @@ py::dict take_streams(Concatenator& c) {
   return out;
 }
 
-int64_t delay_from_py(const py::object& delay) {
-  if (delay.is_none()) return -1;
-  const double d = delay.cast<double>();
-  if (d == std::numeric_limits<double>::infinity()) return -1;
-  if (d < 0 || d != static_cast<double>(static_cast<int64_t>(d)))
-    throw ConfigInvalid("delay_cycles must be a non-negative integer, None or inf");
-  return static_cast<int64_t>(d);
-}
 }  // namespace
 
 void bind_concatenator(py::module_& units) {
+  units.attr("INFINITE_DELAY") = kInfiniteDelay;
   py::class_<Concatenator>(units, "Concatenator",
                            "Concatenation queues per (type, destination) with an expiration FIFO (paper §6.1.2)")
-      .def(py::init([](int64_t n_dests, int64_t mtu, int64_t upper_bytes, py::object delay, bool virtual_queues,
+      .def(py::init([](int64_t n_dests, int64_t mtu, int64_t upper_bytes, int64_t delay, bool virtual_queues,
                        int64_t phys_queue_bytes, int64_t phys_queues, int64_t len) {
              ConcatConfig c;
              c.n_dests = n_dests;
              c.mtu = mtu;
              c.upper_bytes = upper_bytes;
-             c.delay_cycles = delay_from_py(delay);
+             c.delay_cycles = delay;  // >= 0 or units.INFINITE_DELAY (hw_models.hardware.cxx_delay)
              c.virtual_queues = virtual_queues;
              c.phys_queue_bytes = phys_queue_bytes;
              c.phys_queues = phys_queues;

@@ -116,6 +116,8 @@ void bind_sim(py::module_& units) {
                                         py::arg("switches") = described({NETSPARSE_SWITCH_COUNTERS(ITEM)}),
                                         py::arg("events_by_kind") = described({NETSPARSE_SIM_EVENTS(ITEM)}));
 #undef ITEM
+  units.attr("AUTO_BATCH") = netsparse::units::kAutoBatch;
+  units.attr("WHOLE_STREAM_BATCH") = netsparse::units::kWholeStreamBatch;
   units.def("auto_batch_size", &netsparse::units::auto_batch_size,
             "RIG batch size of batch_size=auto for a node with node_idxs nonzeros when the largest node has "
             "max_node_idxs (rule in docs/simulator.md)",

@@ -18,7 +18,7 @@ Switches::Switches(SimContext& x, Network& net) : x_(x), net_(net) {
   sc.n_dests = x.nodes;
   sc.mtu = cfg.mtu;
   sc.upper_bytes = cfg.upper_bytes;
-  sc.delay_cycles = cfg.switch_delay_cycles < 0 ? -1 : cfg.switch_delay_cycles;
+  sc.delay_cycles = cfg.switch_delay_cycles < 0 ? units::kInfiniteDelay : cfg.switch_delay_cycles;
   pipe_.resize(x.topo.n_switches * pipes_);
   pipe_timer_.assign(pipe_.size(), kNever);
   pipe_free_.assign(pipe_.size(), 0);

@@ -20,6 +20,9 @@ void ConcatConfig::validate() const {
   if (mtu - upper_bytes < kConcatHeaderBytes + kPRHeaderBytes)
     throw ConfigInvalid("MTU " + std::to_string(mtu) + " is smaller than the headers (upper " +
                         std::to_string(upper_bytes) + " + concatenation 14 + PR 18 B)");
+  if (delay_cycles < 0 && delay_cycles != kInfiniteDelay)
+    throw ConfigInvalid("concatenation delay_cycles must be >= 0 or " + std::to_string(kInfiniteDelay) +
+                        " (infinite), got " + std::to_string(delay_cycles));
   if (virtual_queues && (phys_queue_bytes <= 0 || phys_queues <= 0))
     throw ConfigInvalid("virtualised queues need phys_queue_bytes > 0 and phys_queues > 0");
 }

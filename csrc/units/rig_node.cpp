@@ -28,8 +28,7 @@ RigNode::RigNode(uint32_t node, std::vector<int64_t> row_bounds, RigNodeConfig c
   const int64_t nc = cfg_.n_client_units < 0 ? cfg_.n_units / 2 : cfg_.n_client_units;
   if (nc < 1 || nc >= cfg_.n_units || nc > 65535)
     throw ConfigInvalid("n_client_units must be in 1..n_units-1, got " + std::to_string(nc));
-  if (cfg_.batch_size <= 0 && cfg_.batch_size != -1)
-    throw ConfigInvalid("RIG batch size must be > 0 or -1 (auto)");
+  check_rig_batch(cfg_.batch_size);
   if (cfg_.cycles_per_pr < 0) throw ConfigInvalid("cycles_per_pr must be >= 0");
   for (int64_t t = 0; t < nc; ++t) clients_.emplace_back(static_cast<uint16_t>(t), cfg_.pending_capacity);
   servers_.resize(static_cast<size_t>(cfg_.n_units - nc));
@@ -89,7 +88,7 @@ void RigNode::submit(const int64_t* idxs, const int64_t* slots, int64_t n) {
   }
   const int64_t clients = static_cast<int64_t>(clients_.size());
   // auto: a training rank runs its rounds without a clock, so it sizes commands from its own idxs
-  const int64_t batch = cfg_.batch_size > 0 ? cfg_.batch_size : auto_batch_size(n, n, clients);
+  const int64_t batch = rig_batch(cfg_.batch_size, n, n, clients);
   for (int64_t b = 0; b < n; b += batch) {
     const int64_t m = std::min(batch, n - b);
     clients_[next_client_].enqueue(idxs + b, slots + b, m);

@@ -54,6 +54,19 @@ int64_t auto_batch_size(int64_t node_idxs, int64_t max_node_idxs, int64_t client
   return std::max<int64_t>(1, std::min(kCap, std::max(own, floor)));
 }
 
+void check_rig_batch(int64_t batch) {
+  if (batch <= 0 && batch != kAutoBatch && batch != kWholeStreamBatch)
+    throw ConfigInvalid("RIG batch size must be > 0, " + std::to_string(kAutoBatch) + " (auto) or " +
+                        std::to_string(kWholeStreamBatch) + " (inf, one command), got " + std::to_string(batch));
+}
+
+int64_t rig_batch(int64_t batch, int64_t node_idxs, int64_t max_node_idxs, int64_t client_units) {
+  check_rig_batch(batch);
+  if (batch > 0) return batch;
+  if (batch == kWholeStreamBatch) return std::max<int64_t>(node_idxs, 1);
+  return auto_batch_size(node_idxs, max_node_idxs, client_units);
+}
+
 void RigCounters::add(const RigCounters& o) {
   idxs += o.idxs;
   local += o.local;

@@ -35,11 +35,12 @@ class SwitchFabric:
     def __init__(self, world_size: int, rank: int, address: str, *, token: str | None = None,
                  tls_ca: bytes | None = None, group=None, timeout_s: float = 30.0, poll_s: float = 0.005,
                  all_done: Callable[[bool], bool] | None = None, controls: list[str] = (),
-                 row_bounds: list[int] | None = None):
+                 row_bounds: list[int] | None = None, mtu: int | None = None):
         self.world_size, self.rank, self.group = world_size, rank, group
         self.timeout_s, self.poll_s = timeout_s, poll_s
         self.address, self._token, self._tls_ca = address, token, tls_ca
-        self.client = SwitchClient(address, rank, token=token, tls_ca=tls_ca)
+        # with the MTU of this rank's packets the ToR refuses the attachment at once if it expects another
+        self.client = SwitchClient(address, rank, token=token, tls_ca=tls_ca, mtu=mtu)
         self._peers: set[int] = set()  # destinations of this kernel's reads (named by the watchdog)
         # with the ranks' row bounds the watchdog names exactly the owners whose responses are missing:
         # read PRs sent minus response PRs received, per owner of the idx (counted in C++ per frame)
