@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from graphs import random_graph
+from graphs import conv_grads, random_graph
 from omegaconf import OmegaConf
 
 from hw_models.hardware import train_hardware
@@ -34,13 +34,8 @@ def compare(rank, world_size, graph, width, cfg):
         per = {}
         for strategy in ("sa", "netsparse"):
             options = {"fabric": fabric, "pending_capacity": 4} if strategy == "netsparse" else {}
-            dg = DistGraph(graph, rank, world_size, "rows", strategy, options)
-            torch.manual_seed(0)
-            conv = LAYERS[layer](width, 3)
-            x = torch.randn(dg.plan.n_local, width, generator=torch.Generator().manual_seed(rank)).requires_grad_()
-            out = conv(x, dg)
-            out.pow(2).sum().backward()
-            per[strategy] = {"out": out.detach(), "x": x.grad, **{n: p.grad for n, p in conv.named_parameters()}}
+            per[strategy] = conv_grads(LAYERS[layer], DistGraph(graph, rank, world_size, "rows", strategy, options),
+                                       width, rank)
         results[layer] = per
     fabric.close()
     return results
