@@ -27,6 +27,7 @@ import scipy.sparse as sp
 
 from hw_models import definitions
 from hw_models.compute import KERNELS
+from hw_models.hardware import cxx_batch, cxx_delay
 from hw_models.params import HardwareParams
 from hw_models.topology import Topology, build_topology
 from netsparse_torch.errors import ConfigError
@@ -131,7 +132,7 @@ def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, par
     routes, _ = topo.path_table()
     if routes.shape[2] == 0:  # one node: no path has a link
         routes = np.full((topo.n_hosts, topo.n_hosts, 1), -1, dtype=np.int64)
-    cfg = sim_config(params, k, mech, w.n_cols, netcrafter.flit_link_config(link_layer))
+    cfg = sim_config(params, k, mech, netcrafter.flit_link_config(link_layer))
     out = _units.simulate(
         pat.indptr, pat.indices, np.asarray(w.row_bounds, np.int64),
         np.asarray(w.col_bounds, np.int64), cfg, topo.link_src, topo.link_dst,
@@ -157,7 +158,7 @@ def _client_units(params: HardwareParams) -> int:
     return max(1, params.snic.rig_units // 2)
 
 
-def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], n_cols: int, flit=None):
+def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], flit=None):
     """The C++ ``SimConfig`` of ``params`` for properties of ``k`` elements: the one place where
     :class:`HardwareParams` (every default and its source) becomes the simulator's parameters.
     ``flit``: a ``FlitLinkConfig`` puts the NetCrafter flit layer on the inter-switch links."""
@@ -169,18 +170,16 @@ def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], n_cols: in
     for name in ("rx_buffer_bytes", "tx_buffer_bytes"):
         if getattr(snic, name) < hd.mtu_bytes:
             raise ConfigError(f"snic.{name}={getattr(snic, name)} must hold one MTU packet ({hd.mtu_bytes} B)")
-    batch = snic.rig_batch_size
     c = _units.SimConfig()
     c.filter, c.coalesce, c.concat_nic = mech["filter"], mech["coalesce"], mech["concat_nic"]
     c.switch_on = mech["switch"] and sw.netsparse_in_tor
     c.prop_bytes, c.client_units, c.server_units = prop_bytes, clients, max(1, snic.rig_units - clients)
     c.pending_entries, c.lsq_entries = snic.pending_pr_table, snic.lsq_entries
-    c.batch = -1 if batch == "auto" else 0 if math.isinf(batch) else int(batch)
+    c.batch = cxx_batch(snic.rig_batch_size)
     c.snic_ghz, c.switch_ghz = snic.clock_ghz, sw.clock_ghz
-    c.nic_delay_cycles, c.switch_delay_cycles = _cycles(snic.concat_delay_cycles), _cycles(sw.concat_delay_cycles)
+    c.nic_delay_cycles, c.switch_delay_cycles = cxx_delay(snic.concat_delay_cycles), cxx_delay(sw.concat_delay_cycles)
     c.cache_latency_cycles = int(pc.latency_cycles)
-    c.cache_bytes = _cache_bytes(pc.size_bytes, sw.pipes, prop_bytes, n_cols, pc.ways, pc.segment_bytes,
-                                 pc.max_line_bytes)
+    c.cache_bytes = _cache_bytes(pc.size_bytes, sw.pipes)
     c.cache_ways, c.cache_segment, c.cache_max_line = pc.ways, pc.segment_bytes, pc.max_line_bytes
     c.switch_pipes, c.switch_ports = sw.pipes, sw.ports
     c.pcie_ps, c.pcie_bytes_per_s = round(params.pcie.latency_ns * 1000), params.pcie.bandwidth_gbytes_per_s * 1e9
@@ -198,22 +197,11 @@ def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], n_cols: in
     return c
 
 
-def _cycles(x: float) -> int:
-    """Delay cycles for C++: ``inf`` -> -1 (queues flush only when full)."""
-    return -1 if math.isinf(x) else int(x)
-
-
-def _cache_bytes(size: float, pipes: int, prop_bytes: int, n_cols: int, ways: int, seg: int, max_line: int) -> int:
+def _cache_bytes(size: float, pipes: int) -> int:
     """Capacity of one middle pipe's cache in bytes: the switch's ``size`` split over its ``pipes``
-    (params.PropertyCacheParams.size_bytes). ``inf`` = enough sets that every property of the matrix
-    has its own way (keys are spread evenly over the sets, so no conflict miss can happen)."""
-    if not math.isinf(size):
-        return int(size) // pipes
-    chunks = -(-prop_bytes // max_line)
-    line = -(-min(prop_bytes, max_line) // seg) * seg
-    sets = max(1, -(-(n_cols * chunks) // ways))
-    # The cache unit needs room for one set of its widest lines even when the matrix is tiny.
-    return max(sets * ways * line, ways * max_line)
+    (params.PropertyCacheParams.size_bytes). ``inf`` -> -1, the unbounded cache, which never evicts
+    and holds only the idxs inserted (no property bytes: the simulator reads none)."""
+    return -1 if math.isinf(size) else int(size) // pipes
 
 
 def _to_run(out: dict, params: HardwareParams) -> NetSparseRun:

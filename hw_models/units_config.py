@@ -9,9 +9,11 @@ named after::
     units.RigNode(rank, row_bounds, **units_config.rig_node())
     units.SwitchPipe(n_dests=4, prop_bytes=64, **units_config.switch_pipe(capacity_bytes=4096))
 
-``params`` (default: Table 5) is the modeled cluster; ``overrides`` replace single keywords (a
-strategy option, a test's small cache), and a name the binding does not take raises
-:class:`~netsparse_torch.errors.ConfigError`. The simulator's ``SimConfig`` is built by
+``params`` (default: Table 5) is the run's hardware (:mod:`hw_models.hardware`); ``overrides`` replace
+single keywords (a test's small cache), and a name the binding does not take raises
+:class:`~netsparse_torch.errors.ConfigError`. ``rig_node``'s hardware keywords (``mtu``,
+``batch_size``, ...) are fields of ``params``: an override of one is validated and encoded as the field.
+The simulator's ``SimConfig`` is built by
 :func:`hw_models.simulator.sim_config`, NetCrafter's ``FlitLinkConfig`` by
 :class:`hw_models.seeds.netcrafter.LinkConfig`.
 """
@@ -22,6 +24,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from hw_models.hardware import RIG_NODE_FIELDS, cxx_batch, cxx_delay
 from hw_models.params import HardwareParams
 from netsparse_torch.errors import ConfigError
 
@@ -41,39 +44,47 @@ def concatenator(params: HardwareParams | None = None, **overrides: Any) -> dict
     """``units.Concatenator``: the NIC's concatenation delay (Table 5) and the pool of its optional
     virtualised queues (§7.2; ``virtual_queues`` stays off unless given)."""
     p = params or HardwareParams()
-    base = {**wire(p), "delay_cycles": _delay(p.snic.concat_delay_cycles),
+    base = {**wire(p), "delay_cycles": cxx_delay(p.snic.concat_delay_cycles),
             "phys_queue_bytes": p.snic.concat_phys_queue_bytes, "phys_queues": p.snic.concat_phys_queues}
     return _merge("Concatenator", base, overrides, ("virtual_queues",))
 
 
-def property_cache(params: HardwareParams | None = None, **overrides: Any) -> dict[str, int]:
+def property_cache(params: HardwareParams | None = None, **overrides: Any) -> dict[str, int | None]:
     """``units.PropertyCache``: one cache holding the switch's whole capacity (Table 5, §6.2.2), as the
-    switch service's one pipe per ToR does. (The simulator splits it over the middle pipes.)"""
+    switch service's one pipe per ToR does. (The simulator splits it over the middle pipes.)
+    ``size_bytes=inf`` -> ``capacity_bytes=None``, the unbounded cache."""
     pc = (params or HardwareParams()).property_cache
-    if math.isinf(pc.size_bytes):
-        raise ConfigError("property_cache.size_bytes=inf: an infinite cache is a simulator setting "
-                          "(sized from the matrix); a cache unit needs a capacity in bytes")
-    base = {"capacity_bytes": int(pc.size_bytes), "ways": pc.ways, "segment_bytes": pc.segment_bytes,
+    capacity = None if math.isinf(pc.size_bytes) else int(pc.size_bytes)
+    base = {"capacity_bytes": capacity, "ways": pc.ways, "segment_bytes": pc.segment_bytes,
             "max_line_bytes": pc.max_line_bytes}
-    return _merge("PropertyCache", base, overrides)
+    return _merge("PropertyCache", base, overrides, ("keep_data",))
 
 
 def switch_pipe(params: HardwareParams | None = None, **overrides: Any) -> dict[str, Any]:
     """``units.SwitchPipe``: the property cache of :func:`property_cache`, the packet sizes and the
     switch's concatenation delay (Table 5, §6.1.2)."""
     p = params or HardwareParams()
-    base = {**property_cache(p), **wire(p), "delay_cycles": _delay(p.switch.concat_delay_cycles)}
+    base = {**property_cache(p), **wire(p), "delay_cycles": cxx_delay(p.switch.concat_delay_cycles)}
     return _merge("SwitchPipe", base, overrides)
 
 
 def rig_node(params: HardwareParams | None = None, **overrides: Any) -> dict[str, Any]:
     """``units.RigNode``: the SNIC's RIG units, Pending PR Tables, RIG batch size and concatenation
     delay (Table 5), the packet sizes and the round clock (``snic.rig_cycles_per_pr``). Half the units
-    are clients (``n_client_units=-1``), as in the simulator."""
+    are clients (``n_client_units=-1``), as in the simulator. An override of a hardware keyword
+    (:data:`~hw_models.hardware.RIG_NODE_FIELDS`, e.g. ``delay_cycles=math.inf``) replaces that field
+    of ``params``."""
     p = params or HardwareParams()
+    fields = {name: overrides.pop(name) for name in list(overrides) if name in RIG_NODE_FIELDS}
+    if fields:
+        sections: dict[str, dict[str, Any]] = {}
+        for name, value in fields.items():
+            section, field = RIG_NODE_FIELDS[name]
+            sections.setdefault(section, {})[field] = value
+        p = p.replace(**sections)
     snic = p.snic
-    base = {"n_units": snic.rig_units, "n_client_units": -1, "batch_size": _batch(snic.rig_batch_size),
-            "pending_capacity": snic.pending_pr_table, **wire(p), "delay_cycles": _delay(snic.concat_delay_cycles),
+    base = {"n_units": snic.rig_units, "n_client_units": -1, "batch_size": cxx_batch(snic.rig_batch_size),
+            "pending_capacity": snic.pending_pr_table, **wire(p), "delay_cycles": cxx_delay(snic.concat_delay_cycles),
             "cycles_per_pr": snic.rig_cycles_per_pr}
     return _merge("RigNode", base, overrides, RIG_SWITCHES)
 
@@ -98,17 +109,3 @@ def _merge(unit: str, base: Mapping[str, Any], overrides: Mapping[str, Any],
     if unknown:
         raise ConfigError(f"unknown {unit} argument(s) {unknown}; known: {', '.join(known)}")
     return {**base, **overrides}
-
-
-def _delay(cycles: float) -> int | None:
-    """A concatenation delay for a unit: ``inf`` -> None (queues flush only when full)."""
-    return None if math.isinf(cycles) else int(cycles)
-
-
-def _batch(batch: float | str) -> int | str:
-    if batch == "auto":
-        return "auto"
-    if math.isinf(batch):
-        raise ConfigError("snic.rig_batch_size=inf (the node's whole stream in one command) is a simulator "
-                          "setting; units.RigNode takes a whole number or 'auto'")
-    return int(batch)

@@ -11,7 +11,7 @@ from pathlib import Path
 from netsparse_torch.errors import ConfigError
 
 #: The config groups of configs/train.yaml (one YAML per choice in ``configs/<group>/``).
-GROUPS = ("dataset", "model", "strategy", "fabric", "cluster")
+GROUPS = ("dataset", "model", "strategy", "fabric", "cluster", "hw")
 
 #: Top-level keys and their types; the range each must satisfy and how to say it.
 NUMBERS: dict[str, tuple[type, str, object]] = {
@@ -65,6 +65,12 @@ def check_values(cfg) -> None:
     """Types and ranges of the top-level training keys (``lr=abc`` is a string to Hydra)."""
     if "device" in cfg and str(cfg.device) not in DEVICES:
         raise ConfigError(f"device must be one of {', '.join(DEVICES)}, got {cfg.device!r}")
+    if "partition" in cfg:
+        from netsparse_torch.plan.bounds import ROW_MODES  # numpy only
+
+        known = (*ROW_MODES, "metis")  # netsparse_torch.partition.PARTITIONERS, which needs scipy
+        if str(cfg.partition) not in known:
+            raise ConfigError(f"unknown partition {cfg.partition!r}; choose one of {', '.join(known)}")
     for key, (kind, rule, ok) in NUMBERS.items():
         if key not in cfg:
             continue
@@ -81,6 +87,10 @@ def check_values(cfg) -> None:
     if cfg.get("patience", 0) > 0 and cfg.get("eval_every", 0) == 0:
         raise ConfigError(f"patience={cfg.patience} needs evaluations during training: set eval_every=N (N >= 1)")
     check_model_options(cfg.get("model") or {})
+    if "strategy" in cfg:  # a training config: its hardware is valid and given once (hw_models/hardware.py)
+        from hw_models.hardware import train_hardware
+
+        train_hardware(cfg)
 
 
 def check_model_options(model) -> None:
@@ -195,14 +205,14 @@ def config_keys(cfg) -> set[str]:
 
 def open_keys(cfg, parsed: list | None = None) -> set[str]:
     """Keys the run reads that no YAML lists: the options of the chosen strategy, the generator
-    parameters of dataset=synthetic, and the hardware fields of a modeled cluster (``cluster.hw``)."""
+    parameters of dataset=synthetic, and the hardware fields (``hw``, and ``cluster.hw`` of a modeled cluster)."""
     keys = {f"strategy.options.{name}" for name in STRATEGY_OPTIONS.get(str(cfg.strategy.name), ())}
     if str(cfg.dataset.name) == "synthetic":
         for shape in _values("dataset.shape", cfg, parsed or []):
             keys |= {f"dataset.params.{name}" for name in SYNTHETIC_PARAMS.get(shape, ())}
     if "hw" in cfg.cluster:
         keys |= hardware_keys("cluster.hw.")
-    return keys
+    return keys | hardware_keys("hw.")
 
 
 def hardware_keys(prefix: str) -> set[str]:

@@ -20,10 +20,15 @@ class ConfigError(NetsparseError):
 class PacketError(NetsparseError, ValueError):
     """A packet or frame that breaks the NetSparse wire protocol (paper Fig. 6). The C++ units raise
     subclasses (``netsparse_torch._C.units.MalformedPacket``, ``NPrsMismatch``, ``OversizePacket``,
-    ``UnknownDestination``, ``BadSource``, ``WrongPropertySize``); ``kind`` names what is wrong (the
-    switch service counts rejected frames by it)."""
+    ``UnknownDestination``, ``BadSource``, ``WrongPropertySize``, ``Misrouted``); ``kind`` names what is
+    wrong (the switch service counts rejected frames by it)."""
 
     kind = "malformed"
+
+
+class UnitStateError(NetsparseError, ValueError):
+    """A hardware unit called out of order (a kernel not begun, PRs still pending, time going
+    backwards): a bug in its caller. The C++ units raise ``netsparse_torch._C.units.OutOfOrder``."""
 
 
 class RigTimeoutError(NetsparseError, TimeoutError):

@@ -45,18 +45,18 @@ def stop_on_signals() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def handler(signum, _frame):
-        for s in STOP_SIGNALS:
-            signal.signal(s, signal.SIG_IGN)
-        raise Interrupted(signum)
-
-    previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
+    previous = {s: signal.signal(s, _raise_interrupted) for s in STOP_SIGNALS}
     try:
         yield
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+
+
+def _raise_interrupted(signum, _frame):
+    for s in STOP_SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
+    raise Interrupted(signum)
 
 
 def rank_signals() -> None:
@@ -73,14 +73,18 @@ def rank_signals() -> None:
 
 
 def torchrun_worker_signals() -> None:
-    """Under torchrun the agent forwards the signal it got to its workers: exit quietly (no traceback
-    per worker), with the signal's exit code, so the agent reports one stopped job."""
+    """Under torchrun the agent forwards the signal it got to its workers. Rank 0 of ``netsparse-train``
+    (within :func:`stop_on_signals`) stops as the launcher does: :class:`Interrupted` unwinds to write the
+    report of the completed epochs. Every other worker exits at once and quietly (no traceback per
+    worker), with the signal's exit code, so the agent reports one stopped job."""
 
     def handler(signum, _frame):
         os._exit(128 + signum)
 
-    if threading.current_thread() is threading.main_thread():
-        for s in STOP_SIGNALS:
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for s in STOP_SIGNALS:
+        if not (os.environ.get("RANK") == "0" and signal.getsignal(s) is _raise_interrupted):
             signal.signal(s, handler)
 
 

@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from hw_models import analogs, analysis, breakdown, compute
 from hw_models.analysis import EXTRA_STRATEGIES, analyze, default_simulator
+from hw_models.hardware import simulate_hardware
 from hw_models.params import HardwareParams
 from hw_models.simulator import STAGES
 from netsparse_torch.config_check import config_dir
@@ -71,30 +72,10 @@ def _container(node) -> object:
     return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
 
 
-def hardware_params(cfg: DictConfig) -> HardwareParams:
-    """``HardwareParams`` from the top-level shortcuts plus the free-form ``hw`` overrides."""
-    hw = _container(cfg.get("hw"))
-    base = {
-        "cluster": {"nodes": cfg.nodes, "rack_size": cfg.rack_size, "topology": cfg.topology},
-        "snic": {"rig_batch_size": cfg.batch_size, "rig_units": cfg.rig_units,
-                 "concat_delay_cycles": cfg.nic_delay_cycles},
-        "switch": {"concat_delay_cycles": cfg.switch_delay_cycles},
-        "property_cache": {"size_bytes": cfg.cache_bytes},
-        "software": {"sa_per_pr_overhead_ns": cfg.get("sa_per_pr_overhead_ns")},
-    }
-    if not isinstance(hw, dict):
-        raise ConfigError("hw must be a mapping {section: {field: value}}")
-    for section, values in hw.items():
-        if not isinstance(values, dict):
-            raise ConfigError(f"hw.{section} must be a mapping of fields")
-        base.setdefault(section, {}).update(values)
-    return HardwareParams.from_dict(base)
-
-
 def run(cfg: DictConfig, out_dir: Path | None = None) -> dict:
     """Model the configured case; writes the report (and figures) and returns it."""
     t0 = time.perf_counter()
-    params = hardware_params(cfg)
+    params = simulate_hardware(cfg)  # the run's one hardware: simulator, baselines and the report's `hardware`
     a, name = load_matrix(cfg)
     simulator = with_link_layer(default_simulator(), cfg)
     mechanisms = _container(cfg.get("mechanisms"))

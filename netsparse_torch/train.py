@@ -8,9 +8,13 @@ torchrun's environment, so the same command runs multi-node.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
+import signal
 import sys
+import threading
+from typing import NoReturn
 
 import hydra
 from omegaconf import DictConfig
@@ -26,8 +30,9 @@ from netsparse_torch.config_check import (
 from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.progress import append_line, hydra_log_file
 from netsparse_torch.report.metrics import check_logger
+from netsparse_torch.run.forkserver import start_forkserver, stop_forkserver
 from netsparse_torch.run.torchrun import under_torchrun
-from netsparse_torch.signals import Interrupted, stop_on_signals
+from netsparse_torch.signals import STOP_SIGNALS, Interrupted, stop_on_signals
 
 #: Hydra's log file of this run (``<run dir>/train.log``) once Hydra made it: the CLI's own lines too.
 _log = None
@@ -52,19 +57,29 @@ def _hydra_main(cfg: DictConfig) -> None:
 def fail(exc: NetsparseError) -> None:
     """One line and exit 2. Under torchrun, one line for the whole job: the first rank to fail says
     why, the others (the same error, or lost contact with that rank) exit quietly."""
-    line = f"netsparse-train: error: {exc}"
-    if not under_torchrun() or first_error(line):
-        print(line, file=sys.stderr)
-        append_line(_log, line)
+    if threading.current_thread() is threading.main_thread():
+        # Under torchrun another rank's failure makes the agent stop this one: a stop in the middle of
+        # its torch import (first_error) would leave torch half-loaded and this rank's error unsaid.
+        for s in STOP_SIGNALS:
+            signal.signal(s, signal.SIG_IGN)
+    say(f"netsparse-train: error: {exc}")
     sys.exit(2)
+
+
+def say(line: str, lead: str = "", unsure: bool = True) -> None:
+    """The run's last line, on the console and in the log; under torchrun only the job's first one
+    (``unsure``: whether to speak when the ranks cannot agree which that is)."""
+    if not under_torchrun() or first_error(line, unsure=unsure):
+        print(lead + line, file=sys.stderr)
+        append_line(_log, line)
 
 
 #: Seconds a failing torchrun rank waits for the job's store before it prints its error anyway.
 STORE_TIMEOUT_S = 10.0
 
 
-def first_error(line: str, timeout_s: float = STORE_TIMEOUT_S) -> bool:
-    """Under torchrun: whether ``line`` is the job's first error, the one to print. The ranks agree
+def first_error(line: str, timeout_s: float = STORE_TIMEOUT_S, unsure: bool = True) -> bool:
+    """Under torchrun: whether ``line`` is the job's first error or stop, the one to print. The ranks agree
     through the job's TCP store (torchrun's agent hosts it at MASTER_ADDR:MASTER_PORT): the first rank
     to record its error wins, and a rank that fails later (the same bad input, or lost contact with the
     failed rank, which recorded before it exited) stays quiet. A rank that cannot reach the store
@@ -79,8 +94,8 @@ def first_error(line: str, timeout_s: float = STORE_TIMEOUT_S) -> bool:
         key = f"netsparse/first_error/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
         mine = f"rank {os.environ['RANK']}: {line}"  # ranks often fail with the same line: tell them apart
         return store.compare_set(key, "", mine) == mine.encode()
-    except Exception:  # noqa: BLE001 (no store, no agreement: this rank speaks for itself)
-        return True
+    except Exception:  # noqa: BLE001 (no store, or a torch import that the stop cut short)
+        return unsure
 
 
 def stopped_line(stop: Interrupted) -> str:
@@ -117,21 +132,38 @@ def main() -> None:
     if "--help" in args or "-h" in args:
         print(help_text([a for a in args if not a.startswith("-")]))
         return
+    if not under_torchrun():
+        # The ranks' torch and PyG import (~3 s) on the second core while Hydra composes the config and
+        # the launcher loads the graph; a config error then stops it again within the second.
+        start_forkserver()
     stopped = None
     try:
         with stop_on_signals():  # SIGTERM/SIGINT: every rank and switch stopped on the way out
             _hydra_main()
     except Interrupted as stop:
         stopped = stop
+    except SystemExit as done:  # fail(): the error line is out
+        exit_now(done.code if isinstance(done.code, int) else 1)
     if stopped is not None:
         gc.collect()  # the unwound frames held the ranks' queues: free their semaphores before exit
-        from netsparse_torch.run.launch import stop_forkserver
+        # Below rank 0's progress bar, which nobody closed. Under torchrun a rank stopped because another
+        # failed is quiet: the failed one said why.
+        # An error is said even without agreement (two lines beat none); a stop only with it: a rank
+        # stopped in the middle of importing torch is one that another rank's failure stopped.
+        say(stopped_line(stopped), lead="\n" if sys.stderr.isatty() else "", unsure=False)
+        exit_now(stopped.exit_code)
+    exit_now(0)
 
-        stop_forkserver()
-        lead = "\n" if sys.stderr.isatty() else ""  # below rank 0's progress bar, which nobody closed
-        print(lead + stopped_line(stopped), file=sys.stderr)
-        append_line(_log, stopped_line(stopped))
-        sys.exit(stopped.exit_code)
+
+def exit_now(code: int) -> NoReturn:
+    """Exit once the run's last line is out, without the interpreter's teardown: freeing torch, PyG and
+    matplotlib takes ~2 s here (and the forkserver's own copy as long again, while it still holds the
+    console). The exit handlers still run: log files, the resource tracker and multiprocessing."""
+    stop_forkserver()
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -4,13 +4,14 @@ Units (paper sections in brackets):
 
 - wire protocol [Fig. 6]: :func:`encode_packet`, :func:`decode_packet`, :func:`decode_stream`
   (the deconcatenator), :func:`max_prs_per_packet`; header 14 B + 18 B per PR (+ ``len`` payload
-  bytes per response PR), little-endian. Bad packets raise ``ValueError`` naming the problem.
+  bytes per response PR), little-endian. Bad packets raise a ``PacketError`` subclass (see below).
 - header model [Table 5, Fig. 6]: :class:`HeaderSizes` (the modeled Table 5 sizes, 50/12/18 B, from
   ``hw_models.units_config.header_sizes``; ``wire(upper)`` = upper/14/18 B), :func:`packet_bytes`,
   :func:`stream_bytes`, :func:`sa_header_share` (Table 3).
 - :class:`Concatenator` [§6.1.2, §7.2]: queues per (type, destination), expiration FIFO, optional
   virtualised queues; time is a caller-supplied cycle counter.
-- :class:`PropertyCache` [§6.2.2]: set-associative LRU switch cache.
+- :class:`PropertyCache` [§6.2.2]: set-associative LRU switch cache; ``capacity_bytes=None`` is the
+  unbounded cache (never evicts, memory follows what is inserted).
 - :class:`SwitchPipe` [§6.2.1]: the switch middle pipe (cache + concatenation).
 - :class:`RigClientUnit` [§5.1-5.3]: one RIG client unit with filtering and coalescing.
 - :class:`RigNode`: one node's pipeline (client units, Idx Filter, concatenators, server units) with
@@ -34,7 +35,12 @@ Semantics: slots of locally owned idxs are ignored (may be -1); a filtered idx i
 halo buffer from the slot where its property first landed; coalesced idxs get the same payload when
 the response arrives. Counters accumulate until ``reset_stats()``. A property must fit one response
 PR: ``prop_bytes <= MTU - upper - 14 - 18`` (1418 B with Table 5's sizes), else ``begin_kernel`` raises.
-All errors are ``ValueError`` with a message naming the problem.
+Errors are typed, each a ``ValueError`` too, so callers catch them by class, never by message:
+``_C.units.ConfigInvalid`` (a :class:`~netsparse_torch.errors.ConfigError`: a parameter or argument out
+of range), ``_C.units.OutOfOrder`` (a :class:`~netsparse_torch.errors.UnitStateError`: a unit called out
+of order) and the :class:`~netsparse_torch.errors.PacketError` subclasses (``MalformedPacket``,
+``NPrsMismatch``, ``OversizePacket``, ``UnknownDestination``, ``BadSource``, ``WrongPropertySize``,
+``Misrouted``), whose ``kind`` is the switch service's error-counter key.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ READ: int = _units.READ
 RESPONSE: int = _units.RESPONSE
 CONCAT_HEADER_BYTES: int = _units.CONCAT_HEADER_BYTES
 PR_HEADER_BYTES: int = _units.PR_HEADER_BYTES
+INFINITE_DELAY: int = _units.INFINITE_DELAY  # a concatenation delay that never expires (hw_models.hardware.cxx_delay)
 
 encode_packet = _units.encode_packet
 decode_packet = _units.decode_packet
@@ -68,7 +75,7 @@ def goodput(header_bytes: int, payload_bytes: int) -> float:
 
 
 __all__ = [
-    "READ", "RESPONSE", "CONCAT_HEADER_BYTES", "PR_HEADER_BYTES",
+    "READ", "RESPONSE", "CONCAT_HEADER_BYTES", "PR_HEADER_BYTES", "INFINITE_DELAY",
     "encode_packet", "decode_packet", "decode_stream", "max_prs_per_packet", "HeaderSizes", "packet_bytes",
     "stream_bytes", "sa_header_share", "Concatenator", "PropertyCache", "SwitchPipe", "RigClientUnit", "RigNode",
     "goodput",

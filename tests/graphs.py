@@ -27,3 +27,14 @@ def edge_index(graph: Graph) -> torch.Tensor:
     src = np.repeat(coo.col, reps)
     dst = np.repeat(coo.row, reps)
     return torch.from_numpy(np.vstack([src, dst]).astype(np.int64))
+
+
+def conv_grads(conv_cls, dg, width: int, rank: int) -> dict:
+    """A layer (seeded weights) on this rank's seeded features: its output and every gradient of
+    ``out.pow(2).sum()``, the values two strategies must agree on."""
+    torch.manual_seed(0)
+    conv = conv_cls(width, 3)
+    x = torch.randn(dg.plan.n_local, width, generator=torch.Generator().manual_seed(rank)).requires_grad_()
+    out = conv(x, dg)
+    out.pow(2).sum().backward()
+    return {"out": out.detach(), "x": x.grad, **{n: p.grad for n, p in conv.named_parameters()}}

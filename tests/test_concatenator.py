@@ -33,8 +33,8 @@ def _stream(draw_ops, n_dests, seed):
 
 def _run_both(ops, n_dests, mtu, delay, virtual, pool, seed):
     cols = _stream(ops, n_dests, seed)
-    c = _concat(n_dests, LEN, mtu=mtu, delay_cycles=delay, virtual_queues=virtual, phys_queue_bytes=64,
-                phys_queues=pool)
+    c = _concat(n_dests, LEN, mtu=mtu, delay_cycles=units.INFINITE_DELAY if delay is None else delay,
+                virtual_queues=virtual, phys_queue_bytes=64, phys_queues=pool)  # the reference's None = never
     ref = ConcatRef(n_dests, mtu=mtu, delay=delay, virtual=virtual, phys_bytes=64, phys_queues=pool, len_=LEN)
     c.push_many(*cols[:7], payload=cols[7])
     for i in range(len(ops)):
@@ -104,7 +104,7 @@ def test_expiration_after_delay():
 
 def test_virtual_pool_flushes_oldest_queue():
     # 2 physical queues of 64 B: each read PR (18 B) queue fits 3 PRs per physical queue.
-    c = _concat(3, delay_cycles=None, virtual_queues=True, phys_queue_bytes=64, phys_queues=2)
+    c = _concat(3, delay_cycles=units.INFINITE_DELAY, virtual_queues=True, phys_queue_bytes=64, phys_queues=2)
     z = np.zeros(3, np.int64)
     c.push_many(z, np.array([0, 1, 2]), z, z, np.arange(3), z, np.arange(3))
     log = c.take_log()

@@ -79,7 +79,7 @@ def test_strategy_options_mirror_the_strategies():
     from netsparse_torch.comm.netsparse import RIG_OPTIONS
 
     assert set(STRATEGY_OPTIONS) == set(STRATEGIES)
-    run_layer = {"self", "plan", "group", "options", "transport", "fabric"}  # passed by the run, not the user
+    run_layer = {"self", "plan", "group", "options", "transport", "fabric", "hardware"}  # passed by the run
     for name, cls in STRATEGIES.items():
         takes = set(inspect.signature(cls.__init__).parameters) - run_layer
         if name == "netsparse":

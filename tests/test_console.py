@@ -72,3 +72,21 @@ def test_torchrun_one_failing_rank_is_the_one_error_line(tmp_path, datasets):  #
     assert any(d["code"] != 0 for d in nodes)
     line = _one_error_line(nodes)
     assert "checksum mismatch" in line and "part-00001/x.npy" in line, line
+
+
+def test_netsparse_torchrun_failure_is_the_ranks_one_line(tmp_path):
+    """torchrun's agent follows a failed worker with its own traceback and table; netsparse-torchrun (the
+    same arguments) leaves the ranks' one line as all of stderr, with their exit code."""
+    import os
+    import subprocess
+    import sys
+
+    from cli import ROOT
+
+    cmd = [sys.executable, "-m", "netsparse_torch.run.torchrun", "--standalone", "--nproc-per-node=2", "-m",
+           "netsparse_torch.train", "partition=foo", f"hydra.run.dir={tmp_path / 'run'}"]
+    proc = subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "netsparse-train: error: unknown partition 'foo'; choose one of rows, nnz, metis"], proc.stderr[-3000:]

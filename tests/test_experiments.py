@@ -17,7 +17,7 @@ from netsparse_torch.report import collect
 EXPERIMENTS = sorted(p.stem for p in (ROOT / "configs" / "experiment").glob("*.yaml"))
 KARATE = DATA / "mtx_small" / "karate.mtx"
 SMALL = [f"matrix={KARATE}", "nodes=4", "rack_size=2", "plots=false", "compute_models=[spade]"]
-# 400 columns: an infinite property cache (fig18) needs at least one full set of lines
+# a 400-row synthetic matrix on 4 nodes stands in for the paper analogs the sweeps name
 SYNTH = [*SMALL[1:], "matrix=synthetic:powerlaw", "synthetic.n=400"]
 
 

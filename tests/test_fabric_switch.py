@@ -8,9 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from graphs import random_graph
+from graphs import conv_grads, random_graph
 from omegaconf import OmegaConf
 
+from hw_models.hardware import train_hardware
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.fabric.switch import LocalSwitches
 from netsparse_torch.graph import Graph, csr_from_edges, random_split
@@ -33,13 +34,8 @@ def compare(rank, world_size, graph, width, cfg):
         per = {}
         for strategy in ("sa", "netsparse"):
             options = {"fabric": fabric, "pending_capacity": 4} if strategy == "netsparse" else {}
-            dg = DistGraph(graph, rank, world_size, "rows", strategy, options)
-            torch.manual_seed(0)
-            conv = LAYERS[layer](width, 3)
-            x = torch.randn(dg.plan.n_local, width, generator=torch.Generator().manual_seed(rank)).requires_grad_()
-            out = conv(x, dg)
-            out.pow(2).sum().backward()
-            per[strategy] = {"out": out.detach(), "x": x.grad, **{n: p.grad for n, p in conv.named_parameters()}}
+            per[strategy] = conv_grads(LAYERS[layer], DistGraph(graph, rank, world_size, "rows", strategy, options),
+                                       width, rank)
         results[layer] = per
     fabric.close()
     return results
@@ -174,7 +170,7 @@ def test_launcher_stops_the_switches_it_started_when_a_rank_fails():
     from netsparse_torch.run.switches import switch_service
 
     cfg = launcher_cfg()
-    with pytest.raises(RuntimeError, match="a rank failed"), switch_service(cfg) as service:
+    with pytest.raises(RuntimeError, match="a rank failed"), switch_service(cfg, train_hardware(cfg)) as service:
         servers = list(service.local.servers.values())
         assert sorted(cfg.fabric.switches) == ["spine", "tors"] and len(cfg.fabric.switches.tors) == 2
         raise RuntimeError("a rank failed")
@@ -184,12 +180,11 @@ def test_launcher_stops_the_switches_it_started_when_a_rank_fails():
 def test_given_switches_must_match_the_racks():
     from netsparse_torch.run.switches import switch_service
 
-    with pytest.raises(ConfigError, match="needs 2 ToR address"), switch_service(
-            launcher_cfg({"spine": "127.0.0.1:1", "tors": ["127.0.0.1:2"]})):
-        pass
-    with pytest.raises(ConfigError, match="needs a spine"), switch_service(
-            launcher_cfg({"spine": None, "tors": ["127.0.0.1:2", "127.0.0.1:3"]})):
-        pass
+    for switches, error in (({"spine": "127.0.0.1:1", "tors": ["127.0.0.1:2"]}, "needs 2 ToR address"),
+                            ({"spine": None, "tors": ["127.0.0.1:2", "127.0.0.1:3"]}, "needs a spine")):
+        cfg = launcher_cfg(switches)
+        with pytest.raises(ConfigError, match=error), switch_service(cfg, train_hardware(cfg)):
+            pass
 
 
 def test_prs_by_owner_counts_a_frames_prs_per_owner_of_their_idx():

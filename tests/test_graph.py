@@ -42,6 +42,36 @@ def test_planetoid_cache_survives_concurrent_first_use(tmp_path):
         results = pool.map(_load_cora_into, [str(tmp_path)] * 3)
     assert results == [(10556, 49216)] * 3
 
+def test_planetoid_cache_equals_pyg_and_is_read_without_it(tmp_path):
+    """The launcher reads Cora from our array cache (no PyG import); it equals what PyG processed, and a
+    changed raw file makes PyG process it again."""
+    import os
+    import subprocess
+    import sys
+
+    from netsparse_torch.graph.loaders import PLANETOID_CACHE, load_planetoid
+
+    by_pyg = load_planetoid("cora", DATA, tmp_path)
+    cache = tmp_path / "planetoid" / "Cora" / PLANETOID_CACHE
+    assert cache.is_file()
+    cached = load_planetoid("cora", DATA, tmp_path)
+    assert (by_pyg.adj != cached.adj).nnz == 0 and by_pyg.adj.dtype == cached.adj.dtype
+    for k in ("x", "y", "train_mask", "val_mask", "test_mask"):
+        a, b = getattr(by_pyg, k), getattr(cached, k)
+        assert torch.equal(a, b) and a.dtype == b.dtype
+    assert (cached.name, cached.num_classes) == (by_pyg.name, by_pyg.num_classes)
+    probe = ("import sys; from pathlib import Path; from netsparse_torch.graph.loaders import load_planetoid; "
+             f"g = load_planetoid('cora', Path({str(DATA)!r}), Path({str(tmp_path)!r})); "
+             "print(g.num_nodes, 'torch_geometric' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["2708", "False"]
+    raw = tmp_path / "planetoid" / "Cora" / "raw" / "ind.cora.test.index"
+    os.utime(raw, ns=(raw.stat().st_atime_ns, raw.stat().st_mtime_ns + 10**9))
+    before = cache.stat().st_mtime_ns
+    load_planetoid("cora", DATA, tmp_path)
+    assert cache.stat().st_mtime_ns != before  # remade through PyG for the changed raw files
+
+
 def test_heterophilous_npz_is_undirected():
     g = load_dataset(cfg(name="tolokers", root=str(DATA), split=3))
     with np.load(DATA / "heterophilous" / "tolokers.npz") as z:

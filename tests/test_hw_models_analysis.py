@@ -14,6 +14,7 @@ from hw_models import analysis as A
 from hw_models import baselines as B
 from hw_models import definitions as D
 from hw_models import simulator as sim
+from hw_models.hardware import simulate_hardware
 from hw_models.params import HardwareParams
 from hw_models.simulator import STAGES, NetSparseRun, mechanisms_up_to
 from netsparse_torch import simulate
@@ -191,8 +192,8 @@ def test_cli_determinism_and_figures(tmp_path):
 
 
 def test_cli_shortcuts_reach_the_parameters():
-    p = simulate.hardware_params(_cfg("batch_size=.inf", "cache_bytes=.inf", "rig_units=8", "topology=hyperx",
-                                      "+hw.link.bandwidth_gbps=100", "sa_per_pr_overhead_ns=5"))
+    p = simulate_hardware(_cfg("batch_size=.inf", "cache_bytes=.inf", "rig_units=8", "topology=hyperx",
+                          "+hw.link.bandwidth_gbps=100", "sa_per_pr_overhead_ns=5"))
     assert p.snic.rig_batch_size == math.inf and p.property_cache.size_bytes == math.inf
     assert p.snic.rig_units == 8 and p.cluster.topology == "hyperx" and p.link.bandwidth_gbps == 100
     assert p.software.sa_per_pr_overhead_ns == 5

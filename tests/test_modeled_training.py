@@ -12,6 +12,7 @@ from conftest import ROOT
 from hydra import compose, initialize_config_dir
 
 from hw_models import analysis as A
+from hw_models.hardware import train_hardware
 from hw_models.params import HardwareParams
 from hw_models.simulator import NetSparseRun
 from netsparse_torch.errors import ConfigError
@@ -123,16 +124,17 @@ def test_cluster_none_has_no_block():
     cfg = _cfg(*GRAPH)
     assert cfg.cluster.name == "none"
     report: dict = {}
-    assert M.add_modeled(report, cfg, load_dataset(cfg.dataset)) is None and "modeled" not in report
+    assert M.add_modeled(report, cfg, load_dataset(cfg.dataset), train_hardware(cfg)) is None
+    assert "modeled" not in report
     assert M.modeled_lines(None) == []
 
 
 def test_cluster_configs_are_the_table5_targets():
     for name, topo in (("leafspine128", "leafspine"), ("hyperx128", "hyperx"), ("dragonfly128", "dragonfly")):
-        p = M.cluster_params(_cfg(f"cluster={name}").cluster)
+        p = train_hardware(_cfg(f"cluster={name}"))
         assert (p.cluster.nodes, p.cluster.topology) == (128, topo)
         assert p.link == HardwareParams().link and p.snic == HardwareParams().snic
-    assert M.cluster_params(_cfg("cluster=leafspine128").cluster).cluster.rack_size == 16
+    assert train_hardware(_cfg("cluster=leafspine128")).cluster.rack_size == 16
 
 
 def test_bad_cluster_fails_before_training(tmp_path):
@@ -143,8 +145,8 @@ def test_bad_cluster_fails_before_training(tmp_path):
                    f"hydra.run.dir={tmp_path / 'b'}")
     assert proc.returncode == 2 and "unknown topology 'torus'" in proc.stderr
     with pytest.raises(ConfigError, match="compute_model"):
-        M.check_cluster(_cfg(*GRAPH, "cluster=leafspine128", "cluster.compute_model=gpu"),
-                        type("G", (), {"num_nodes": N})())
+        cfg = _cfg(*GRAPH, "cluster=leafspine128", "cluster.compute_model=gpu")
+        M.check_cluster(cfg, type("G", (), {"num_nodes": N})(), train_hardware(cfg))
 
 
 class _SliceSim:

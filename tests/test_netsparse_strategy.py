@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
-from graphs import random_graph
+from graphs import conv_grads, random_graph
 
 import netsparse_torch
 from hw_models import units_config
@@ -28,13 +28,7 @@ def compare(rank, world_size, graph, width):
             strategy = variant.split()[0]
             options = {"pending_capacity": 4, "overlap": variant == "netsparse"} if strategy == "netsparse" else {}
             dg = DistGraph(graph, rank, world_size, "rows", strategy, options)
-            torch.manual_seed(0)
-            conv = LAYERS[layer](width, 3)
-            x = torch.randn(dg.plan.n_local, width, generator=torch.Generator().manual_seed(rank)).requires_grad_()
-            out = conv(x, dg)
-            out.pow(2).sum().backward()
-            per[variant] = {"out": out.detach(), "x": x.grad,
-                             **{n: p.grad for n, p in conv.named_parameters()}, "stats": dg.strategy.stats()}
+            per[variant] = {**conv_grads(LAYERS[layer], dg, width, rank), "stats": dg.strategy.stats()}
         results[layer] = per
     return results
 

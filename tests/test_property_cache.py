@@ -1,10 +1,11 @@
-"""Property cache (paper §6.2.2): identical hits and counters to an OrderedDict LRU reference."""
+"""Property cache (paper §6.2.2): identical hits and counters to an OrderedDict LRU reference; the
+unbounded cache to a dict reference and to a set-associative cache too large to evict."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ref_models.cache_ref import CacheRef
+from ref_models.cache_ref import CacheRef, UnboundedCacheRef
 
 from hw_models import units_config
 from netsparse_torch import units
@@ -85,3 +86,62 @@ def test_bad_input():
     c = _cache(prop_bytes=8)
     with pytest.raises(ValueError, match="expected 8"):
         c.insert(1, b"abc")
+
+
+PROPS = [4, 16, 20, 64, 512, 600, 1100]
+
+
+@settings(max_examples=60, deadline=None)
+@given(prop=st.sampled_from(PROPS), keep=st.booleans(), kernels=st.lists(
+    st.lists(st.tuples(st.booleans(), st.integers(0, 40)), max_size=150), min_size=1, max_size=3))
+def test_unbounded_matches_reference_and_a_cache_too_large_to_evict(prop, keep, kernels):
+    c = _cache(capacity_bytes=None, prop_bytes=prop, keep_data=keep)
+    # 41 idxs of up to 3 chunks, at most 16 keys a set (key mod n_sets): no set ever evicts
+    big = _cache(capacity_bytes=-(-41 * 3 // 16) * 16 * 512, prop_bytes=prop)
+    assert c.unbounded and c.n_sets == 0 and not big.unbounded
+    for ops in kernels:
+        c.invalidate(prop)
+        big.invalidate(prop)
+        ref = UnboundedCacheRef(prop)
+        for is_insert, idx in ops:
+            if is_insert:
+                data = _prop(idx, prop)
+                assert c.insert(idx, data) == ref.insert(idx, data) == big.insert(idx, data)
+            else:
+                got, want = c.lookup(idx), ref.lookup(idx)
+                assert (got is None) == (want is None) == (big.lookup(idx) is None)
+                assert got is None or got == (want if keep else bytes(prop))
+        counts = {"hits": ref.hits, "misses": ref.misses, "inserts": ref.inserts, "evictions": 0}
+        assert c.counters == big.counters == counts
+        assert c.held == len(ref.held)
+
+
+def test_unbounded_memory_follows_what_is_inserted():
+    """Keys spread over 2^40 columns: the cache holds 5000 keys in at most 4 slots each of 8 B (12 B with
+    a data slot), and property bytes (at most twice the 64 B a property) only when it keeps data."""
+    idx = np.random.default_rng(3).choice(1 << 40, 5000, replace=False)
+    for keep in (False, True):
+        c = _cache(capacity_bytes=None, prop_bytes=64, keep_data=keep)
+        for i in idx.tolist():
+            c.insert(i, _prop(i, 64))
+        assert c.held == 5000 and c.bytes <= 12 * 4 * 5000 + (2 * 64 * 5000 if keep else 0)
+        assert c.bytes >= (64 * 5000 if keep else 8 * 5000)
+        assert all(c.lookup(i) is not None for i in idx[:100].tolist())
+    assert _cache(capacity_bytes=None, prop_bytes=64).bytes == 0
+
+
+def test_bounded_memory_is_the_lines_of_its_kernel():
+    """A tag (8 B), an epoch (4 B) and an LRU stamp (8 B) per line of the kernel's line size (32 MB of
+    64 B lines: 524,288), plus the capacity's bytes only when the cache keeps data."""
+    assert _cache(prop_bytes=64, keep_data=False).bytes == (32 << 20) // 64 * 20
+    assert _cache(prop_bytes=64).bytes == (32 << 20) // 64 * 20 + (32 << 20)
+
+
+def test_unbounded_takes_any_idx_and_bad_input():
+    c = _cache(capacity_bytes=None, prop_bytes=8)
+    top = 2**63 - 1
+    assert c.insert(top, _prop(1, 8)) and c.lookup(top) == _prop(1, 8) and c.lookup(0) is None
+    with pytest.raises(ValueError, match="max line"):
+        _cache(capacity_bytes=None, max_line_bytes=500, prop_bytes=8)
+    with pytest.raises(ValueError, match="or None"):  # the unit's -1 is not a way in from Python
+        _cache(capacity_bytes=-1, prop_bytes=8)

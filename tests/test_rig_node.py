@@ -65,7 +65,7 @@ def test_loopback_fills_halo_and_conserves_counts(sizes, nnz, k, n_units, batch,
     x = rng.standard_normal((bounds[-1], k)).astype(np.float32)
     streams = _streams(rng, bounds, nnz, per_nonzero)
     nodes, halos = _cluster(bounds, streams, x, n_units=n_units, batch_size=batch, pending_capacity=cap,
-                            filter=filter_, coalesce=coalesce, delay_cycles=delay)
+                            filter=filter_, coalesce=coalesce, delay_cycles=float("inf") if delay is None else delay)
     served = 0
     for p, (idxs, slots, _) in enumerate(streams):
         remote = (idxs < bounds[p]) | (idxs >= bounds[p + 1])
@@ -101,7 +101,7 @@ def test_table5_node_and_packing():
     x = np.zeros((20, 16), np.float32)
     idxs = np.arange(10, 20, dtype=np.int64)
     streams = [(np.zeros(0, np.int64), np.zeros(0, np.int64), 0), (idxs - 10, idxs - 10, 10)]
-    nodes, _ = _cluster([0, 10, 20], streams, x, delay_cycles=None)
+    nodes, _ = _cluster([0, 10, 20], streams, x, delay_cycles=float("inf"))
     s = nodes[1].stats()
     assert s["read"]["packets"] == 1 and s["read"]["prs"] == 10  # one MTU-bounded packet to node 0
     assert nodes[0].stats()["response"]["packets"] == 1

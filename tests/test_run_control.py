@@ -45,6 +45,7 @@ def _composed(*overrides: str):
     ("dropout=1.0", "dropout must be in [0, 1), got 1.0"),
     ("resume=maybe", "resume must be true or false, got 'maybe'"),
     ("patience=3", "patience=3 needs evaluations during training: set eval_every=N"),
+    ("partition=foo", "unknown partition 'foo'; choose one of rows, nnz, metis"),
 ])
 def test_value_checks(override, message):
     from netsparse_torch.config_check import check_values
@@ -54,6 +55,14 @@ def test_value_checks(override, message):
     with pytest.raises(ConfigError) as err:
         check_values(_composed(override))
     assert message in str(err.value)
+
+
+def test_the_partition_check_knows_every_partitioner():
+    from netsparse_torch.config_check import check_values
+    from netsparse_torch.partition.partitioning import PARTITIONERS
+
+    for mode in PARTITIONERS:
+        check_values(_composed(f"partition={mode}"))
 
 
 def test_group_choices_of_a_sweep_are_each_checked():

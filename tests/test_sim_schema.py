@@ -25,7 +25,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "simulator.md"
 
 def test_sim_config_is_table5_by_hand():
     """NetSparse Table 5 numbers reach every C++ field (values written out here, not read back)."""
-    c = sim_config(HardwareParams(), 16, mechanisms_up_to("switch"), n_cols=1000)
+    c = sim_config(HardwareParams(), 16, mechanisms_up_to("switch"))
     assert (c.filter, c.coalesce, c.concat_nic, c.switch_on) == (True, True, True, True)
     assert c.prop_bytes == 64  # K=16 fp32
     assert (c.client_units, c.server_units) == (16, 16)  # 32 RIG units, half clients
@@ -50,9 +50,10 @@ def test_sim_config_starts_empty():
 
 def test_sim_config_toggles_and_infinite_delays():
     p = HardwareParams.from_dict({"snic": {"concat_delay_cycles": "inf", "rig_batch_size": "inf"},
-                                  "switch": {"netsparse_in_tor": False}})
-    c = sim_config(p, 4, mechanisms_up_to("coalesce"), n_cols=10)
+                                  "switch": {"netsparse_in_tor": False}, "property_cache": {"size_bytes": "inf"}})
+    c = sim_config(p, 4, mechanisms_up_to("coalesce"))
     assert (c.concat_nic, c.switch_on, c.nic_delay_cycles, c.batch, c.prop_bytes) == (False, False, -1, 0, 16)
+    assert c.cache_bytes == -1  # the unbounded cache
 
 
 def test_counter_table_in_the_doc_is_generated():

@@ -321,6 +321,23 @@ def test_infinite_cache_hits_at_least_as_often():
     assert rates["inf"] > 0
 
 
+def test_unbounded_cache_equals_one_too_large_to_evict():
+    """``inf`` (the unbounded cache, sized by what is inserted) times and counts exactly as a set-
+    associative cache with a way for every property of the matrix in each middle pipe."""
+    a = random_matrix(n=3000, nnz=12000, seed=1)
+    w = definitions.workload(a, 8)
+    pc, pipes = P8.property_cache, P8.switch.pipes
+    line = -(-64 // pc.segment_bytes) * pc.segment_bytes  # K=16 fp32: one 64 B line a property
+    whole = pipes * -(-3000 // pc.ways) * pc.ways * line
+    runs = [simulate(a, w, P8.replace(property_cache={"size_bytes": size}), 16, "spmm", None)
+            for size in ("inf", whole)]
+    assert np.array_equal(runs[0].node_time_s, runs[1].node_time_s)
+    drop = {"wall_clock_s"}
+    assert {k: v for k, v in runs[0].counters.items() if k not in drop} == \
+        {k: v for k, v in runs[1].counters.items() if k not in drop}
+    assert runs[0].tail == runs[1].tail and runs[0].tail["pcache_hit_rate"] > 0
+
+
 def test_deterministic():
     a = random_matrix(seed=2)
     x, y = run(a, params=P8), run(a, params=P8)

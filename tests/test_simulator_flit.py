@@ -25,6 +25,7 @@ from conftest import DATA, ROOT
 from hydra import compose, initialize_config_dir
 
 from hw_models import analysis, definitions
+from hw_models.hardware import simulate_hardware
 from hw_models.params import HardwareParams
 from hw_models.simulator import simulate
 from netsparse_torch import simulate as cli
@@ -123,7 +124,7 @@ def test_cli_packet_report_equals_the_plain_simulator(tmp_path):
     common = (f"matrix={KARATE}", "nodes=4", "rack_size=2", "plots=false", "ablation=false")
     r = cli.run(_cfg(*common, "link_layer=packet"), tmp_path / "p")
     a = cli.read_mtx(KARATE)
-    params = cli.hardware_params(_cfg(*common))
+    params = simulate_hardware(_cfg(*common))
     ref = analysis.analyze(a, params, k=16, simulator=simulate, ablation=False, extras=[])
     ref["matrix"]["name"] = r["matrix"]["name"]
     r, ref = analysis.without_wall_clock(r), analysis.without_wall_clock(ref)

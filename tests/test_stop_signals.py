@@ -94,3 +94,38 @@ def test_stop_signal_stops_every_process_of_the_run(tmp_path, how, overrides):
             f"{n} completed epochs is in {run_dir / 'report.json'}")
     assert lines == [line], err[-3000:]
     assert (run_dir / "train.log").read_text().splitlines()[-1] == line  # the log reads like the console
+
+
+@pytest.mark.parametrize("launcher", ["netsparse-torchrun", "torchrun"])
+def test_sigterm_under_torchrun_keeps_the_report(tmp_path, launcher):
+    """SIGTERM to torchrun's agent (a scheduler's stop): the agent forwards it, rank 0 writes the report of
+    its completed epochs and says so in one line; netsparse-torchrun adds nothing to that line."""
+    tag = uuid.uuid4().hex
+    run_dir = tmp_path / "run"
+    agent = [sys.executable, "-m", "netsparse_torch.run.torchrun"] if launcher == "netsparse-torchrun" \
+        else [str(os.path.join(os.path.dirname(sys.executable), "torchrun"))]
+    cmd = [*agent, "--standalone", "--nproc-per-node=2", "-m", "netsparse_torch.train", "dataset=cora",
+           "epochs=100000", f"hydra.run.dir={run_dir}"]
+    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", **{TAG_VAR: tag})
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while _completed_epochs(run_dir / "epochs.jsonl") < 3:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate(timeout=10)
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _kill_tagged(tag)
+    report = json.loads((run_dir / "report.json").read_text())
+    n = len(report["epochs"])
+    assert n >= 3 and report["stopped"] == f"SIGTERM at epoch {n}"
+    line = (f"netsparse-train: stopped by SIGTERM at epoch {n}: every rank and switch stopped; the report of the "
+            f"{n} completed epochs is in {run_dir / 'report.json'}")
+    ours = [ln for ln in err.splitlines() if ln.startswith("netsparse-train:")]
+    assert ours == [line], err[-3000:]
+    if launcher == "netsparse-torchrun":
+        assert proc.returncode == 128 + signal.SIGTERM and err.strip().splitlines() == [line], err[-3000:]

@@ -69,15 +69,20 @@ def test_killed_switch_fails_its_clients_and_a_restart_serves_again():
     try:
         restarted.start()
         ControlClient(restarted.address).configure(configure_request(2, PROP, {0: [0, 1]}))
-        a, b = SwitchClient(restarted.address, 0), SwitchClient(restarted.address, 1)
-        try:
-            a.send(read_packet(0, 1))
-            assert units.decode_packet(b.recv(timeout=10), **WIRE)["idx"].tolist() == [7]
-        finally:
-            a.close()
-            b.close()
+        _read_reaches_its_owner(restarted.address)
     finally:
         restarted.stop()
+
+
+def _read_reaches_its_owner(address: str, **client) -> None:
+    """Node 0's read PR for idx 7 reaches node 1, its owner, through the ToR at ``address``."""
+    a, b = SwitchClient(address, 0, **client), SwitchClient(address, 1, **client)
+    try:
+        a.send(read_packet(0, 1))
+        assert units.decode_packet(b.recv(timeout=10), **WIRE)["idx"].tolist() == [7]
+    finally:
+        a.close()
+        b.close()
 
 
 @pytest.mark.skipif(not shutil.which("openssl"), reason="openssl is needed to make a test certificate")
@@ -92,14 +97,7 @@ def test_tls_and_token_together(tmp_path):
     try:
         server.start()
         ControlClient(server.address, token="t", tls_ca=ca).configure(configure_request(2, PROP, {0: [0, 1]}))
-        a = SwitchClient(server.address, 0, token="t", tls_ca=ca)
-        b = SwitchClient(server.address, 1, token="t", tls_ca=ca)
-        try:
-            a.send(read_packet(0, 1))
-            assert units.decode_packet(b.recv(timeout=10), **WIRE)["idx"].tolist() == [7]
-        finally:
-            a.close()
-            b.close()
+        _read_reaches_its_owner(server.address, token="t", tls_ca=ca)
         with pytest.raises(SwitchError):
             ControlClient(server.address, token="t", timeout=3).health()  # plaintext to a TLS port
     finally:

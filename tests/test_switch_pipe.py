@@ -4,7 +4,7 @@ the Python cache and concatenator references."""
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ref_models.cache_ref import CacheRef
+from ref_models.cache_ref import CacheRef, UnboundedCacheRef
 from ref_models.concat_ref import ConcatRef
 from ref_models.wire_ref import decode_stream, encode
 
@@ -13,6 +13,7 @@ from netsparse_torch import units
 
 LEN, N = 16, 4
 CACHE = {"capacity_bytes": 2 * 512 * 2, "ways": 2}  # 64 sets of 2 ways at 16 B lines: evictions happen
+UNBOUNDED = {"capacity_bytes": None, "ways": 2}  # sized by what is inserted (cache_bytes=inf)
 
 
 def _pipe(n_dests, prop_bytes, **hw):
@@ -28,8 +29,8 @@ def _packet(type_, dest, prs):
     return encode(type_, dest, LEN, [(s, t, i, e, _prop(i) if type_ else b"") for s, t, i, e in prs])
 
 
-def _reference(packets, delay):
-    cache = CacheRef(LEN, capacity=CACHE["capacity_bytes"], ways=CACHE["ways"])
+def _reference(packets, delay, hw):
+    cache = UnboundedCacheRef(LEN) if hw is UNBOUNDED else CacheRef(LEN, capacity=hw["capacity_bytes"], ways=hw["ways"])
     con = ConcatRef(N, delay=delay, len_=LEN)
     hits = 0
     for now, data in packets:
@@ -48,15 +49,18 @@ def _reference(packets, delay):
     return con, cache, hits
 
 
-pr_st = st.tuples(st.integers(0, N - 1), st.integers(0, 3), st.integers(0, 150), st.integers(0, 255))
+# idx 2^64-1: the unbounded cache's empty-slot marker, which a u64 PR field can carry
+pr_st = st.tuples(st.integers(0, N - 1), st.integers(0, 3), st.integers(0, 150) | st.just(2**64 - 1),
+                  st.integers(0, 255))
 pkt_st = st.tuples(st.integers(0, 20), st.sampled_from([0, 1]), st.integers(0, N - 1),
                    st.lists(pr_st, min_size=1, max_size=8))
 
 
 @settings(max_examples=60, deadline=None)
-@given(pkts=st.lists(pkt_st, max_size=40), delay=st.sampled_from([0, 5, 125, None]))
-def test_matches_reference(pkts, delay):
-    sw = _pipe(n_dests=N, prop_bytes=LEN, delay_cycles=delay, **CACHE)
+@given(pkts=st.lists(pkt_st, max_size=40), delay=st.sampled_from([0, 5, 125, None]),
+       hw=st.sampled_from([CACHE, UNBOUNDED]))
+def test_matches_reference(pkts, delay, hw):
+    sw = _pipe(n_dests=N, prop_bytes=LEN, delay_cycles=units.INFINITE_DELAY if delay is None else delay, **hw)
     now, timed = 0, []
     for dt, type_, dest, prs in pkts:
         now += dt
@@ -64,7 +68,7 @@ def test_matches_reference(pkts, delay):
     for t, data in timed:
         sw.process(data, t)
     sw.flush_all(now + 1)
-    con, cache, hits = _reference(timed, delay)
+    con, cache, hits = _reference(timed, delay, hw)
     con.flush_all(now + 1)
     streams = sw.take_streams()
     for (t, d), data in streams.items():
@@ -75,7 +79,7 @@ def test_matches_reference(pkts, delay):
 
 
 def test_hit_answers_source_and_miss_goes_on():
-    sw = _pipe(n_dests=3, prop_bytes=LEN, delay_cycles=None)
+    sw = _pipe(n_dests=3, prop_bytes=LEN, delay_cycles=units.INFINITE_DELAY)
     sw.process(_packet(1, 0, [(0, 1, 42, 9)]), 0)  # a response to node 0 passes and fills the cache
     sw.process(_packet(0, 2, [(1, 3, 42, 7), (1, 3, 43, 8)]), 1)  # node 1 reads 42 (cached) and 43 from node 2
     sw.flush_all(2)

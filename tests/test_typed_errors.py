@@ -5,11 +5,14 @@ each bad parameter a ConfigError; both stay ValueErrors for callers that catch t
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
+import numpy as np
 import pytest
 from netsparse_torch._C import units
 
 from hw_models import units_config
+from hw_models.seeds import netcrafter as nc
 from netsparse_torch import errors
 
 PROP = 16
@@ -51,3 +54,115 @@ def test_bad_parameters_are_config_errors():
         units.max_prs_per_packet(60, 50, 0, PROP)
     assert isinstance(info.value, errors.ConfigError) and isinstance(info.value, ValueError)
     assert "MTU 60 is smaller than the headers" in str(info.value)
+
+
+# ---- every unit: a sample of bad inputs, each checked by its class (never its message) -------------
+
+def _concat(**hw):
+    return units.Concatenator(n_dests=2, len=0, **units_config.concatenator(**hw))
+
+
+def _pipe(**hw):
+    return units.SwitchPipe(n_dests=3, prop_bytes=PROP, **units_config.switch_pipe(**hw))
+
+
+def _node(**kw):
+    return units.RigNode(0, [0, 4, 8], **units_config.rig_node(**kw))
+
+
+def _node_in_kernel():
+    node = _node(n_units=2)
+    node.begin_kernel(8, np.zeros((4, 8), np.uint8), np.zeros((4, 8), np.uint8))
+    return node
+
+
+def _client(**kw):
+    return units.RigClientUnit(node=0, row_bounds=[0, 2, 10], **units_config.rig_client_unit(**kw))
+
+
+def _push(c, dest, now):
+    z = np.zeros(1, np.int64)
+    c.push_many(z, z + dest, z, z, z, z, z + now)
+
+
+def _backwards():
+    c = _concat()
+    _push(c, 0, 10)
+    _push(c, 0, 0)
+
+
+def _packet(type_, dest, idx, len_=8, src=0):
+    payload = np.zeros(len_, np.uint8) if type_ else None
+    return units.encode_packet(type_, dest, len_, [src], [0], [idx], [0], payload=payload, **WIRE)
+
+
+def _forged_hit():
+    p = _pipe()
+    p.process(_packet(1, 0, 42, len_=PROP), 0)  # fills the cache with idx 42
+    p.process(_packet(0, 1, 42, len_=PROP, src=7), 1)  # a hit answers source 7 of 3 nodes
+
+
+def _unsorted_flits():
+    nc.run_link(nc.PacketStream.of([nc.READ_REQ, nc.READ_REQ], arrival=[5, 1]))
+
+
+CONFIG, STATE = errors.ConfigError, errors.UnitStateError
+BAD = {  # unit: [(bad call, C++ class in _C.units, netsparse_torch.errors class)]
+    "protocol": [(lambda: units.max_prs_per_packet(60, 50, 0, PROP), "ConfigInvalid", CONFIG)],
+    "header model": [(lambda: units.HeaderSizes(upper=-1, concat=12, pr=18), "ConfigInvalid", CONFIG),
+                     (lambda: units.sa_header_share(units.HeaderSizes(**units_config.header_sizes()), 0, 4),
+                      "ConfigInvalid", CONFIG)],
+    "concatenator": [(lambda: _concat(mtu=60), "ConfigInvalid", CONFIG),
+                     (lambda: _push(_concat(), 5, 0), "UnknownDestination", errors.PacketError),
+                     (_backwards, "OutOfOrder", STATE)],
+    "property cache": [(lambda: units.PropertyCache(prop_bytes=4, **units_config.property_cache(capacity_bytes=1000)),
+                        "ConfigInvalid", CONFIG),
+                       (lambda: units.PropertyCache(prop_bytes=0, **units_config.property_cache()), "ConfigInvalid",
+                        CONFIG),
+                       (lambda: units.PropertyCache(prop_bytes=4, **units_config.property_cache(
+                           capacity_bytes=None, max_line_bytes=500)), "ConfigInvalid", CONFIG)],
+    "switch pipe": [(lambda: _pipe().process(_packet(0, 1, 3, len_=2 * PROP), 0), "WrongPropertySize",
+                     errors.PacketError),
+                    (lambda: _pipe().process(_packet(0, 5, 3, len_=PROP), 0), "UnknownDestination",
+                     errors.PacketError),
+                    (_forged_hit, "BadSource", errors.PacketError),
+                    (lambda: _pipe().begin_kernel(0), "ConfigInvalid", CONFIG)],
+    "RIG client unit": [(lambda: _client(pending_capacity=0), "ConfigInvalid", CONFIG),
+                        (lambda: _client().enqueue(np.array([5]), np.array([0])), "OutOfOrder", STATE),
+                        (lambda: units.auto_batch_size(10, 5, 16), "ConfigInvalid", CONFIG)],
+    "RIG node": [(lambda: units.RigNode(5, [0, 4, 8], **units_config.rig_node()), "ConfigInvalid", CONFIG),
+                 (lambda: _node(n_units=1), "ConfigInvalid", CONFIG),
+                 (lambda: _node().submit(np.array([5]), np.array([0])), "OutOfOrder", STATE),
+                 (lambda: _node_in_kernel().submit(np.array([9]), np.array([0])), "ConfigInvalid", CONFIG),
+                 (lambda: _node_in_kernel().absorb(_packet(0, 0, 5)), "Misrouted", errors.PacketError),
+                 (lambda: _node_in_kernel().serve(_packet(1, 0, 5)), "Misrouted", errors.PacketError),
+                 (lambda: _node_in_kernel().absorb(_packet(1, 0, 5)), "Misrouted", errors.PacketError),
+                 (lambda: _node_in_kernel().serve(_packet(0, 0, 6)), "Misrouted", errors.PacketError),
+                 (lambda: _node_in_kernel().serve(_packet(0, 1, 2)), "Misrouted", errors.PacketError),
+                 (lambda: _node_in_kernel().serve(_packet(0, 0, 2, len_=16)), "WrongPropertySize",
+                  errors.PacketError)],
+    "flit link": [(lambda: nc.LinkConfig(flit_bytes=0).to_cpp(), "ConfigInvalid", CONFIG),
+                  (lambda: units.flits_for(-1, 16), "ConfigInvalid", CONFIG),
+                  (_unsorted_flits, "ConfigInvalid", CONFIG)],
+}
+CASES = [(unit, i, *case) for unit, cases in BAD.items() for i, case in enumerate(cases)]
+
+
+@pytest.mark.parametrize(("unit", "i", "call", "cls", "family"), CASES, ids=[f"{u}-{i}" for u, i, *_ in CASES])
+def test_each_unit_raises_its_typed_error(unit, i, call, cls, family):
+    with pytest.raises(ValueError) as info:
+        call()
+    e = info.value
+    assert type(e) is getattr(units, cls), f"{unit}: {type(e).__name__} instead of {cls}"
+    assert isinstance(e, family) and isinstance(e, errors.NetsparseError)
+    if family is errors.PacketError:
+        assert e.kind == getattr(units, cls).kind
+    assert "\n" not in str(e)  # one line
+
+
+def test_the_units_throw_only_typed_errors():
+    """No plain std::invalid_argument is left in the units (a new one would reach Python untyped)."""
+    src = Path(__file__).resolve().parents[1] / "csrc" / "units"
+    plain = [f"{p.name}:{n}" for p in sorted(src.glob("*.cpp")) for n, line in enumerate(p.read_text().splitlines(), 1)
+             if "throw std::" in line]
+    assert plain == []

@@ -79,7 +79,7 @@ def test_values_come_from_hardware_params():
                                  headers={"mtu_bytes": 9000, "upper_bytes": 40, "concat_bytes": 10},
                                  property_cache={"size_bytes": 2**20, "ways": 4}, switch={"concat_delay_cycles": 7})
     node = units_config.rig_node(p)
-    assert (node["n_units"], node["pending_capacity"], node["batch_size"], node["delay_cycles"]) == (8, 4, 64, None)
+    assert (node["n_units"], node["pending_capacity"], node["batch_size"], node["delay_cycles"]) == (8, 4, 64, -1)
     assert (node["mtu"], node["upper_bytes"], node["cycles_per_pr"]) == (9000, 40, p.snic.rig_cycles_per_pr)
     assert units_config.concatenator(p)["phys_queues"] == 3
     assert units_config.header_sizes(p) == {"upper": 40, "concat": 10, "pr": p.headers.pr_bytes}
@@ -88,27 +88,73 @@ def test_values_come_from_hardware_params():
     assert units_config.rig_node()["mtu"] == HardwareParams().headers.mtu_bytes
 
 
+def test_an_infinite_cache_is_the_unbounded_unit():
+    inf = HardwareParams().replace(property_cache={"size_bytes": "inf"})
+    assert units_config.property_cache(inf)["capacity_bytes"] is None
+    assert units.PropertyCache(prop_bytes=8, **units_config.property_cache(inf)).unbounded
+
+
 def test_overrides_and_what_a_unit_cannot_take():
     assert units_config.rig_node(n_units=4, filter=False)["n_units"] == 4
     with pytest.raises(ConfigError, match=r"unknown RigNode argument\(s\) \['mtus'\]"):
         units_config.rig_node(mtus=9000)
-    with pytest.raises(ConfigError, match="infinite cache"):
-        units_config.property_cache(HardwareParams().replace(property_cache={"size_bytes": "inf"}))
-    with pytest.raises(ConfigError, match="rig_batch_size=inf"):
-        units_config.rig_node(HardwareParams().replace(snic={"rig_batch_size": "inf"}))
+    with pytest.raises(ConfigError, match="headers.mtu_bytes=60 is smaller than one packet's headers"):
+        units_config.rig_node(mtu=60)  # a hardware keyword is validated as the field it replaces
 
 
-def test_hydra_configs_show_the_hardware_params_values():
-    """The training configs spell the units' hardware values out, so that a user sees and overrides
-    them (``strategy.options.n_units=16``); they must be HardwareParams', not a drifting copy."""
+def test_one_encoding_of_auto_and_inf_for_the_units_and_the_simulator():
+    """``"auto"`` and ``inf`` of HardwareParams reach RigNode and the simulator's SimConfig as the one C++
+    encoding (csrc/units/rig_unit.h), whatever way they were given."""
+    from hw_models.simulator import check_mechanisms, sim_config
+
+    for batch, want in (("auto", cu.AUTO_BATCH), ("inf", cu.WHOLE_STREAM_BATCH), (".inf", cu.WHOLE_STREAM_BATCH),
+                        (4096, 4096)):
+        p = HardwareParams().replace(snic={"rig_batch_size": batch, "concat_delay_cycles": "inf"})
+        node = units.RigNode(0, [0, 4, 8], **units_config.rig_node(p))
+        assert node.hardware["batch_size"] == sim_config(p, 4, check_mechanisms(None)).batch == want
+        assert units_config.rig_node(batch_size=batch)["batch_size"] == want
+        assert node.hardware["delay_cycles"] == sim_config(p, 4, check_mechanisms(None)).nic_delay_cycles \
+            == units_config.concatenator(p)["delay_cycles"] == cu.INFINITE_DELAY
+    assert {cu.AUTO_BATCH, cu.WHOLE_STREAM_BATCH} == {-1, 0} and cu.INFINITE_DELAY == -1  # never a size (> 0)
+    with pytest.raises(ValueError, match=r"concatenation delay_cycles must be >= 0 or -1 \(infinite\), got -2"):
+        units.RigNode(0, [0, 4, 8], **{**units_config.rig_node(), "delay_cycles": -2})
+    with pytest.raises(ConfigError, match="SNICParams.concat_delay_cycles must be a number, got None"):
+        units_config.rig_node(delay_cycles=None)  # null is "not given" in the configs, never infinite
+    with pytest.raises(ValueError, match="RIG batch size must be > 0, -1 .auto. or 0 .inf, one command., got -2"):
+        units.RigNode(0, [0, 4, 8], **{**units_config.rig_node(), "batch_size": -2})
+
+
+def test_a_whole_stream_batch_gathers_like_a_batch_larger_than_the_stream():
+    """RigNode with batch inf (one command) = a fixed batch of at least the stream's length."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(20):
+        idxs = np.array([rng.randrange(8) for _ in range(rng.randrange(1, 40))], np.int64)
+        stats = []
+        for batch in ("inf", 64):
+            node = units.RigNode(0, [0, 4, 8], **units_config.rig_node(batch_size=batch, n_units=4))
+            halo = np.zeros((8, 4), np.uint8)
+            node.begin_kernel(4, halo, np.zeros((4, 4), np.uint8))
+            node.submit(idxs, np.where(idxs >= 4, idxs - 4, -1))
+            node.pump_reads()
+            stats.append(node.stats())
+        assert stats[0] == stats[1]
+
+
+def test_hydra_shortcuts_hold_no_hardware_value():
+    """The training and simulator configs' hardware shortcuts (``strategy.options.mtu``, ``batch_size``,
+    ...) are null: the value is HardwareParams' (or the ``hw`` group's), never a drifting copy."""
     from omegaconf import OmegaConf
 
+    from hw_models.hardware import SIMULATE_SHORTCUTS, TRAIN_SHORTCUTS
+
     configs = Path(__file__).resolve().parents[1] / "configs"
-    options = OmegaConf.load(configs / "strategy" / "netsparse.yaml").options
-    node = units_config.rig_node()
-    for key in ("n_units", "batch_size", "pending_capacity", "mtu", "delay_cycles"):
-        assert options[key] == node[key], key
-    switch = OmegaConf.load(configs / "fabric" / "switch.yaml")
-    pipe = units_config.switch_pipe()
-    for key in ("delay_cycles", "capacity_bytes", "ways", "segment_bytes", "max_line_bytes"):
-        assert switch[key] == pipe[key], key
+    files = {"strategy.": configs / "strategy" / "netsparse.yaml", "fabric.": configs / "fabric" / "switch.yaml"}
+    for key in TRAIN_SHORTCUTS:
+        group = key.split(".")[0] + "."
+        if group in files:
+            assert OmegaConf.select(OmegaConf.load(files[group]), key[len(group):], default=None) is None, key
+    simulate = OmegaConf.load(configs / "simulate.yaml")
+    for key in SIMULATE_SHORTCUTS:
+        assert key in simulate and simulate[key] is None, key

@@ -4,10 +4,10 @@
 #include <pybind11/stl.h>
 
 #include <limits>
-#include <stdexcept>
 
 #include "bind/bindings.h"
 #include "units/concatenator.h"
+#include "units/errors.h"
 
 namespace py = pybind11;
 using namespace netsparse::units;
@@ -28,26 +28,19 @@ py::dict take_streams(Concatenator& c) {
   return out;
 }
 
-int64_t delay_from_py(const py::object& delay) {
-  if (delay.is_none()) return -1;
-  const double d = delay.cast<double>();
-  if (d == std::numeric_limits<double>::infinity()) return -1;
-  if (d < 0 || d != static_cast<double>(static_cast<int64_t>(d)))
-    throw std::invalid_argument("delay_cycles must be a non-negative integer, None or inf");
-  return static_cast<int64_t>(d);
-}
 }  // namespace
 
 void bind_concatenator(py::module_& units) {
+  units.attr("INFINITE_DELAY") = kInfiniteDelay;
   py::class_<Concatenator>(units, "Concatenator",
                            "Concatenation queues per (type, destination) with an expiration FIFO (paper §6.1.2)")
-      .def(py::init([](int64_t n_dests, int64_t mtu, int64_t upper_bytes, py::object delay, bool virtual_queues,
+      .def(py::init([](int64_t n_dests, int64_t mtu, int64_t upper_bytes, int64_t delay, bool virtual_queues,
                        int64_t phys_queue_bytes, int64_t phys_queues, int64_t len) {
              ConcatConfig c;
              c.n_dests = n_dests;
              c.mtu = mtu;
              c.upper_bytes = upper_bytes;
-             c.delay_cycles = delay_from_py(delay);
+             c.delay_cycles = delay;  // >= 0 or units.INFINITE_DELAY (hw_models.hardware.cxx_delay)
              c.virtual_queues = virtual_queues;
              c.phys_queue_bytes = phys_queue_bytes;
              c.phys_queues = phys_queues;
@@ -58,7 +51,7 @@ void bind_concatenator(py::module_& units) {
            py::kw_only(), py::arg("n_dests"), py::arg("mtu"), py::arg("upper_bytes"), py::arg("delay_cycles"),
            py::arg("virtual_queues") = false, py::arg("phys_queue_bytes"), py::arg("phys_queues"), py::arg("len") = 0)
       .def("begin", [](Concatenator& c, int64_t len) {
-        if (len < 0 || len > UINT32_MAX) throw std::invalid_argument("len must fit a u32");
+        if (len < 0 || len > UINT32_MAX) throw ConfigInvalid("len must fit a u32");
         c.begin(static_cast<uint32_t>(len));
       }, py::arg("len"))
       .def("push_many",
@@ -66,18 +59,18 @@ void bind_concatenator(py::module_& units) {
               const I64& id, const I64& time, py::object payload) {
              const int64_t n = type.size();
              for (const I64* a : {&dest, &src, &tid, &idx, &id, &time})
-               if (a->size() != n) throw std::invalid_argument("every PR array needs one entry per PR");
+               if (a->size() != n) throw ConfigInvalid("every PR array needs one entry per PR");
              U8 pay;
              const int64_t len = c.len();
              if (!payload.is_none()) {
                pay = U8::ensure(payload);
-               if (!pay || pay.size() != n * len) throw std::invalid_argument("payload must be n x len bytes");
+               if (!pay || pay.size() != n * len) throw ConfigInvalid("payload must be n x len bytes");
              }
              for (int64_t i = 0; i < n; ++i) {
                const int64_t t = type.at(i);
-               if (t != kReadType && t != kResponseType) throw std::invalid_argument("type must be 0 or 1");
+               if (t != kReadType && t != kResponseType) throw ConfigInvalid("type must be 0 or 1");
                if (t == kResponseType && payload.is_none())
-                 throw std::invalid_argument("response PRs need a payload");
+                 throw ConfigInvalid("response PRs need a payload");
                c.push(static_cast<uint16_t>(t), static_cast<uint32_t>(dest.at(i)),
                       PR{static_cast<uint32_t>(src.at(i)), static_cast<uint16_t>(tid.at(i)),
                          static_cast<uint64_t>(idx.at(i)), static_cast<uint32_t>(id.at(i))},

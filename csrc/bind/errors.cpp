@@ -1,7 +1,7 @@
 // Typed errors of the units (units/errors.h) -> netsparse_torch._C.units.<Name>, each a subclass of
 // ValueError and of its netsparse_torch.errors class, so Python catches them by class (never by
-// message): ConfigInvalid is a ConfigError; the packet errors are PacketErrors whose `kind` is the
-// switch service's error-counter key.
+// message): ConfigInvalid is a ConfigError, OutOfOrder a UnitStateError; the packet errors are
+// PacketErrors whose `kind` is the switch service's error-counter key.
 #include <pybind11/pybind11.h>
 
 #include "bind/bindings.h"
@@ -23,6 +23,8 @@ void bind_errors(py::module_& units) {
   const py::module_ errors = py::module_::import("netsparse_torch.errors");
   py::register_exception<ConfigInvalid>(units, "ConfigInvalid",
                                         py::make_tuple(errors.attr("ConfigError"), py::handle(PyExc_ValueError)));
+  py::register_exception<OutOfOrder>(units, "OutOfOrder",
+                                     py::make_tuple(errors.attr("UnitStateError"), py::handle(PyExc_ValueError)));
   const py::object packet = py::register_exception<PacketError>(units, "PacketError", errors.attr("PacketError"));
   packet.attr("kind") = "malformed";
   packet_kind<MalformedPacket>(units, packet, "MalformedPacket", "malformed");
@@ -31,4 +33,5 @@ void bind_errors(py::module_& units) {
   packet_kind<UnknownDestination>(units, packet, "UnknownDestination", "unknown_destination");
   packet_kind<BadSource>(units, packet, "BadSource", "bad_source");
   packet_kind<WrongPropertySize>(units, packet, "WrongPropertySize", "wrong_property_size");
+  packet_kind<Misrouted>(units, packet, "Misrouted", "misrouted");
 }

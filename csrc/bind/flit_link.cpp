@@ -3,13 +3,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "units/errors.h"
 #include "units/flit_link.h"
 
 namespace py = pybind11;
+using netsparse::units::ConfigInvalid;
 using netsparse::units::FlitLinkConfig;
 using netsparse::units::FlitPacket;
 
@@ -24,8 +25,8 @@ std::vector<FlitPacket> packets(const I64& arrival, const I64& dest, const I64& 
   const char* names[] = {"dest", "header", "payload", "useful", "cls"};
   for (int k = 0; k < 5; ++k) {
     if (cols[k]->ndim() != 1 || cols[k]->size() != n)
-      throw std::invalid_argument(std::string(names[k]) + " must be a 1-D array with one entry per packet (" +
-                                  std::to_string(n) + ")");
+      throw ConfigInvalid(std::string(names[k]) + " must be a 1-D array with one entry per packet (" +
+                          std::to_string(n) + ")");
   }
   std::vector<FlitPacket> pk(n);
   auto a = arrival.unchecked<1>(), d = dest.unchecked<1>(), h = header.unchecked<1>(), p = payload.unchecked<1>(),

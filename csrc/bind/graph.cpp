@@ -4,14 +4,15 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <stdexcept>
 #include <string>
 
 #include "bind/bindings.h"
 #include "graph/analogs.h"
 #include "graph/node_stats.h"
+#include "units/errors.h"
 
 namespace py = pybind11;
+using netsparse::units::ConfigInvalid;
 using namespace netsparse::graph;
 
 namespace {
@@ -30,7 +31,7 @@ AnalogParams params_from(const std::string& family, int64_t n, uint64_t seed, co
     const std::string k = item.first.cast<std::string>();
     bool ok = false;
     for (const char* name : known) ok = ok || k == name;
-    if (!ok) throw std::invalid_argument("analog: unknown parameter '" + k + "'");
+    if (!ok) throw ConfigInvalid("analog: unknown parameter '" + k + "'");
   }
   AnalogParams p;
   p.family = family;
@@ -87,9 +88,9 @@ using I64 = py::array_t<int64_t, py::array::c_style>;
 py::dict stats(const I64& indptr, const py::array& indices, int64_t n_cols, const I64& rb, const I64& cb,
                int64_t cores, int64_t window) {
   const int64_t nodes = rb.size() - 1;
-  if (nodes < 1 || cb.size() != rb.size()) throw std::invalid_argument("node_stats: row_bounds and col_bounds differ");
-  if (indptr.size() != rb.at(nodes) + 1) throw std::invalid_argument("node_stats: indptr does not match row_bounds");
-  if (!(indices.flags() & py::array::c_style)) throw std::invalid_argument("node_stats: indices must be contiguous");
+  if (nodes < 1 || cb.size() != rb.size()) throw ConfigInvalid("node_stats: row_bounds and col_bounds differ");
+  if (indptr.size() != rb.at(nodes) + 1) throw ConfigInvalid("node_stats: indptr does not match row_bounds");
+  if (!(indices.flags() & py::array::c_style)) throw ConfigInvalid("node_stats: indices must be contiguous");
   NodeStats s;
   {
     py::gil_scoped_release nogil;
@@ -100,7 +101,7 @@ py::dict stats(const I64& indptr, const py::array& indices, int64_t n_cols, cons
       s = node_stats(indptr.data(), static_cast<const int64_t*>(indices.data()), n_cols, rb.data(), cb.data(), nodes,
                      cores, window);
     else
-      throw std::invalid_argument("node_stats: indices must be int32 or int64");
+      throw ConfigInvalid("node_stats: indices must be int32 or int64");
   }
   py::dict out;
   out["pair_prs"] = as_array(s.pair_prs, nodes, nodes);

@@ -3,9 +3,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <stdexcept>
 
 #include "bind/bindings.h"
+#include "units/errors.h"
 #include "units/header_model.h"
 
 namespace py = pybind11;
@@ -41,7 +41,7 @@ void bind_header_model(py::module_& units) {
       [](const HeaderSizes& h, py::array_t<int64_t, py::array::c_style | py::array::forcecast> n_prs,
          py::array_t<uint8_t, py::array::c_style | py::array::forcecast> response, int64_t len) {
         if (n_prs.size() != response.size())
-          throw std::invalid_argument("n_prs and response need one entry per packet");
+          throw ConfigInvalid("n_prs and response need one entry per packet");
         const ByteCount b = stream_bytes(h, n_prs.data(), response.data(), n_prs.size(), len);
         return py::make_tuple(b.header, b.payload);
       },

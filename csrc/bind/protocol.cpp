@@ -3,10 +3,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <stdexcept>
 #include <string>
 
 #include "bind/bindings.h"
+#include "units/errors.h"
 #include "units/protocol.h"
 
 namespace py = pybind11;
@@ -18,25 +18,25 @@ using U8 = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
 
 py::bytes encode(int type, int64_t dest, int64_t len, const I64& src, const I64& tid, const I64& idx, const I64& id,
                  py::object payload, int64_t mtu, int64_t upper) {
-  if (type != kReadType && type != kResponseType) throw std::invalid_argument("type must be 0 (read) or 1 (response)");
-  if (len < 0 || len > UINT32_MAX) throw std::invalid_argument("len must fit a u32");
+  if (type != kReadType && type != kResponseType) throw ConfigInvalid("type must be 0 (read) or 1 (response)");
+  if (len < 0 || len > UINT32_MAX) throw ConfigInvalid("len must fit a u32");
   const int64_t n = src.size();
   if (tid.size() != n || idx.size() != n || id.size() != n)
-    throw std::invalid_argument("src, src_tid, idx and id must have one entry per PR");
+    throw ConfigInvalid("src, src_tid, idx and id must have one entry per PR");
   const int64_t max_prs = max_prs_per_packet(mtu, upper, static_cast<uint16_t>(type), static_cast<uint32_t>(len));
   if (n > max_prs)
-    throw std::invalid_argument(std::to_string(n) + " PRs do not fit one packet (at most " + std::to_string(max_prs) +
-                                " under MTU " + std::to_string(mtu) + ")");
+    throw ConfigInvalid(std::to_string(n) + " PRs do not fit one packet (at most " + std::to_string(max_prs) +
+                        " under MTU " + std::to_string(mtu) + ")");
   const uint8_t* pay = nullptr;
   U8 arr;
   if (type == kResponseType) {
-    if (payload.is_none()) throw std::invalid_argument("a response packet needs a payload (n_prs x len bytes)");
+    if (payload.is_none()) throw ConfigInvalid("a response packet needs a payload (n_prs x len bytes)");
     arr = U8::ensure(payload);
     if (!arr || arr.size() != n * len)
-      throw std::invalid_argument("payload must hold n_prs x len = " + std::to_string(n * len) + " bytes");
+      throw ConfigInvalid("payload must hold n_prs x len = " + std::to_string(n * len) + " bytes");
     pay = arr.data();
   } else if (!payload.is_none()) {
-    throw std::invalid_argument("a read packet carries no payload");
+    throw ConfigInvalid("a read packet carries no payload");
   }
   std::string out(static_cast<size_t>(kConcatHeaderBytes + n * pr_wire_bytes(type, len)), '\0');
   auto* p = reinterpret_cast<uint8_t*>(out.data());

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "bind/bindings.h"
+#include "units/errors.h"
 #include "units/header_model.h"
 #include "units/rig_node.h"
 
@@ -27,8 +28,8 @@ struct NodeHandle {
 };
 
 uint8_t* writable_bytes(py::array& a, const char* what) {
-  if (!(a.flags() & py::array::c_style)) throw std::invalid_argument(std::string(what) + " must be C-contiguous");
-  if (!a.writeable()) throw std::invalid_argument(std::string(what) + " must be writable");
+  if (!(a.flags() & py::array::c_style)) throw ConfigInvalid(std::string(what) + " must be C-contiguous");
+  if (!a.writeable()) throw ConfigInvalid(std::string(what) + " must be writable");
   return static_cast<uint8_t*>(a.mutable_data());
 }
 
@@ -98,28 +99,19 @@ void bind_rig_node(py::module_& units) {
   py::class_<NodeHandle>(units, "RigNode",
                          "One node's NetSparse pipeline: client RIG units + Idx Filter + concatenators + server units")
       .def(py::init([](uint32_t node, std::vector<int64_t> row_bounds, int64_t n_units, int64_t n_client_units,
-                       py::object batch_size, int64_t pending_capacity, bool filter, bool coalesce, int64_t mtu,
-                       int64_t upper_bytes, py::object delay, int64_t cycles_per_pr) {
+                       int64_t batch_size, int64_t pending_capacity, bool filter, bool coalesce, int64_t mtu,
+                       int64_t upper_bytes, int64_t delay, int64_t cycles_per_pr) {
              RigNodeConfig c;
              c.n_units = n_units;
              c.n_client_units = n_client_units;
-             // "auto" = units::auto_batch_size per submit (docs/simulator.md); otherwise a whole number of nonzeros
-             if (py::isinstance<py::str>(batch_size)) {
-               if (batch_size.cast<std::string>() != "auto")
-                 throw std::invalid_argument("batch_size must be a positive integer or 'auto'");
-               c.batch_size = -1;
-             } else {
-               c.batch_size = py::int_(batch_size).cast<int64_t>();
-               if (c.batch_size <= 0) throw std::invalid_argument("RIG batch size must be > 0 or 'auto'");
-             }
+             c.batch_size = batch_size;  // units.AUTO_BATCH, units.WHOLE_STREAM_BATCH or > 0 (hw_models.hardware)
              c.pending_capacity = pending_capacity;
              c.filter = filter;
              c.coalesce = coalesce;
              c.cycles_per_pr = cycles_per_pr;
              c.concat.mtu = mtu;
              c.concat.upper_bytes = upper_bytes;
-             c.concat.delay_cycles = delay.is_none() ? -1 : delay.cast<int64_t>();
-             if (c.concat.delay_cycles < -1) throw std::invalid_argument("delay_cycles must be >= 0 or None");
+             c.concat.delay_cycles = delay;  // >= 0 or units.INFINITE_DELAY (checked by ConcatConfig::validate)
              auto h = std::make_unique<NodeHandle>();
              h->node = std::make_unique<RigNode>(node, std::move(row_bounds), c);
              return h;
@@ -131,7 +123,7 @@ void bind_rig_node(py::module_& units) {
            [](NodeHandle& h, int64_t prop_bytes, py::array halo, py::array local) {
              uint8_t* hp = writable_bytes(halo, "halo buffer");
              if (!(local.flags() & py::array::c_style))
-               throw std::invalid_argument("local property array must be C-contiguous");
+               throw ConfigInvalid("local property array must be C-contiguous");
              h.node->begin_kernel(prop_bytes, hp, halo.nbytes(), static_cast<const uint8_t*>(local.data()),
                                   local.nbytes());
              h.halo = halo;
@@ -143,7 +135,7 @@ void bind_rig_node(py::module_& units) {
       .def("submit",
            [](NodeHandle& h, const I64& idxs, const I64& slots) {
              if (idxs.ndim() != 1 || slots.ndim() != 1 || idxs.size() != slots.size())
-               throw std::invalid_argument("idxs and slots must be 1-D arrays of the same length");
+               throw ConfigInvalid("idxs and slots must be 1-D arrays of the same length");
              std::vector<int64_t> i(idxs.data(), idxs.data() + idxs.size());
              std::vector<int64_t> s(slots.data(), slots.data() + slots.size());
              {
@@ -189,6 +181,20 @@ void bind_rig_node(py::module_& units) {
       // the packet size limits the node was built with: a fabric decodes the node's frames with them
       .def_property_readonly("mtu", [](const NodeHandle& h) { return h.node->config().concat.mtu; })
       .def_property_readonly("upper_bytes", [](const NodeHandle& h) { return h.node->config().concat.upper_bytes; })
+      // the hardware settings it was built with, as the binding took them (hw_models.hardware encodings)
+      .def_property_readonly("hardware",
+                             [](const NodeHandle& h) {
+                               const RigNodeConfig& c = h.node->config();
+                               py::dict d;
+                               d["n_units"] = c.n_units;
+                               d["batch_size"] = c.batch_size;
+                               d["pending_capacity"] = c.pending_capacity;
+                               d["mtu"] = c.concat.mtu;
+                               d["upper_bytes"] = c.concat.upper_bytes;
+                               d["delay_cycles"] = c.concat.delay_cycles;
+                               d["cycles_per_pr"] = c.cycles_per_pr;
+                               return d;
+                             })
       .def("reset_stats", [](NodeHandle& h) { h.node->reset_stats(); }, "Zero every counter (per layer/direction)")
       .def("stats", &stats, "Every counter plus packets, PRs/packet, header, payload and wire bytes (Fig. 6 sizes)");
 }

@@ -5,10 +5,10 @@
 #include <pybind11/stl.h>
 
 #include <memory>
-#include <stdexcept>
 #include <string>
 
 #include "bind/bindings.h"
+#include "units/errors.h"
 #include "units/rig_unit.h"
 
 namespace py = pybind11;
@@ -28,7 +28,7 @@ struct ClientHarness {
 
   ClientHarness(uint32_t node, std::vector<int64_t> bounds, int64_t capacity, bool filter_on, bool coalesce_on)
       : map(std::move(bounds)), unit(0, capacity) {
-    if (node >= map.n_nodes()) throw std::invalid_argument("node out of range");
+    if (node >= map.n_nodes()) throw ConfigInvalid("node out of range");
     ctx.node = node;
     ctx.map = &map;
     ctx.row_start = map.bounds[node];
@@ -49,8 +49,8 @@ void bind_rig_unit(py::module_& units) {
            py::arg("coalesce") = true)
       .def("begin_kernel",
            [](ClientHarness& h, int64_t prop_bytes, int64_t n_slots) {
-             if (prop_bytes <= 0) throw std::invalid_argument("property size must be > 0 bytes");
-             if (n_slots < 0) throw std::invalid_argument("n_slots must be >= 0");
+             if (prop_bytes <= 0) throw ConfigInvalid("property size must be > 0 bytes");
+             if (n_slots < 0) throw ConfigInvalid("n_slots must be >= 0");
              h.unit.reset();
              h.keep.clear();
              h.filter.reset(h.map.n_cols());
@@ -64,16 +64,16 @@ void bind_rig_unit(py::module_& units) {
            py::arg("n_slots"))
       .def("enqueue",
            [](ClientHarness& h, const I64& idx, const I64& slot) {
-             if (idx.size() != slot.size()) throw std::invalid_argument("idxs and slots need the same length");
-             if (h.ctx.prop_bytes == 0) throw std::invalid_argument("enqueue before begin_kernel");
+             if (idx.size() != slot.size()) throw ConfigInvalid("idxs and slots need the same length");
+             if (h.ctx.prop_bytes == 0) throw OutOfOrder("enqueue before begin_kernel");
              const uint64_t lo = h.ctx.row_start, span = h.ctx.row_end - h.ctx.row_start;
              for (int64_t i = 0; i < idx.size(); ++i) {
                if (idx.at(i) < 0 || idx.at(i) >= h.map.n_cols())
-                 throw std::invalid_argument("idx " + std::to_string(idx.at(i)) + " out of range [0, " +
-                                             std::to_string(h.map.n_cols()) + ")");
+                 throw ConfigInvalid("idx " + std::to_string(idx.at(i)) + " out of range [0, " +
+                                     std::to_string(h.map.n_cols()) + ")");
                if (static_cast<uint64_t>(idx.at(i)) - lo >= span &&
                    (slot.at(i) < 0 || slot.at(i) >= h.ctx.n_slots))
-                 throw std::invalid_argument("slot " + std::to_string(slot.at(i)) + " out of range");
+                 throw ConfigInvalid("slot " + std::to_string(slot.at(i)) + " out of range");
              }
              h.keep.emplace_back(idx.data(), idx.data() + idx.size());
              const int64_t* ip = h.keep.back().data();
@@ -100,7 +100,7 @@ void bind_rig_unit(py::module_& units) {
            [](ClientHarness& h, int64_t idx, int64_t id, const py::bytes& payload) {
              const std::string_view s(payload);
              if (static_cast<int64_t>(s.size()) != h.ctx.prop_bytes)
-               throw std::invalid_argument("payload must be prop_bytes long");
+               throw ConfigInvalid("payload must be prop_bytes long");
              h.unit.on_response(h.ctx, PR{h.ctx.node, 0, static_cast<uint64_t>(idx), static_cast<uint32_t>(id)},
                                 reinterpret_cast<const uint8_t*>(s.data()));
            },

@@ -6,15 +6,16 @@
 #include <pybind11/stl.h>
 
 #include <initializer_list>
-#include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "bind/bindings.h"
 #include "sim/simulator.h"
+#include "units/errors.h"
 #include "units/rig_unit.h"
 
 namespace py = pybind11;
+using netsparse::units::ConfigInvalid;
 using namespace netsparse::sim;
 
 namespace {
@@ -107,8 +108,8 @@ static const void* int_array(const py::array& a, const char* name, bool* narrow)
   const bool i32 = is_int && a.itemsize() == 4, i64 = is_int && a.itemsize() == 8;
   const bool ok = a.ndim() == 1 && (a.flags() & py::array::c_style) && (i64 || (narrow && i32));
   if (!ok)
-    throw std::invalid_argument(std::string("simulator: ") + name + " must be a 1-D C-contiguous " +
-                                (narrow ? "int32 or int64" : "int64") + " array");
+    throw ConfigInvalid(std::string("simulator: ") + name + " must be a 1-D C-contiguous " +
+                        (narrow ? "int32 or int64" : "int64") + " array");
   if (narrow) *narrow = i32;
   return a.data();
 }
@@ -136,6 +137,8 @@ void bind_sim(py::module_& units) {
   units.attr("SIM_BOUNDS") = described({NETSPARSE_BOUNDS(ITEM)});
   units.attr("SIM_PIPE_COUNTERS") = described({NETSPARSE_PIPE_COUNTERS(ITEM)});
 #undef ITEM
+  units.attr("AUTO_BATCH") = netsparse::units::kAutoBatch;
+  units.attr("WHOLE_STREAM_BATCH") = netsparse::units::kWholeStreamBatch;
   units.def("auto_batch_size", &netsparse::units::auto_batch_size,
             "RIG batch size of batch_size=auto for a node with node_idxs nonzeros when the largest node has "
             "max_node_idxs (rule in docs/simulator.md)",
@@ -145,13 +148,13 @@ void bind_sim(py::module_& units) {
       [](const py::array& indptr, const py::array& indices, const I64& row_bounds, const I64& col_bounds,
          const SimConfig& c, const I64& link_src, const I64& link_dst, const F64& link_bytes_per_s,
          const I64& link_latency_ps, const I64& switch_is_tor, const I64& routes) {
-        if (routes.ndim() != 3) throw std::invalid_argument("simulator: routes must be [hosts, hosts, max_hops]");
+        if (routes.ndim() != 3) throw ConfigInvalid("simulator: routes must be [hosts, hosts, max_hops]");
         Csr a;
         a.indptr = static_cast<const int64_t*>(int_array(indptr, "indptr", nullptr));
         a.n_rows = indptr.size() - 1;
         a.indices = int_array(indices, "indices", &a.narrow);
         a.nnz = indices.size();
-        if (a.n_rows < 0) throw std::invalid_argument("simulator: indptr must have n_rows + 1 entries");
+        if (a.n_rows < 0) throw ConfigInvalid("simulator: indptr must have n_rows + 1 entries");
         Topo t;
         t.n_hosts = routes.shape(0);
         t.n_switches = switch_is_tor.size();
@@ -165,9 +168,9 @@ void bind_sim(py::module_& units) {
         t.max_hops = routes.shape(2);
         const size_t nl = t.link_src.size();
         if (t.link_dst.size() != nl || t.link_bytes_per_s.size() != nl || t.link_latency_ps.size() != nl)
-          throw std::invalid_argument("simulator: link arrays differ in length");
+          throw ConfigInvalid("simulator: link arrays differ in length");
         for (double b : t.link_bytes_per_s)
-          if (!(b > 0)) throw std::invalid_argument("simulator: link rate must be > 0 bytes/s");
+          if (!(b > 0)) throw ConfigInvalid("simulator: link rate must be > 0 bytes/s");
         const std::vector<int64_t> rb = vec(row_bounds), cb = vec(col_bounds);
         SimResult r;
         {

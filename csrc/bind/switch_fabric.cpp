@@ -7,12 +7,12 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "bind/bindings.h"
+#include "units/errors.h"
 #include "units/protocol.h"
 
 namespace py = pybind11;
@@ -24,10 +24,10 @@ using I64 = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
 // owner o holds rows [row_bounds[o], row_bounds[o + 1]); returns PRs per owner (int64[n_owners]).
 py::array_t<int64_t> prs_by_owner(const py::bytes& data, const I64& row_bounds, int64_t mtu, int64_t upper) {
   const int64_t n_owners = row_bounds.size() - 1;
-  if (n_owners < 1) throw std::invalid_argument("prs_by_owner: row_bounds needs at least 2 entries");
+  if (n_owners < 1) throw ConfigInvalid("prs_by_owner: row_bounds needs at least 2 entries");
   const int64_t* b = row_bounds.data();
   for (int64_t o = 0; o < n_owners; ++o)
-    if (b[o] > b[o + 1]) throw std::invalid_argument("prs_by_owner: row_bounds must be non-decreasing");
+    if (b[o] > b[o + 1]) throw ConfigInvalid("prs_by_owner: row_bounds must be non-decreasing");
   std::vector<int64_t> out(static_cast<size_t>(n_owners), 0);
   const std::string_view s(data);
   for_each_packet(reinterpret_cast<const uint8_t*>(s.data()), static_cast<int64_t>(s.size()), mtu - upper,
@@ -35,8 +35,8 @@ py::array_t<int64_t> prs_by_owner(const py::bytes& data, const I64& row_bounds, 
                     for (int64_t i = 0; i < v.n_prs; ++i) {
                       const auto idx = static_cast<int64_t>(v.pr(i).idx);
                       if (idx < b[0] || idx >= b[n_owners])
-                        throw std::invalid_argument("prs_by_owner: idx " + std::to_string(idx) +
-                                                    " outside the row bounds");
+                        throw ConfigInvalid("prs_by_owner: idx " + std::to_string(idx) +
+                                            " outside the row bounds");
                       ++out[static_cast<size_t>(std::upper_bound(b, b + n_owners + 1, idx) - b - 1)];
                     }
                   });

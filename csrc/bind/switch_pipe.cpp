@@ -4,9 +4,10 @@
 #include <pybind11/stl.h>
 
 #include <limits>
-#include <stdexcept>
 
 #include "bind/bindings.h"
+#include "bind/cache_capacity.h"
+#include "units/errors.h"
 #include "units/switch_pipe.h"
 
 namespace py = pybind11;
@@ -14,16 +15,15 @@ using namespace netsparse::units;
 
 void bind_switch_pipe(py::module_& units) {
   py::class_<SwitchPipe>(units, "SwitchPipe", "Switch middle pipe: property cache + concatenation (paper §6.2.1)")
-      .def(py::init([](int64_t n_dests, int64_t prop_bytes, int64_t capacity_bytes, int64_t ways,
+      .def(py::init([](int64_t n_dests, int64_t prop_bytes, const py::object& capacity_bytes, int64_t ways,
                        int64_t segment_bytes, int64_t max_line_bytes, int64_t mtu, int64_t upper_bytes,
-                       py::object delay) {
+                       int64_t delay) {
              ConcatConfig c;
              c.n_dests = n_dests;
              c.mtu = mtu;
              c.upper_bytes = upper_bytes;
-             c.delay_cycles = delay.is_none() ? -1 : delay.cast<int64_t>();
-             if (c.delay_cycles < -1) throw std::invalid_argument("delay_cycles must be >= 0 or None (infinite)");
-             SwitchPipe p(CacheConfig{capacity_bytes, ways, segment_bytes, max_line_bytes}, c);
+             c.delay_cycles = delay;  // >= 0 or units.INFINITE_DELAY (checked by ConcatConfig::validate)
+             SwitchPipe p(CacheConfig{capacity_bytes_of(capacity_bytes), ways, segment_bytes, max_line_bytes}, c);
              p.begin_kernel(prop_bytes);
              return p;
            }),

@@ -103,7 +103,9 @@ Nodes::Nodes(SimContext& x, Workload& work, Network& net) : x_(x), cfg_(x.cfg), 
   rc.cycles_per_pr = 0;   // unused: this model times every PR
   rc.concat.mtu = cfg.mtu;
   rc.concat.upper_bytes = cfg.upper_bytes;
-  rc.concat.delay_cycles = !cfg.concat_nic ? 0 : (cfg.nic_delay_cycles < 0 ? -1 : cfg.nic_delay_cycles);
+  rc.concat.delay_cycles = !cfg.concat_nic                ? 0
+                           : cfg.nic_delay_cycles < 0 ? units::kInfiniteDelay
+                                                      : cfg.nic_delay_cycles;
   rc.event_driven = true;
   const int64_t n_cols = x.map.n_cols();
   const int64_t lines_per_filter = (n_cols + 8 * cfg.line_bytes - 1) / (8 * cfg.line_bytes);

@@ -83,7 +83,7 @@ void check_config(const SimConfig& cfg) {
   if (cfg.pcie_ps < 0 || cfg.switch_ps < 0 || cfg.cache_latency_cycles < 0 || cfg.dram_ps < 0 ||
       cfg.l1_cycles < 0 || cfg.l2_cycles < 0 || cfg.llc_cycles < 0)
     throw ConfigInvalid("simulator: latencies must be >= 0");
-  if (cfg.batch < -1) throw ConfigInvalid("simulator: batch must be > 0, 0 (one command) or -1 (auto)");
+  units::check_rig_batch(cfg.batch);
   for (int64_t b : {cfg.rx_buffer_bytes, cfg.tx_buffer_bytes})
     if (b < cfg.mtu) throw ConfigInvalid("simulator: SNIC Rx/Tx buffers must hold one MTU packet");
   units::HeaderSizes{cfg.upper_bytes, cfg.concat_bytes, cfg.pr_bytes}.validate();

@@ -30,13 +30,13 @@ namespace netsparse::sim {
   X(int64_t, server_units, "RIG server units per node")                                                        \
   X(int64_t, pending_entries, "Pending PR Table entries per client unit")                                      \
   X(int64_t, lsq_entries, "LSQ entries per RIG unit: filter loads (client), PCIe reads (server)")              \
-  X(int64_t, batch, "nonzeros per RIG command: > 0 fixed, 0 = the node's whole stream, -1 = auto (§8)")        \
+  X(int64_t, batch, "nonzeros per RIG command: > 0 fixed, or units::kWholeStreamBatch / kAutoBatch (rig_unit.h)")        \
   X(double, snic_ghz, "SmartNIC clock (GHz)")                                                                  \
   X(double, switch_ghz, "switch clock (GHz)")                                                                  \
-  X(int64_t, nic_delay_cycles, "NIC concatenation delay (SNIC cycles); < 0 = infinite")                        \
-  X(int64_t, switch_delay_cycles, "switch concatenation delay (switch cycles); < 0 = infinite")                \
+  X(int64_t, nic_delay_cycles, "NIC concatenation delay (SNIC cycles); units::kInfiniteDelay = infinite")                        \
+  X(int64_t, switch_delay_cycles, "switch concatenation delay (switch cycles); units::kInfiniteDelay = infinite")                \
   X(int64_t, cache_latency_cycles, "property cache lookup latency (switch cycles)")                            \
-  X(int64_t, cache_bytes, "property cache of one middle pipe (bytes)")                                         \
+  X(int64_t, cache_bytes, "property cache of one middle pipe (bytes); -1 = unbounded")                         \
   X(int64_t, cache_ways, "property cache ways")                                                                \
   X(int64_t, cache_segment, "property cache segment (bytes)")                                                  \
   X(int64_t, cache_max_line, "property cache widest line (bytes)")                                             \

@@ -18,7 +18,7 @@ Switches::Switches(SimContext& x, Network& net) : x_(x), net_(net) {
   sc.n_dests = x.nodes;
   sc.mtu = cfg.mtu;
   sc.upper_bytes = cfg.upper_bytes;
-  sc.delay_cycles = cfg.switch_delay_cycles < 0 ? -1 : cfg.switch_delay_cycles;
+  sc.delay_cycles = cfg.switch_delay_cycles < 0 ? units::kInfiniteDelay : cfg.switch_delay_cycles;
   pipe_.resize(x.topo.n_switches * pipes_);
   pipe_timer_.assign(pipe_.size(), kNever);
   pipe_free_.assign(pipe_.size(), 0);
@@ -26,12 +26,14 @@ Switches::Switches(SimContext& x, Network& net) : x_(x), net_(net) {
   window_.assign(pipe_.size(), -1);
   window_prs_.assign(pipe_.size(), 0);
   if (!cfg.switch_on) return;
+  // The simulator's properties are zeros and nobody reads a hit's payload: the caches keep no data.
+  CacheConfig cc{cfg.cache_bytes, cfg.cache_ways, cfg.cache_segment, cfg.cache_max_line};
+  cc.no_data = true;
   for (int64_t s = 0; s < x.topo.n_switches; ++s) {
     if (!x.topo.switch_is_tor[s]) continue;
     for (int64_t i = 0; i < pipes_; ++i) {
       auto& sp = pipe_[s * pipes_ + i];
-      sp = std::make_unique<SwitchPipe>(
-          CacheConfig{cfg.cache_bytes, cfg.cache_ways, cfg.cache_segment, cfg.cache_max_line}, sc);
+      sp = std::make_unique<SwitchPipe>(cc, sc);
       sp->begin_kernel(cfg.prop_bytes);
       sp->concatenator().keep_log = true;
     }

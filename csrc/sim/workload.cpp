@@ -36,9 +36,7 @@ Workload::Workload(const Csr& a, const std::vector<int64_t>& rb, int64_t n_cols,
   }
   for (int64_t p = 0; p < nodes; ++p) {
     const int64_t n = end_[p] - next_[p];
-    batch_.push_back(cfg.batch > 0 ? cfg.batch
-                     : cfg.batch == 0 ? std::max<int64_t>(n, 1)
-                                      : units::auto_batch_size(n, max_idxs, cfg.client_units));
+    batch_.push_back(units::rig_batch(cfg.batch, n, max_idxs, cfg.client_units));
   }
 }
 

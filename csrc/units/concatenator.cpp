@@ -2,8 +2,9 @@
 #include "units/concatenator.h"
 
 #include <limits>
-#include <stdexcept>
 #include <string>
+
+#include "units/errors.h"
 
 namespace netsparse::units {
 
@@ -14,13 +15,16 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 void ConcatConfig::validate() const {
   if (n_dests <= 0 || n_dests > (int64_t{1} << 31))
-    throw std::invalid_argument("concatenator needs 1..2^31 destinations, got " + std::to_string(n_dests));
-  if (upper_bytes < 0) throw std::invalid_argument("upper-layer header bytes must be >= 0");
+    throw ConfigInvalid("concatenator needs 1..2^31 destinations, got " + std::to_string(n_dests));
+  if (upper_bytes < 0) throw ConfigInvalid("upper-layer header bytes must be >= 0");
   if (mtu - upper_bytes < kConcatHeaderBytes + kPRHeaderBytes)
-    throw std::invalid_argument("MTU " + std::to_string(mtu) + " is smaller than the headers (upper " +
-                                std::to_string(upper_bytes) + " + concatenation 14 + PR 18 B)");
+    throw ConfigInvalid("MTU " + std::to_string(mtu) + " is smaller than the headers (upper " +
+                        std::to_string(upper_bytes) + " + concatenation 14 + PR 18 B)");
+  if (delay_cycles < 0 && delay_cycles != kInfiniteDelay)
+    throw ConfigInvalid("concatenation delay_cycles must be >= 0 or " + std::to_string(kInfiniteDelay) +
+                        " (infinite), got " + std::to_string(delay_cycles));
   if (virtual_queues && (phys_queue_bytes <= 0 || phys_queues <= 0))
-    throw std::invalid_argument("virtualised queues need phys_queue_bytes > 0 and phys_queues > 0");
+    throw ConfigInvalid("virtualised queues need phys_queue_bytes > 0 and phys_queues > 0");
 }
 
 Concatenator::Concatenator(const ConcatConfig& cfg) : cfg_(cfg) {
@@ -33,24 +37,24 @@ Concatenator::Concatenator(const ConcatConfig& cfg) : cfg_(cfg) {
 }
 
 void Concatenator::begin(uint32_t len) {
-  if (open_queues_ != 0) throw std::invalid_argument("concatenator: begin() with open queues; flush_all() first");
+  if (open_queues_ != 0) throw OutOfOrder("concatenator: begin() with open queues; flush_all() first");
   max_prs_[kReadType] = max_prs_per_packet(cfg_.mtu, cfg_.upper_bytes, kReadType, len);
   max_prs_[kResponseType] = max_prs_per_packet(cfg_.mtu, cfg_.upper_bytes, kResponseType, len);
   if (cfg_.virtual_queues && cfg_.phys_queues * cfg_.phys_queue_bytes < pr_wire_bytes(kResponseType, len))
-    throw std::invalid_argument("virtualised queue pool (" + std::to_string(cfg_.phys_queues) + " x " +
-                                std::to_string(cfg_.phys_queue_bytes) + " B) cannot hold one PR of " +
-                                std::to_string(pr_wire_bytes(kResponseType, len)) + " B");
+    throw ConfigInvalid("virtualised queue pool (" + std::to_string(cfg_.phys_queues) + " x " +
+                        std::to_string(cfg_.phys_queue_bytes) + " B) cannot hold one PR of " +
+                        std::to_string(pr_wire_bytes(kResponseType, len)) + " B");
   len_ = len;
 }
 
 void Concatenator::time_error(int64_t now) const {
-  throw std::invalid_argument("concatenator: time went backwards (" + std::to_string(now) + " < " +
-                              std::to_string(now_) + ")");
+  throw OutOfOrder("concatenator: time went backwards (" + std::to_string(now) + " < " +
+                   std::to_string(now_) + ")");
 }
 
 void Concatenator::dest_error(uint16_t type, uint32_t dest) const {
-  throw std::invalid_argument("concatenator: destination " + std::to_string(dest) + " out of range [0, " +
-                              std::to_string(cfg_.n_dests) + ") or unknown type " + std::to_string(type));
+  throw UnknownDestination("concatenator: destination " + std::to_string(dest) + " out of range [0, " +
+                           std::to_string(cfg_.n_dests) + ") or unknown type " + std::to_string(type));
 }
 
 void Concatenator::fifo_push(const FifoEntry& e) {

@@ -17,17 +17,22 @@
 #include <cstdint>
 #include <vector>
 
+#include "units/errors.h"
 #include "units/protocol.h"
 
 namespace netsparse::units {
 
 // No value lives here: the bindings set every field (from hw_models/units_config.py, which names each
 // value's source in HardwareParams); fields are value-initialised (zero, no virtual queues) until then.
+// The one C++ encoding of an infinite concatenation delay (units and simulator alike;
+// hw_models/hardware.py writes HardwareParams' inf in it).
+inline constexpr int64_t kInfiniteDelay = -1;
+
 struct ConcatConfig {
   int64_t n_dests{};
   int64_t mtu{};          // MTU including the upper-layer header (paper §6.1.2)
   int64_t upper_bytes{};  // upper-layer header per packet (paper Table 5)
-  // Concatenation delay in cycles (NIC and switch values: paper Table 5, §6.1.2). Negative = infinite
+  // Concatenation delay in cycles (NIC and switch values: paper Table 5, §6.1.2), or kInfiniteDelay
   // (queues flush only when full or on flush_all()).
   int64_t delay_cycles{};
   bool virtual_queues{};      // §7.2 virtualised concatenation queues

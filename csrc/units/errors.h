@@ -1,8 +1,9 @@
 #pragma once
 // Typed errors of the units, so Python catches them by class, never by message. The binding
 // (csrc/bind/errors.cpp) registers each with py::register_exception as a subclass of ValueError and of
-// the netsparse_torch.errors class it belongs to: ConfigInvalid -> ConfigError; the packet errors ->
-// PacketError, whose `kind` is the switch service's error-counter key.
+// the netsparse_torch.errors class it belongs to: ConfigInvalid -> ConfigError; OutOfOrder ->
+// UnitStateError; the packet errors -> PacketError, whose `kind` is the switch service's
+// error-counter key. Every throw in csrc/units uses one of these.
 #include <stdexcept>
 #include <string>
 
@@ -10,6 +11,11 @@ namespace netsparse::units {
 
 // A parameter out of range or inconsistent (the message names it and the allowed values).
 struct ConfigInvalid : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// A unit called out of order: a kernel not begun, PRs still pending, time going backwards.
+struct OutOfOrder : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
@@ -33,6 +39,9 @@ struct BadSource : PacketError {  // a PR source the fabric does not have, or a 
   using PacketError::PacketError;
 };
 struct WrongPropertySize : PacketError {  // a len field other than the kernel's property size
+  using PacketError::PacketError;
+};
+struct Misrouted : PacketError {  // a packet or PR delivered to a node, unit or call it is not for
   using PacketError::PacketError;
 };
 

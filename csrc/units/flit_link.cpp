@@ -5,27 +5,28 @@
 #include <functional>
 #include <memory>
 #include <queue>
-#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <utility>
 
+#include "units/errors.h"
+
 namespace netsparse::units {
 
 void FlitLinkConfig::validate() const {
-  if (flit_bytes < 1) throw std::invalid_argument("flit_bytes must be >= 1, got " + std::to_string(flit_bytes));
+  if (flit_bytes < 1) throw ConfigInvalid("flit_bytes must be >= 1, got " + std::to_string(flit_bytes));
   if (piece_overhead < 0 || piece_overhead >= flit_bytes)
-    throw std::invalid_argument("piece_overhead must be in [0, flit_bytes), got " + std::to_string(piece_overhead));
-  if (pool_cycles < 0) throw std::invalid_argument("pool_cycles must be >= 0, got " + std::to_string(pool_cycles));
+    throw ConfigInvalid("piece_overhead must be in [0, flit_bytes), got " + std::to_string(piece_overhead));
+  if (pool_cycles < 0) throw ConfigInvalid("pool_cycles must be >= 0, got " + std::to_string(pool_cycles));
   if (trim_granularity < 1)
-    throw std::invalid_argument("trim_granularity must be >= 1, got " + std::to_string(trim_granularity));
+    throw ConfigInvalid("trim_granularity must be >= 1, got " + std::to_string(trim_granularity));
   if (stitch_window < 0)
-    throw std::invalid_argument("stitch_window must be >= 0, got " + std::to_string(stitch_window));
+    throw ConfigInvalid("stitch_window must be >= 0, got " + std::to_string(stitch_window));
 }
 
 int64_t flits_for(int64_t bytes, int64_t flit_bytes) {
-  if (flit_bytes < 1) throw std::invalid_argument("flit_bytes must be >= 1");
-  if (bytes < 0) throw std::invalid_argument("bytes must be >= 0");
+  if (flit_bytes < 1) throw ConfigInvalid("flit_bytes must be >= 1");
+  if (bytes < 0) throw ConfigInvalid("bytes must be >= 0");
   return (bytes + flit_bytes - 1) / flit_bytes;
 }
 
@@ -328,18 +329,18 @@ class FlitLinkSim {
 namespace {
 
 void validate_packet(const FlitPacket& p, const std::string& at) {
-  if (p.arrival < 0) throw std::invalid_argument("arrival must be >= 0" + at);
-  if (p.header < 0 || p.payload < 0) throw std::invalid_argument("header and payload must be >= 0" + at);
-  if (p.header + p.payload == 0) throw std::invalid_argument("a packet needs at least one byte" + at);
-  if (p.cls < 0) throw std::invalid_argument("class must be >= 0" + at);
+  if (p.arrival < 0) throw ConfigInvalid("arrival must be >= 0" + at);
+  if (p.header < 0 || p.payload < 0) throw ConfigInvalid("header and payload must be >= 0" + at);
+  if (p.header + p.payload == 0) throw ConfigInvalid("a packet needs at least one byte" + at);
+  if (p.cls < 0) throw ConfigInvalid("class must be >= 0" + at);
 }
 
 void validate_packets(const std::vector<FlitPacket>& pk) {
   for (size_t i = 0; i < pk.size(); ++i) {
     const FlitPacket& p = pk[i];
     const std::string at = " (packet " + std::to_string(i) + ")";
-    if (p.arrival < 0) throw std::invalid_argument("arrival must be >= 0" + at);
-    if (i > 0 && p.arrival < pk[i - 1].arrival) throw std::invalid_argument("arrivals must be sorted" + at);
+    if (p.arrival < 0) throw ConfigInvalid("arrival must be >= 0" + at);
+    if (i > 0 && p.arrival < pk[i - 1].arrival) throw ConfigInvalid("arrivals must be sorted" + at);
     validate_packet(p, at);
   }
 }
@@ -370,7 +371,7 @@ FlitLinkState& FlitLinkState::operator=(FlitLinkState&&) noexcept = default;
 int64_t FlitLinkState::push(const FlitPacket& p) {
   validate_packet(p, "");
   if (p.arrival < last_arrival_ || p.arrival < sim_->now())
-    throw std::invalid_argument("flit link: a packet cannot arrive before the link's current cycle or an earlier packet");
+    throw OutOfOrder("flit link: a packet cannot arrive before the link's current cycle or an earlier packet");
   last_arrival_ = p.arrival;
   return sim_->push(p);
 }

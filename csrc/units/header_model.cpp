@@ -1,20 +1,21 @@
 // Header model (paper Table 5 sizes, Fig. 6 wire sizes): byte accounting of packet streams.
 #include "units/header_model.h"
 
-#include <stdexcept>
 #include <string>
+
+#include "units/errors.h"
 
 namespace netsparse::units {
 
 void HeaderSizes::validate() const {
   if (upper < 0 || concat < 0 || pr < 0)
-    throw std::invalid_argument("header sizes must be >= 0 (upper " + std::to_string(upper) + ", concat " +
-                                std::to_string(concat) + ", pr " + std::to_string(pr) + ")");
+    throw ConfigInvalid("header sizes must be >= 0 (upper " + std::to_string(upper) + ", concat " +
+                        std::to_string(concat) + ", pr " + std::to_string(pr) + ")");
 }
 
 ByteCount packet_bytes(const HeaderSizes& h, int64_t n_prs, bool response, int64_t len) {
-  if (n_prs < 0) throw std::invalid_argument("n_prs must be >= 0, got " + std::to_string(n_prs));
-  if (len < 0) throw std::invalid_argument("property bytes (len) must be >= 0, got " + std::to_string(len));
+  if (n_prs < 0) throw ConfigInvalid("n_prs must be >= 0, got " + std::to_string(n_prs));
+  if (len < 0) throw ConfigInvalid("property bytes (len) must be >= 0, got " + std::to_string(len));
   return ByteCount{h.upper + h.concat + n_prs * h.pr, response ? n_prs * len : 0};
 }
 
@@ -31,8 +32,8 @@ ByteCount stream_bytes(const HeaderSizes& h, const int64_t* n_prs, const uint8_t
 
 double sa_header_share(const HeaderSizes& h, int64_t k, int64_t elem_bytes) {
   if (k <= 0 || elem_bytes <= 0)
-    throw std::invalid_argument("K and element bytes must be > 0 (K " + std::to_string(k) + ", elem_bytes " +
-                                std::to_string(elem_bytes) + ")");
+    throw ConfigInvalid("K and element bytes must be > 0 (K " + std::to_string(k) + ", elem_bytes " +
+                        std::to_string(elem_bytes) + ")");
   const ByteCount read = packet_bytes(h, 1, false, k * elem_bytes);
   const ByteCount resp = packet_bytes(h, 1, true, k * elem_bytes);
   const double header = static_cast<double>(read.header + resp.header);

@@ -3,36 +3,56 @@
 
 #include <algorithm>
 #include <cstring>
-#include <stdexcept>
 #include <string>
+
+#include "units/errors.h"
 
 namespace netsparse::units {
 
 void CacheConfig::validate() const {
+  if (unbounded()) {
+    if (segment_bytes <= 0 || max_line_bytes <= 0 || max_line_bytes % segment_bytes != 0)
+      throw ConfigInvalid("property cache: segment and max line must be > 0, the line a whole number of segments");
+    return;  // no sets: the ways and capacity do not apply
+  }
   if (ways <= 0 || segment_bytes <= 0 || max_line_bytes <= 0 || capacity_bytes <= 0)
-    throw std::invalid_argument("property cache: capacity, ways, segment and max line must be > 0");
+    throw ConfigInvalid("property cache: capacity, ways, segment and max line must be > 0");
   if (max_line_bytes % segment_bytes != 0)
-    throw std::invalid_argument("property cache: max line " + std::to_string(max_line_bytes) +
-                                " B is not a whole number of " + std::to_string(segment_bytes) + " B segments");
+    throw ConfigInvalid("property cache: max line " + std::to_string(max_line_bytes) +
+                        " B is not a whole number of " + std::to_string(segment_bytes) + " B segments");
   if (capacity_bytes < ways * max_line_bytes)
-    throw std::invalid_argument("property cache: capacity " + std::to_string(capacity_bytes) +
-                                " B is smaller than one set of " + std::to_string(ways) + " max-size lines");
+    throw ConfigInvalid("property cache: capacity " + std::to_string(capacity_bytes) +
+                        " B is smaller than one set of " + std::to_string(ways) + " max-size lines");
 }
 
-PropertyCache::PropertyCache(const CacheConfig& cfg) : cfg_(cfg) {
+PropertyCache::PropertyCache(const CacheConfig& cfg) : cfg_(cfg), present_(!cfg.no_data) {
   cfg_.validate();
   // Not zeroed: a line's bytes are read only after an insert wrote them, so untouched capacity costs
   // no page faults (the simulator builds 8 caches per ToR).
-  data_.reset(new uint8_t[static_cast<size_t>(cfg_.capacity_bytes)]);
-  invalidate(cfg_.segment_bytes);
+  if (!cfg_.no_data && !cfg_.unbounded()) data_.reset(new uint8_t[static_cast<size_t>(cfg_.capacity_bytes)]);
+  // The widest line gives the fewest lines: a kernel's invalidate grows the line arrays to its own count
+  // (one sized for 16 B lines held 4x the lines that 64 B properties use: 2.5 GiB over 64 pipes of 32 MB).
+  invalidate(cfg_.max_line_bytes);
+}
+
+int64_t PropertyCache::bytes() const {
+  const int64_t lines = static_cast<int64_t>(tag_.capacity() * (sizeof(uint64_t) * 2 + sizeof(uint32_t)));
+  const int64_t data = data_ ? cfg_.capacity_bytes : 0;
+  return lines + data + present_.bytes() + static_cast<int64_t>(held_data_.capacity());
 }
 
 void PropertyCache::invalidate(int64_t prop_bytes) {
-  if (prop_bytes <= 0) throw std::invalid_argument("property size must be > 0 bytes, got " + std::to_string(prop_bytes));
+  if (prop_bytes <= 0) throw ConfigInvalid("property size must be > 0 bytes, got " + std::to_string(prop_bytes));
   prop_bytes_ = prop_bytes;
   n_chunks_ = (prop_bytes + cfg_.max_line_bytes - 1) / cfg_.max_line_bytes;
   const int64_t chunk = std::min(prop_bytes, cfg_.max_line_bytes);
   line_bytes_ = (chunk + cfg_.segment_bytes - 1) / cfg_.segment_bytes * cfg_.segment_bytes;
+  hits = misses = inserts = evictions = 0;
+  if (cfg_.unbounded()) {
+    present_.clear();
+    held_data_.clear();
+    return;
+  }
   n_sets_ = cfg_.capacity_bytes / line_bytes_ / cfg_.ways;
   const size_t lines = static_cast<size_t>(n_sets_ * cfg_.ways);
   if (tag_.size() < lines) {
@@ -44,7 +64,6 @@ void PropertyCache::invalidate(int64_t prop_bytes) {
     std::fill(line_epoch_.begin(), line_epoch_.end(), 0);
     epoch_ = 1;
   }
-  hits = misses = inserts = evictions = 0;
 }
 
 int64_t PropertyCache::find(uint64_t key, int64_t set) const {
@@ -55,6 +74,7 @@ int64_t PropertyCache::find(uint64_t key, int64_t set) const {
 }
 
 bool PropertyCache::contains(uint64_t idx) const {
+  if (cfg_.unbounded()) return present_.find(idx) >= 0;
   for (int64_t c = 0; c < n_chunks_; ++c) {
     const uint64_t key = idx * n_chunks_ + c;
     if (find(key, static_cast<int64_t>(key % n_sets_)) < 0) return false;
@@ -63,6 +83,16 @@ bool PropertyCache::contains(uint64_t idx) const {
 }
 
 bool PropertyCache::lookup(uint64_t idx, uint8_t* out) {
+  if (cfg_.unbounded()) {
+    const int64_t at = present_.find(idx);
+    if (at < 0) {
+      ++misses;
+      return false;
+    }
+    ++hits;
+    if (out && !cfg_.no_data) std::memcpy(out, held_data_.data() + at * prop_bytes_, static_cast<size_t>(prop_bytes_));
+    return true;
+  }
   int64_t lines[64];
   const bool small = n_chunks_ <= 64;
   for (int64_t c = 0; c < n_chunks_; ++c) {
@@ -79,7 +109,7 @@ bool PropertyCache::lookup(uint64_t idx, uint8_t* out) {
     const uint64_t key = idx * n_chunks_ + c;
     const int64_t l = small ? lines[c] : find(key, static_cast<int64_t>(key % n_sets_));
     stamp_[l] = ++clock_;
-    if (out) {
+    if (out && data_) {
       const int64_t off = c * cfg_.max_line_bytes;
       std::memcpy(out + off, data_.get() + l * line_bytes_, std::min(line_bytes_, prop_bytes_ - off));
     }
@@ -87,7 +117,23 @@ bool PropertyCache::lookup(uint64_t idx, uint8_t* out) {
   return true;
 }
 
+bool PropertyCache::insert_unbounded(uint64_t idx, const uint8_t* data) {
+  if (present_.find(idx) >= 0) return false;
+  if (!cfg_.no_data) {
+    const int64_t slot = present_.size();
+    if (slot > UINT32_MAX)
+      throw ConfigInvalid("unbounded property cache: over 2^32 properties with data; give it a capacity_bytes");
+    held_data_.insert(held_data_.end(), data, data + prop_bytes_);
+    present_.insert(idx, static_cast<uint32_t>(slot));
+  } else {
+    present_.insert(idx, 0);
+  }
+  inserts += n_chunks_;  // the lines a cache too large to evict would fill
+  return true;
+}
+
 bool PropertyCache::insert(uint64_t idx, const uint8_t* data) {
+  if (cfg_.unbounded()) return insert_unbounded(idx, data);
   if (contains(idx)) return false;
   for (int64_t c = 0; c < n_chunks_; ++c) {
     const uint64_t key = idx * n_chunks_ + c;
@@ -110,6 +156,7 @@ bool PropertyCache::insert(uint64_t idx, const uint8_t* data) {
       ++inserts;
     }
     stamp_[l] = ++clock_;
+    if (!data_) continue;
     const int64_t off = c * cfg_.max_line_bytes;
     std::memcpy(data_.get() + l * line_bytes_, data + off, std::min(line_bytes_, prop_bytes_ - off));
   }

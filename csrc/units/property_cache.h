@@ -8,20 +8,35 @@
 // chunks land in consecutive sets). Set of a key = key mod n_sets (our assumption: low-order index
 // bits). A property lookup hits only when all its chunks are present; counters count property
 // lookups (hits, misses) and lines (inserts, evictions).
+//
+// Unbounded (capacity_bytes = kUnboundedCache, the simulator's `cache_bytes=inf`): never evicts, so a
+// property is present from its insert to the next invalidate, and hits, misses and inserts equal
+// those of a set-associative cache too large to evict. Its memory follows what was inserted: an
+// IdxSet of the present idxs, and their bytes only when the cache keeps data.
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "units/idx_set.h"
+
 namespace netsparse::units {
+
+inline constexpr int64_t kUnboundedCache = -1;  // CacheConfig::capacity_bytes of the unbounded cache
 
 // No value lives here: set by the binding / the simulator from HardwareParams; zero until then.
 struct CacheConfig {
-  int64_t capacity_bytes{};
+  int64_t capacity_bytes{};  // or kUnboundedCache
   int64_t ways{};
   int64_t segment_bytes{};
   int64_t max_line_bytes{};
+  // Set where nobody reads a hit's payload (the simulator's properties are zeros): lookups then
+  // leave `out` as it is, and inserts store no bytes.
+  bool no_data{};
+  bool unbounded() const;
   void validate() const;
 };
+
+inline bool CacheConfig::unbounded() const { return capacity_bytes == kUnboundedCache; }
 
 class PropertyCache {
  public:
@@ -32,7 +47,10 @@ class PropertyCache {
   int64_t prop_bytes() const { return prop_bytes_; }
   int64_t line_bytes() const { return line_bytes_; }
   int64_t n_chunks() const { return n_chunks_; }
-  int64_t n_sets() const { return n_sets_; }
+  int64_t n_sets() const { return n_sets_; }  // 0 when unbounded
+  bool unbounded() const { return cfg_.unbounded(); }
+  int64_t held() const { return present_.size(); }  // properties in an unbounded cache
+  int64_t bytes() const;  // memory held for lines, tags and data
 
   // Copies the property into `out` (may be null) and returns true on a hit; updates LRU.
   bool lookup(uint64_t idx, uint8_t* out);
@@ -45,6 +63,7 @@ class PropertyCache {
 
  private:
   int64_t find(uint64_t key, int64_t set) const;  // way or -1
+  bool insert_unbounded(uint64_t idx, const uint8_t* data);
   CacheConfig cfg_;
   int64_t prop_bytes_ = 0, line_bytes_ = 0, n_chunks_ = 0, n_sets_ = 0;
   uint32_t epoch_ = 1;  // lines of an older epoch are invalid: a whole invalidate is O(1)
@@ -53,6 +72,8 @@ class PropertyCache {
   std::vector<uint32_t> line_epoch_;
   std::vector<uint64_t> stamp_;
   std::unique_ptr<uint8_t[]> data_;
+  IdxSet present_;             // unbounded: the present idxs, each with its slot in held_data_
+  std::vector<uint8_t> held_data_;
 };
 
 }  // namespace netsparse::units

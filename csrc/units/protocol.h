@@ -61,8 +61,8 @@ inline int64_t pr_wire_bytes(uint16_t type, uint32_t len) {
   return kPRHeaderBytes + (type == kResponseType ? static_cast<int64_t>(len) : 0);
 }
 
-// How many PRs fit in one packet of at most mtu - upper_bytes bytes. Throws std::invalid_argument
-// when not even one PR fits (an MTU smaller than the headers).
+// How many PRs fit in one packet of at most mtu - upper_bytes bytes. Throws ConfigInvalid when not
+// even one PR fits (an MTU smaller than the headers).
 int64_t max_prs_per_packet(int64_t mtu, int64_t upper_bytes, uint16_t type, uint32_t len);
 
 // A validated view of one encoded packet inside a buffer.
@@ -79,8 +79,8 @@ struct PacketView {
 };
 
 // Decodes the packet that starts at buf[0] (the buffer may hold more packets after it when
-// `allow_trailing`). max_packet_bytes = MTU - upper-layer header. Throws std::invalid_argument with
-// a distinct message for: truncated buffer, n_prs disagreeing with the length, wrong payload length,
+// `allow_trailing`). max_packet_bytes = MTU - upper-layer header. Throws a PacketError subclass
+// (units/errors.h) for: truncated buffer, n_prs disagreeing with the length, wrong payload length,
 // unknown type, and a packet larger than max_packet_bytes.
 PacketView decode_packet(const uint8_t* buf, int64_t n, int64_t max_packet_bytes, bool allow_trailing);
 

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <string>
 
+#include "units/errors.h"
+
 namespace netsparse::units {
 
 namespace {
@@ -20,15 +22,14 @@ RigNode::RigNode(uint32_t node, std::vector<int64_t> row_bounds, RigNodeConfig c
       // event-driven: responses share reads_, so this one stays a one-destination stub
       responses_(with_dests(cfg.concat, cfg.event_driven ? 1 : map_.n_nodes())) {
   if (node >= map_.n_nodes())
-    throw std::invalid_argument("node " + std::to_string(node) + " out of range [0, " +
-                                std::to_string(map_.n_nodes()) + ")");
-  if (cfg_.n_units < 2) throw std::invalid_argument("a node needs at least 2 RIG units (client + server)");
+    throw ConfigInvalid("node " + std::to_string(node) + " out of range [0, " +
+                        std::to_string(map_.n_nodes()) + ")");
+  if (cfg_.n_units < 2) throw ConfigInvalid("a node needs at least 2 RIG units (client + server)");
   const int64_t nc = cfg_.n_client_units < 0 ? cfg_.n_units / 2 : cfg_.n_client_units;
   if (nc < 1 || nc >= cfg_.n_units || nc > 65535)
-    throw std::invalid_argument("n_client_units must be in 1..n_units-1, got " + std::to_string(nc));
-  if (cfg_.batch_size <= 0 && cfg_.batch_size != -1)
-    throw std::invalid_argument("RIG batch size must be > 0 or -1 (auto)");
-  if (cfg_.cycles_per_pr < 0) throw std::invalid_argument("cycles_per_pr must be >= 0");
+    throw ConfigInvalid("n_client_units must be in 1..n_units-1, got " + std::to_string(nc));
+  check_rig_batch(cfg_.batch_size);
+  if (cfg_.cycles_per_pr < 0) throw ConfigInvalid("cycles_per_pr must be >= 0");
   for (int64_t t = 0; t < nc; ++t) clients_.emplace_back(static_cast<uint16_t>(t), cfg_.pending_capacity);
   servers_.resize(static_cast<size_t>(cfg_.n_units - nc));
   ctx_.node = node;
@@ -47,16 +48,16 @@ RigNode::RigNode(uint32_t node, std::vector<int64_t> row_bounds, RigNodeConfig c
 
 void RigNode::begin_kernel(int64_t prop_bytes, uint8_t* halo, int64_t halo_bytes, const uint8_t* local,
                            int64_t local_bytes) {
-  if (prop_bytes <= 0) throw std::invalid_argument("property size must be > 0 bytes, got " + std::to_string(prop_bytes));
-  if (prop_bytes > UINT32_MAX) throw std::invalid_argument("property size does not fit the u32 len field");
+  if (prop_bytes <= 0) throw ConfigInvalid("property size must be > 0 bytes, got " + std::to_string(prop_bytes));
+  if (prop_bytes > UINT32_MAX) throw ConfigInvalid("property size does not fit the u32 len field");
   if (halo_bytes % prop_bytes != 0)
-    throw std::invalid_argument("halo buffer of " + std::to_string(halo_bytes) +
-                                " B is not a whole number of properties of " + std::to_string(prop_bytes) + " B");
+    throw ConfigInvalid("halo buffer of " + std::to_string(halo_bytes) +
+                        " B is not a whole number of properties of " + std::to_string(prop_bytes) + " B");
   const int64_t rows = ctx_.row_end - ctx_.row_start;
   if (local_bytes != rows * prop_bytes)
-    throw std::invalid_argument("local property array has " + std::to_string(local_bytes) + " B, expected " +
-                                std::to_string(rows) + " owned rows x " + std::to_string(prop_bytes) + " B");
-  if (pending() != 0) throw std::invalid_argument("begin_kernel while PRs of the previous kernel are pending");
+    throw ConfigInvalid("local property array has " + std::to_string(local_bytes) + " B, expected " +
+                        std::to_string(rows) + " owned rows x " + std::to_string(prop_bytes) + " B");
+  if (pending() != 0) throw OutOfOrder("begin_kernel while PRs of the previous kernel are pending");
   reads_.flush_all(clock_);
   responses_.flush_all(clock_);
   reads_.begin(static_cast<uint32_t>(prop_bytes));  // throws when a response PR cannot fit the MTU
@@ -73,21 +74,21 @@ void RigNode::begin_kernel(int64_t prop_bytes, uint8_t* halo, int64_t halo_bytes
 }
 
 void RigNode::submit(const int64_t* idxs, const int64_t* slots, int64_t n) {
-  if (!in_kernel_) throw std::invalid_argument("submit before begin_kernel");
+  if (!in_kernel_) throw OutOfOrder("submit before begin_kernel");
   const uint64_t n_cols = static_cast<uint64_t>(map_.n_cols());
   const uint64_t lo = static_cast<uint64_t>(ctx_.row_start), span = static_cast<uint64_t>(ctx_.row_end - ctx_.row_start);
   for (int64_t i = 0; i < n; ++i) {
     const uint64_t idx = static_cast<uint64_t>(idxs[i]);
     if (idx >= n_cols)
-      throw std::invalid_argument("idx " + std::to_string(idxs[i]) + " at position " + std::to_string(i) +
-                                  " out of range [0, " + std::to_string(n_cols) + ")");
+      throw ConfigInvalid("idx " + std::to_string(idxs[i]) + " at position " + std::to_string(i) +
+                          " out of range [0, " + std::to_string(n_cols) + ")");
     if (idx - lo >= span && static_cast<uint64_t>(slots[i]) >= static_cast<uint64_t>(ctx_.n_slots))
-      throw std::invalid_argument("slot " + std::to_string(slots[i]) + " at position " + std::to_string(i) +
-                                  " out of range [0, " + std::to_string(ctx_.n_slots) + ") of the halo buffer");
+      throw ConfigInvalid("slot " + std::to_string(slots[i]) + " at position " + std::to_string(i) +
+                          " out of range [0, " + std::to_string(ctx_.n_slots) + ") of the halo buffer");
   }
   const int64_t clients = static_cast<int64_t>(clients_.size());
   // auto: a training rank runs its rounds without a clock, so it sizes commands from its own idxs
-  const int64_t batch = cfg_.batch_size > 0 ? cfg_.batch_size : auto_batch_size(n, n, clients);
+  const int64_t batch = rig_batch(cfg_.batch_size, n, n, clients);
   for (int64_t b = 0; b < n; b += batch) {
     const int64_t m = std::min(batch, n - b);
     clients_[next_client_].enqueue(idxs + b, slots + b, m);
@@ -107,19 +108,19 @@ void RigNode::pump_reads(int64_t now) {
 }
 
 void RigNode::serve(const uint8_t* buf, int64_t n) {
-  if (!in_kernel_) throw std::invalid_argument("serve before begin_kernel");
+  if (!in_kernel_) throw OutOfOrder("serve before begin_kernel");
   const int64_t max_bytes = reads_.max_packet_bytes();
   for_each_packet(buf, n, max_bytes, [&](const PacketView& v) {
-    if (v.type != kReadType) throw std::invalid_argument("serve() got a response packet; pass it to absorb()");
+    if (v.type != kReadType) throw Misrouted("serve() got a response packet; pass it to absorb()");
     if (v.dest != ctx_.node)
-      throw std::invalid_argument("read packet for node " + std::to_string(v.dest) + " reached node " +
-                                  std::to_string(ctx_.node));
+      throw Misrouted("read packet for node " + std::to_string(v.dest) + " reached node " +
+                      std::to_string(ctx_.node));
     if (v.len != ctx_.prop_bytes)
-      throw std::invalid_argument("read packet len " + std::to_string(v.len) + " differs from the kernel's property size " +
-                                  std::to_string(ctx_.prop_bytes));
+      throw WrongPropertySize("read packet len " + std::to_string(v.len) + " differs from the kernel's property size " +
+                              std::to_string(ctx_.prop_bytes));
     servers_[next_server_].serve(ctx_, v, [this](uint32_t dest, const PR& pr, const uint8_t* payload) {
       if (dest >= static_cast<uint64_t>(map_.n_nodes()))
-        throw std::invalid_argument("read PR names source node " + std::to_string(dest) + ", out of range");
+        throw BadSource("read PR names source node " + std::to_string(dest) + ", out of range");
       responses_.push(kResponseType, dest, pr, payload, clock_);
     });
     next_server_ = (next_server_ + 1) % static_cast<int64_t>(servers_.size());
@@ -128,17 +129,17 @@ void RigNode::serve(const uint8_t* buf, int64_t n) {
 }
 
 void RigNode::absorb(const uint8_t* buf, int64_t n) {
-  if (!in_kernel_) throw std::invalid_argument("absorb before begin_kernel");
+  if (!in_kernel_) throw OutOfOrder("absorb before begin_kernel");
   for_each_packet(buf, n, reads_.max_packet_bytes(), [&](const PacketView& v) {
-    if (v.type != kResponseType) throw std::invalid_argument("absorb() got a read packet; pass it to serve()");
+    if (v.type != kResponseType) throw Misrouted("absorb() got a read packet; pass it to serve()");
     if (v.len != ctx_.prop_bytes)
-      throw std::invalid_argument("response packet len " + std::to_string(v.len) +
-                                  " differs from the kernel's property size " + std::to_string(ctx_.prop_bytes));
+      throw WrongPropertySize("response packet len " + std::to_string(v.len) +
+                              " differs from the kernel's property size " + std::to_string(ctx_.prop_bytes));
     for (int64_t i = 0; i < v.n_prs; ++i) {
       const PR pr = v.pr(i);
       if (pr.src != ctx_.node || pr.src_tid >= clients_.size())
-        throw std::invalid_argument("response PR for node " + std::to_string(pr.src) + " unit " +
-                                    std::to_string(pr.src_tid) + " reached node " + std::to_string(ctx_.node));
+        throw Misrouted("response PR for node " + std::to_string(pr.src) + " unit " +
+                        std::to_string(pr.src_tid) + " reached node " + std::to_string(ctx_.node));
       clients_[pr.src_tid].on_response(ctx_, pr, v.payload(i));
     }
   });

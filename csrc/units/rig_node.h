@@ -28,7 +28,7 @@ namespace netsparse::units {
 struct RigNodeConfig {
   int64_t n_units{};           // RIG units per node, half client and half server (paper §5)
   int64_t n_client_units{};    // -1 = n_units / 2
-  int64_t batch_size{};        // nonzeros per RIG command (paper §5.1); -1 = auto_batch_size
+  int64_t batch_size{};        // nonzeros per RIG command (paper §5.1), or kAutoBatch / kWholeStreamBatch
   int64_t pending_capacity{};  // Pending PR Table entries per client unit (paper §5.3)
   bool filter{};
   bool coalesce{};

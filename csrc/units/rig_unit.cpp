@@ -5,14 +5,16 @@
 #include <cmath>
 #include <string>
 
+#include "units/errors.h"
+
 namespace netsparse::units {
 
 NodeMap::NodeMap(std::vector<int64_t> b) : bounds(std::move(b)) {
   if (bounds.size() < 2 || bounds[0] != 0)
-    throw std::invalid_argument("row bounds must start at 0 and name at least one node");
+    throw ConfigInvalid("row bounds must start at 0 and name at least one node");
   for (size_t i = 1; i < bounds.size(); ++i)
-    if (bounds[i] < bounds[i - 1]) throw std::invalid_argument("row bounds must be non-decreasing");
-  if (n_nodes() > (int64_t{1} << 31)) throw std::invalid_argument("too many nodes for a u32 destination");
+    if (bounds[i] < bounds[i - 1]) throw ConfigInvalid("row bounds must be non-decreasing");
+  if (n_nodes() > (int64_t{1} << 31)) throw ConfigInvalid("too many nodes for a u32 destination");
 }
 
 void IdxFilter::reset(int64_t n_cols, bool track_slots) {
@@ -44,12 +46,25 @@ void IdxFilter::reset(int64_t n_cols, bool track_slots) {
 // the PCIe link, so huge commands delay every unit's start.
 int64_t auto_batch_size(int64_t node_idxs, int64_t max_node_idxs, int64_t client_units) {
   if (node_idxs < 0 || max_node_idxs < node_idxs || client_units < 1)
-    throw std::invalid_argument("auto_batch_size: need 0 <= node idxs <= max node idxs and client units >= 1");
+    throw ConfigInvalid("auto_batch_size: need 0 <= node idxs <= max node idxs and client units >= 1");
   constexpr int64_t kCap = 32768, kLong = 8192;
   const int64_t share = (node_idxs + client_units - 1) / client_units;
   const int64_t own = share < kLong ? share : int64_t{1} << std::lround(std::log2(2.0 * static_cast<double>(share)));
   const int64_t floor = (max_node_idxs + 2 * client_units - 1) / (2 * client_units);
   return std::max<int64_t>(1, std::min(kCap, std::max(own, floor)));
+}
+
+void check_rig_batch(int64_t batch) {
+  if (batch <= 0 && batch != kAutoBatch && batch != kWholeStreamBatch)
+    throw ConfigInvalid("RIG batch size must be > 0, " + std::to_string(kAutoBatch) + " (auto) or " +
+                        std::to_string(kWholeStreamBatch) + " (inf, one command), got " + std::to_string(batch));
+}
+
+int64_t rig_batch(int64_t batch, int64_t node_idxs, int64_t max_node_idxs, int64_t client_units) {
+  check_rig_batch(batch);
+  if (batch > 0) return batch;
+  if (batch == kWholeStreamBatch) return std::max<int64_t>(node_idxs, 1);
+  return auto_batch_size(node_idxs, max_node_idxs, client_units);
 }
 
 void RigCounters::add(const RigCounters& o) {
@@ -65,7 +80,7 @@ void RigCounters::add(const RigCounters& o) {
 
 RigClientUnit::RigClientUnit(uint16_t tid, int64_t pending_capacity) : tid_(tid), capacity_(pending_capacity) {
   if (pending_capacity <= 0 || pending_capacity > (int64_t{1} << 24))
-    throw std::invalid_argument("Pending PR Table capacity must be in 1..2^24, got " + std::to_string(pending_capacity));
+    throw ConfigInvalid("Pending PR Table capacity must be in 1..2^24, got " + std::to_string(pending_capacity));
   entries_.resize(static_cast<size_t>(capacity_));
   uint64_t size = 1;
   shift_ = 64;
@@ -83,7 +98,7 @@ RigClientUnit::RigClientUnit(uint16_t tid, int64_t pending_capacity) : tid_(tid)
 }
 
 void RigClientUnit::reset() {
-  if (pending_ != 0) throw std::invalid_argument("RIG client unit reset with PRs still pending");
+  if (pending_ != 0) throw OutOfOrder("RIG client unit reset with PRs still pending");
   cmds_.clear();
   cmd_ = 0;
   pos_ = 0;
@@ -132,8 +147,8 @@ void RigClientUnit::add_waiter(int32_t e, int64_t slot) {
 
 void RigClientUnit::on_response(const RigContext& c, const PR& pr, const uint8_t* payload) {
   if (pr.id >= static_cast<uint64_t>(capacity_) || !entries_[pr.id].busy || entries_[pr.id].idx != pr.idx)
-    throw std::invalid_argument("response PR (idx " + std::to_string(pr.idx) + ", id " + std::to_string(pr.id) +
-                                ") matches no pending entry of RIG unit " + std::to_string(tid_));
+    throw Misrouted("response PR (idx " + std::to_string(pr.idx) + ", id " + std::to_string(pr.id) +
+                    ") matches no pending entry of RIG unit " + std::to_string(tid_));
   Entry& en = entries_[pr.id];
   const size_t pb = c.prop_bytes;
   std::memcpy(c.halo + en.slot * pb, payload, pb);
@@ -153,9 +168,9 @@ void RigClientUnit::on_response(const RigContext& c, const PR& pr, const uint8_t
 }
 
 void RigServerUnit::not_owned(const RigContext& c, uint64_t idx) {
-  throw std::invalid_argument("read PR for idx " + std::to_string(idx) + " reached node " + std::to_string(c.node) +
-                              ", which owns rows [" + std::to_string(c.row_start) + ", " + std::to_string(c.row_end) +
-                              ")");
+  throw Misrouted("read PR for idx " + std::to_string(idx) + " reached node " + std::to_string(c.node) +
+                  ", which owns rows [" + std::to_string(c.row_start) + ", " + std::to_string(c.row_end) +
+                  ")");
 }
 
 }  // namespace netsparse::units

@@ -29,6 +29,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "units/errors.h"
 #include "units/protocol.h"
 
 namespace netsparse::units {
@@ -86,6 +87,16 @@ struct RigContext {
 // batch_size=auto: the RIG batch size for a node with `node_idxs` nonzeros when the
 // largest node has `max_node_idxs`, with `client_units` client units. Rule and reason in the .cpp.
 int64_t auto_batch_size(int64_t node_idxs, int64_t max_node_idxs, int64_t client_units);
+
+// The one C++ encoding of a RIG batch size (RigNode and the simulator alike; hw_models/hardware.py
+// writes HardwareParams' "auto" and inf in it): > 0 nonzeros per command, or one of these two.
+inline constexpr int64_t kAutoBatch = -1;        // auto_batch_size
+inline constexpr int64_t kWholeStreamBatch = 0;  // inf: the node's whole stream in one command
+
+// Throws ConfigInvalid unless `batch` is > 0, kAutoBatch or kWholeStreamBatch.
+void check_rig_batch(int64_t batch);
+// Nonzeros per RIG command of a node with `node_idxs` nonzeros (largest node: `max_node_idxs`).
+int64_t rig_batch(int64_t batch, int64_t node_idxs, int64_t max_node_idxs, int64_t client_units);
 
 // What became of a processed idx (the simulator charges its scan cycle by it).
 enum class Outcome : uint8_t { kLocal, kFiltered, kCoalesced, kIssued };

@@ -1,16 +1,17 @@
 // Switch middle pipe (paper §6.2.1).
 #include "units/switch_pipe.h"
 
-#include <stdexcept>
 #include <string>
+
+#include "units/errors.h"
 
 namespace netsparse::units {
 
 SwitchPipe::SwitchPipe(const CacheConfig& cache, ConcatConfig concat) : cache_(cache), concat_(concat) {}
 
 void SwitchPipe::begin_kernel(int64_t prop_bytes) {
-  if (prop_bytes <= 0) throw std::invalid_argument("property size must be > 0 bytes, got " + std::to_string(prop_bytes));
-  if (prop_bytes > UINT32_MAX) throw std::invalid_argument("property size does not fit the u32 len field");
+  if (prop_bytes <= 0) throw ConfigInvalid("property size must be > 0 bytes, got " + std::to_string(prop_bytes));
+  if (prop_bytes > UINT32_MAX) throw ConfigInvalid("property size does not fit the u32 len field");
   concat_.flush_all(concat_.now());  // a new kernel starts with empty queues
   cache_.invalidate(prop_bytes);
   concat_.begin(static_cast<uint32_t>(prop_bytes));
@@ -21,11 +22,11 @@ void SwitchPipe::process(const uint8_t* buf, int64_t n, int64_t now) {
   const int64_t n_dests = concat_.config().n_dests;
   for_each_packet(buf, n, concat_.max_packet_bytes(), [&](const PacketView& v) {
     if (v.len != cache_.prop_bytes())
-      throw std::invalid_argument("packet len " + std::to_string(v.len) + " differs from the kernel's property size " +
-                                  std::to_string(cache_.prop_bytes()) + "; call begin_kernel first");
+      throw WrongPropertySize("packet len " + std::to_string(v.len) + " differs from the kernel's property size " +
+                              std::to_string(cache_.prop_bytes()) + "; call begin_kernel first");
     if (v.dest >= n_dests)
-      throw std::invalid_argument("packet destination " + std::to_string(v.dest) + " out of range [0, " +
-                                  std::to_string(n_dests) + ")");
+      throw UnknownDestination("packet destination " + std::to_string(v.dest) + " out of range [0, " +
+                               std::to_string(n_dests) + ")");
     if (v.type == kReadType) {
       ++counters.read_packets;
       counters.read_prs += v.n_prs;
@@ -33,7 +34,7 @@ void SwitchPipe::process(const uint8_t* buf, int64_t n, int64_t now) {
         const PR pr = v.pr(i);
         if (cache_.lookup(pr.idx, scratch_.data())) {
           if (pr.src >= n_dests)
-            throw std::invalid_argument("read PR source " + std::to_string(pr.src) + " out of range");
+            throw BadSource("read PR source " + std::to_string(pr.src) + " out of range");
           ++counters.hits;
           concat_.push(kResponseType, pr.src, pr, scratch_.data(), now);
         } else {

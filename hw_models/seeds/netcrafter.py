@@ -248,10 +248,7 @@ def sim_flit_config(link_layer: dict | None) -> dict:
         raise ConfigError(f"unknown flit setting(s) {', '.join(unknown)}; choose from {', '.join(SIM_FLIT_KEYS)}")
     cfg = LinkConfig(**{k: (bool(v) if isinstance(getattr(LinkConfig, k), bool) else int(v))
                         for k, v in flit.items()})
-    try:
-        cfg.to_cpp()  # the C++ unit validates (ValueError naming the field)
-    except ValueError as exc:
-        raise ConfigError(f"flit: {exc}") from exc
+    cfg.to_cpp()  # the C++ unit validates: units.ConfigInvalid, a ConfigError naming the field
     return {"flit_layer": True, **{f"flit_{k}" if k != "flit_bytes" else k: getattr(cfg, k) for k in SIM_FLIT_KEYS}}
 
 

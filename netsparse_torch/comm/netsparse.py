@@ -108,8 +108,10 @@ class _Staged:
 
 
 class NetSparse(HaloExchange):
-    """``sa``'s exchange with the RIG transport. Options: RigNode's keywords (:data:`RIG_OPTIONS`; those
-    not given are NetSparse Table 5's, :func:`hw_models.units_config.rig_node`), ``fabric`` (a
+    """``sa``'s exchange with the RIG transport. Options: ``hardware`` (the run's
+    :class:`~hw_models.params.HardwareParams`; default NetSparse Table 5), from which the RIG node takes
+    its settings (:func:`hw_models.units_config.rig_node`), RigNode's keywords (:data:`RIG_OPTIONS`, which
+    replace single settings: a library caller's; the run layer gives none), ``fabric`` (a
     :class:`~netsparse_torch.fabric.base.Fabric` over the ranks of ``group``, e.g. the SwitchFabric
     the run layer attached; default: a :class:`~netsparse_torch.fabric.CollectiveFabric` on ``group``),
     ``overlap`` (default True: the RIG kernels run in a background thread while the own-block SpMM
@@ -119,18 +121,24 @@ class NetSparse(HaloExchange):
     name = "netsparse"
 
     def __init__(self, plan, group=None, fabric: Fabric | None = None, overlap: bool = True, stage: bool = False,
-                 **options):
-        unknown = set(options) - set(RIG_OPTIONS)
-        if unknown:
-            raise ConfigError(f"unknown netsparse option(s) {sorted(unknown)}; known: {', '.join(RIG_OPTIONS)}")
-        rig = {k: v for k, v in options.items() if v is not None or k == "delay_cycles"}
-        node = RigNode(plan.rank, plan.bounds.tolist(), **units_config.rig_node(**rig))
+                 hardware=None, **options):
+        node = rig_node(plan.rank, plan.bounds.tolist(), hardware, **options)
         transport = RigTransport(plan, node, _fabric(fabric, plan, group), overlap, HostStaging(always=stage))
         super().__init__(plan, group=group, transport=transport, **options)
 
     @property
     def node(self) -> RigNode:
         return self.transport.node
+
+
+def rig_node(rank: int, bounds: list[int], hardware=None, **options) -> RigNode:
+    """The RigNode of ``rank``: its settings from ``hardware`` (None: NetSparse Table 5), single ones
+    replaced by ``options`` (:data:`RIG_OPTIONS`; None = not given; an infinite delay is ``math.inf``)."""
+    unknown = set(options) - set(RIG_OPTIONS)
+    if unknown:
+        raise ConfigError(f"unknown netsparse option(s) {sorted(unknown)}; known: {', '.join(RIG_OPTIONS)}")
+    rig = {k: v for k, v in options.items() if v is not None}
+    return RigNode(rank, bounds, **units_config.rig_node(hardware, **rig))
 
 
 def _fabric(fabric, plan: Plan, group) -> Fabric | None:

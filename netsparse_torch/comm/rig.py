@@ -60,14 +60,15 @@ def gather_columns(node: RigNode, fabric: Fabric, x: torch.Tensor, idxs: np.ndar
 
 
 def rig(x_local: torch.Tensor, idxs: torch.Tensor, row_bounds, *, group=None, fabric: Fabric | None = None,
-        **options) -> torch.futures.Future:
+        hardware=None, **options) -> torch.futures.Future:
     """Remote indexed gather over a row-partitioned matrix: ``out[i] = X[idxs[i]]``.
 
     ``X`` is split in contiguous row blocks, rank ``p`` of ``group`` (None: WORLD) holding rows
     ``[row_bounds[p], row_bounds[p+1])`` as ``x_local``. Every rank of the group calls it together.
-    Remote rows travel as NetSparse packets through the RIG units (``options``: RigNode's keywords,
-    e.g. ``filter``, ``coalesce``, ``pending_capacity``, ``delay_cycles``; the others are NetSparse
-    Table 5's, :func:`hw_models.units_config.rig_node`) over ``fabric`` (default:
+    Remote rows travel as NetSparse packets through the RIG units, built from ``hardware`` (a
+    :class:`~hw_models.params.HardwareParams`; None: NetSparse Table 5, :func:`hw_models.units_config.rig_node`)
+    with single settings replaced by ``options`` (RigNode's keywords, e.g. ``filter``, ``coalesce``,
+    ``pending_capacity``, ``delay_cycles``) over ``fabric`` (default:
     a :class:`~netsparse_torch.fabric.CollectiveFabric` on ``group``). The returned future is
     already complete; its value is ``out`` (on ``x_local``'s device) and ``out.rig_stats`` holds the
 node's counters.
@@ -84,7 +85,7 @@ node's counters.
     uniq, inverse = np.unique(ids[remote], return_inverse=True)
     slots = np.full(ids.size, -1, dtype=np.int64)
     slots[remote] = inverse
-    node = RigNode(rank, bounds, **units_config.rig_node(**options))
+    node = RigNode(rank, bounds, **units_config.rig_node(hardware, **options))
     x = x_local.detach().to("cpu").contiguous()  # the RIG units read host memory (NetSparse §5)
     halo, _ = gather_columns(node, fabric or CollectiveFabric(group), x, ids, slots, uniq.size)
     out = x.new_empty(ids.size, x.size(1))

@@ -19,7 +19,7 @@ import grpc
 import numpy as np
 
 from netsparse_torch._C import units as _cu
-from netsparse_torch.errors import RigTimeoutError
+from netsparse_torch.errors import ConfigError, RigTimeoutError
 from netsparse_torch.fabric import collective
 from netsparse_torch.switch.client import ControlClient, SwitchClient, SwitchError
 
@@ -35,11 +35,12 @@ class SwitchFabric:
     def __init__(self, world_size: int, rank: int, address: str, *, token: str | None = None,
                  tls_ca: bytes | None = None, group=None, timeout_s: float = 30.0, poll_s: float = 0.005,
                  all_done: Callable[[bool], bool] | None = None, controls: list[str] = (),
-                 row_bounds: list[int] | None = None):
+                 row_bounds: list[int] | None = None, mtu: int | None = None):
         self.world_size, self.rank, self.group = world_size, rank, group
         self.timeout_s, self.poll_s = timeout_s, poll_s
         self.address, self._token, self._tls_ca = address, token, tls_ca
-        self.client = SwitchClient(address, rank, token=token, tls_ca=tls_ca)
+        # with the MTU of this rank's packets the ToR refuses the attachment at once if it expects another
+        self.client = SwitchClient(address, rank, token=token, tls_ca=tls_ca, mtu=mtu)
         self._peers: set[int] = set()  # destinations of this kernel's reads (named by the watchdog)
         # with the ranks' row bounds the watchdog names exactly the owners whose responses are missing:
         # read PRs sent minus response PRs received, per owner of the idx (counted in C++ per frame)
@@ -177,10 +178,10 @@ def check_spec(spec: dict, world_size: int, rack_size: int) -> None:
     n_racks = len(racks_of(world_size, rack_size))
     tors = list(spec.get("tors") or [])
     if len(tors) != n_racks:
-        raise ValueError(f"fabric.switches needs {n_racks} ToR address(es) for world_size={world_size} and "
-                         f"rack_size={rack_size} (one per rack), got {len(tors)}")
+        raise ConfigError(f"fabric.switches needs {n_racks} ToR address(es) for world_size={world_size} and "
+                          f"rack_size={rack_size} (one per rack), got {len(tors)}")
     if n_racks > 1 and not spec.get("spine"):
-        raise ValueError(f"fabric.switches needs a spine address: {n_racks} racks")
+        raise ConfigError(f"fabric.switches needs a spine address: {n_racks} racks")
 
 
 def attachment(spec: dict, rank: int, rack_size: int) -> tuple[str, list[str]]:

@@ -19,9 +19,9 @@ import torch
 from netsparse_torch.errors import ConfigError
 
 WHAT = ("modeled, not measured: one epoch's SpMM and SDDMM gathers (forward and backward, each layer's K) on the "
-        "target cluster; SUOpt and SAOpt are analytic optima (hw_models.baselines, NetSparse §8.1), NetSparse "
-        "is the C++ discrete-event simulator; compute is the compute model's local SpMM per gather (dense "
-        "layers not modeled). Everything outside this block is measured on this machine.")
+        "target cluster, the report's `hardware`; SUOpt and SAOpt are analytic optima (hw_models.baselines, "
+        "NetSparse §8.1), NetSparse is the C++ discrete-event simulator; compute is the compute model's local SpMM "
+        "per gather (dense layers not modeled). Everything outside this block is measured on this machine.")
 
 
 class _Record(torch.autograd.Function):
@@ -80,34 +80,33 @@ def epoch_gathers(model: str, in_channels: int, hidden: int, out_channels: int, 
     return probe.log
 
 
-def check_cluster(cfg, graph) -> None:
+def check_cluster(cfg, graph, hardware) -> None:
     """Fail before training, with one ``ConfigError``, on a cluster the modeled block cannot use."""
     cluster = cfg.get("cluster")
     if cluster is None or cluster.get("nodes") is None:
         return
-    params = cluster_params(cluster)
-    if params.cluster.nodes > graph.num_nodes:
-        raise ConfigError(f"cluster.nodes={params.cluster.nodes} virtual nodes > {graph.num_nodes} graph rows")
+    if hardware.cluster.nodes > graph.num_nodes:
+        raise ConfigError(f"cluster.nodes={hardware.cluster.nodes} virtual nodes > {graph.num_nodes} graph rows")
     _compute_model_name(cluster)
 
 
-def add_modeled(report: dict, cfg, graph) -> dict | None:
+def add_modeled(report: dict, cfg, graph, hardware) -> dict | None:
     """Put :func:`modeled_block` under ``report["modeled"]`` (no key at all for ``cluster=none``)."""
-    block = modeled_block(cfg, graph)
+    block = modeled_block(cfg, graph, hardware)
     if block is not None:
         report["modeled"] = block
     return block
 
 
-def modeled_block(cfg, graph) -> dict | None:
-    """The ``modeled`` block for ``cfg.cluster``, or ``None`` for ``cluster=none`` (no ``nodes``)."""
+def modeled_block(cfg, graph, hardware) -> dict | None:
+    """The ``modeled`` block for ``cfg.cluster`` on the run's ``hardware`` (the report's ``hardware``;
+    its ``cluster`` section is the target cluster), or ``None`` for ``cluster=none`` (no ``nodes``)."""
     cluster = cfg.get("cluster")
     if cluster is None or cluster.get("nodes") is None:
         return None
     from hw_models.analysis import default_simulator, modeled_training
 
-    check_cluster(cfg, graph)
-    params = cluster_params(cluster)
+    check_cluster(cfg, graph, hardware)
     from netsparse_torch.nn.models import model_options
 
     gathers = epoch_gathers(str(cfg.model.name), graph.num_features, int(cfg.hidden), graph.num_classes,
@@ -115,7 +114,7 @@ def modeled_block(cfg, graph) -> dict | None:
     partition = _virtual_partition(cfg)
     model = _compute_model(cluster)
     adj, source = _whole_adjacency(graph)
-    block = modeled_training(adj, params, [(g["k"], g["kernel"]) for g in gathers], model, partition,
+    block = modeled_training(adj, hardware, [(g["k"], g["kernel"]) for g in gathers], model, partition,
                              default_simulator())
     block["adjacency"] = source
     block["compute"]["source"] = getattr(model, "source", "NetSparse §8 SPADE-like roofline (hw_models.compute)")
@@ -142,23 +141,6 @@ def _whole_adjacency(graph) -> tuple:
         return graph.adj, "the dataset's adjacency, original numbering"
     return graph.adjacency(), ("assembled from the partitioned dataset's shards on the launcher (rank 0 under "
                                f"torchrun) for this whole-graph model; the dataset's {graph.mode} numbering")
-
-
-def cluster_params(cluster):
-    """``HardwareParams`` from a ``configs/cluster`` entry: nodes, rack_size, topology and ``hw``
-    overrides ({section: {field: value}}); every other field keeps its NetSparse Table 5 default."""
-    from omegaconf import OmegaConf
-
-    from hw_models.params import HardwareParams
-
-    # rack_size 16 and leaf-spine: NetSparse Table 5, also the HardwareParams defaults
-    base = {"cluster": {"nodes": int(cluster.nodes), "rack_size": int(cluster.get("rack_size") or 16),
-                        "topology": str(cluster.get("topology") or "leafspine")}}
-    hw = cluster.get("hw") or {}
-    hw = OmegaConf.to_container(hw, resolve=True) if OmegaConf.is_config(hw) else dict(hw)
-    for section, values in hw.items():
-        base.setdefault(str(section), {}).update(values)
-    return HardwareParams.from_dict(base)
 
 
 def _compute_model_name(cluster) -> str:

@@ -11,17 +11,24 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
+def load_matplotlib():
+    """matplotlib's pyplot on the Agg backend (no display: reports are written by batch jobs and ranks).
+    Also called ahead, in a thread, by a launcher that will plot once its ranks are done."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 @contextmanager
 def figure(path: Path, *, dpi: int = 120, layout_rect: tuple | None = None, **subplots) -> Iterator[tuple]:
     """``with figure(path, figsize=(5, 3)) as (fig, ax):`` draws on ``plt.subplots(**subplots)``; on
     leaving, the layout is tightened (within ``layout_rect``, room left for a figure legend; unless
     ``subplots`` names a ``layout`` engine, e.g. ``layout="constrained"``), the figure
     is written to ``path`` at ``dpi`` and closed. On an error it is closed and nothing is written."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # no display: reports are written by batch jobs and ranks
-    import matplotlib.pyplot as plt
-
+    plt = load_matplotlib()
     fig, axes = plt.subplots(**subplots)
     try:
         yield fig, axes

@@ -9,12 +9,14 @@ several seconds that torch and PyG take to import.
 from __future__ import annotations
 
 import statistics
+import threading
 import time
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from hw_models.hardware import train_hardware
 from netsparse_torch import checkpoint
 from netsparse_torch.comm import STRATEGIES
 from netsparse_torch.config_check import check_values
@@ -26,6 +28,7 @@ from netsparse_torch.report import build_train_report, summary_lines, write_json
 from netsparse_torch.report.curves import save_curves
 from netsparse_torch.report.metrics import check_logger
 from netsparse_torch.report.modeled import add_modeled, check_cluster, modeled_lines
+from netsparse_torch.report.plots import load_matplotlib
 from netsparse_torch.run.device import device_kind
 from netsparse_torch.run.launch import ByName, launch
 from netsparse_torch.run.switches import switch_service
@@ -52,6 +55,7 @@ def run(cfg: DictConfig) -> dict | None:
     (its manifest): each rank memory-maps its own shard, and no process loads the whole graph.
     """
     check_config(cfg)
+    hardware = train_hardware(cfg)  # the run's one hardware: RIG nodes, switches, modeled block, report
     device_kind(cfg.get("device", "auto"))  # device=cuda without a GPU: one line before any rank starts
     out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
     checkpoint.prepare(cfg, out_dir)  # default folder in the run's directory; resume=true: the same run?
@@ -62,30 +66,33 @@ def run(cfg: DictConfig) -> dict | None:
         data.check_world_size(int(cfg.world_size))
     else:
         partitioning = partition_graph(data.adj, int(cfg.world_size), str(cfg.partition), **partition_settings(cfg))
-    check_cluster(cfg, data)
+    check_cluster(cfg, data, hardware)
     check_logger(str(cfg.get("logger") or "none"))
     log = hydra_log_file()  # Hydra's <job>.log: the same lines as the console
     epoch_log = out_dir / checkpoint.EPOCH_LOG if out_dir else None
     if epoch_log is not None:
         epoch_log.unlink(missing_ok=True)  # an earlier run's, in a reused run directory
-    args = (data, cfg, partitioning, str(out_dir) if out_dir else None, str(log) if log else None)
+    args = (data, cfg, partitioning, str(out_dir) if out_dir else None, str(log) if log else None, hardware)
     written: list[tuple[Path, int]] = []  # the full report, once it is on disk
+    if out_dir is not None:  # curves.png at the end: matplotlib's import (~0.5 s) while the ranks train
+        threading.Thread(target=load_matplotlib, daemon=True).start()
     try:
-        with switch_service(cfg) as switches:  # fabric=switch: start (or configure) the switches; always stopped
+        with switch_service(cfg, hardware) as switches:  # fabric=switch: start or configure them; always stopped
             result = launch(TRAIN_RANK, int(cfg.world_size), args, timeout_s=float(cfg.timeout_s))
             switch_report = switches.report() if switches is not None and result is not None else None
         if result is None:
             return None
         report = build_train_report(cfg, data, result, time.perf_counter() - t0)
+        report["hardware"] = hardware.to_dict()  # once; the RIG nodes, switches and modeled block used it
         if switch_report is not None:
             report["switches"] = switch_report  # measured counters of every switch, [{name, role, counters}]
-        add_modeled(report, cfg, data)  # cluster=<target>: modeled epoch on virtual nodes (not measured)
+        add_modeled(report, cfg, data, hardware)  # cluster=<target>: modeled epoch on virtual nodes (not measured)
         paths = write_json(report, cfg.get("report_path"), out_dir / "report.json" if out_dir else None)
         written += [(paths[-1], len(report["epochs"]))] if paths else []
         show_report(report, paths, log)
     except Interrupted as stop:  # every rank and switch is stopped: report the epochs they completed
         stop.report = written[0] if written else \
-            write_stopped_report(cfg, data, stop, epoch_log, out_dir, time.perf_counter() - t0)
+            write_stopped_report(cfg, data, stop, epoch_log, out_dir, time.perf_counter() - t0, hardware)
         raise
     if epoch_log is not None:
         epoch_log.unlink(missing_ok=True)  # the report holds every epoch
@@ -102,7 +109,7 @@ def show_report(report: dict, paths: list[Path], log: Path | None) -> None:
 
 
 def write_stopped_report(cfg: DictConfig, data, stop: Interrupted, epoch_log: Path | None, out_dir: Path | None,
-                         wall_s: float) -> tuple[Path, int] | None:
+                         wall_s: float, hardware=None) -> tuple[Path, int] | None:
     """The report of a run stopped by a signal: the epochs rank 0 completed (its epoch log) and their
     evaluations, marked ``"stopped": "SIGTERM at epoch N"`` (epochs 0 to N-1 completed). Returns where
     it went and N; None when no epoch completed or there is nowhere to write."""
@@ -111,6 +118,8 @@ def write_stopped_report(cfg: DictConfig, data, stop: Interrupted, epoch_log: Pa
         return None
     at = epochs[-1]["epoch"] + 1
     report = stopped_report(cfg, data, epochs, evaluations, f"{stop} at epoch {at}", wall_s)
+    if hardware is not None:
+        report["hardware"] = hardware.to_dict()
     paths = write_json(report, cfg.get("report_path"), out_dir / "report.json" if out_dir else None)
     return (paths[-1], at) if paths else None
 

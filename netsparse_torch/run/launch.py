@@ -22,6 +22,7 @@ import pickle
 import socket
 import tempfile
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from tqdm import tqdm
 import netsparse_torch.backend  # noqa: F401  (registers the "netsparse" backend)
 from netsparse_torch.errors import NetsparseError
 from netsparse_torch.malloc import keep_freed_memory
+from netsparse_torch.run.forkserver import start_forkserver
 from netsparse_torch.run.torchrun import under_torchrun
 from netsparse_torch.signals import rank_signals, stop_processes, torchrun_worker_signals
 
@@ -44,14 +46,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: Seconds a torchrun worker that lost a peer waits for the agent's stop signal before it says so.
+STOP_GRACE_S = 2.0
+
+
 def init_rank(rank: int, world_size: int, timeout_s: float, backend: str = "netsparse") -> None:
     keep_freed_memory()
     dist.init_process_group(backend, rank=rank, world_size=world_size,
                             timeout=datetime.timedelta(seconds=timeout_s))
-
-
-#: Imported once by the forkserver, so forked ranks start with them loaded.
-PRELOAD = ["torch", "torch.distributed", "netsparse_torch.run.training"]
 
 
 @dataclass(frozen=True)
@@ -107,15 +109,17 @@ def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 1
         try:
             out = fn(rank, ws, *args)
         except dist.DistError as exc:  # a peer stopped (a signal on its node) or was lost: one line
+            # Mostly the agent stopping the job, one worker after another: its signal to this rank is on
+            # the way, and a stop must be reported as one (rank 0 keeps the epochs), not as a lost peer.
+            time.sleep(STOP_GRACE_S)
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise NetsparseError(f"rank {rank}: lost contact with another process of the job ({first}); "
                                  "if a node was stopped, resume=true continues from the last checkpoint") from None
         finally:
             dist.destroy_process_group()
         return out if rank == 0 else None  # one report and one summary per run, not one per rank
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)  # no effect once this process's forkserver runs
-    results = ctx.SimpleQueue()
+    start_forkserver()  # no effect when the CLI started it already
+    results = mp.get_context("forkserver").SimpleQueue()
     with tempfile.TemporaryDirectory(prefix="netsparse-launch-") as tmp:
         result_file = os.path.join(tmp, "rank0.pkl")
         worker_args = (fn, world_size, free_port(), timeout_s, args, results, result_file, dict(os.environ))
@@ -147,16 +151,6 @@ def _quiet_spawn_log():
         yield
     finally:
         spawn_log.setLevel(level)
-
-
-def stop_forkserver() -> None:
-    """Stop this process's forkserver now (it would also exit once this process does); for a CLI that
-    was stopped by a signal."""
-    from multiprocessing import forkserver
-
-    stop = getattr(forkserver._forkserver, "_stop", None)  # private, Python >= 3.8
-    if stop is not None:
-        stop()
 
 
 def _first_error(results) -> str | None:

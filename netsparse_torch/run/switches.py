@@ -4,14 +4,16 @@ its ToR and hand the SwitchFabric to the netsparse strategy).
 
 Launcher (parent process, before the ranks are spawned)::
 
-    with switch_service(cfg) as service:      # None unless fabric=switch
-        launch(...)                           # each rank: fabric = attach_rank(rank, world_size, cfg)
-        switches = service.report()           # [{name, role, counters}]
+    with switch_service(cfg, hardware) as service:  # None unless fabric=switch
+        launch(...)             # each rank: fabric = attach_rank(rank, world_size, cfg, bounds, hardware)
+        switches = service.report()             # [{name, role, counters}]
 
-With ``fabric.switches: null`` it starts one ToR per ``cluster.rack_size`` ranks plus a spine on free
+With ``fabric.switches: null`` it starts one ToR per ``hardware.cluster.rack_size`` ranks plus a spine on free
 loopback ports (:class:`LocalSwitches`) and writes their addresses into ``cfg.fabric.switches``, so
 the ranks see exactly what a multi-host run passes on the command line
 (``fabric.switches={spine:host:port,tors:[host:port,...]}``); given switches are configured, not started.
+Every switch is configured from the run's hardware (:func:`hw_models.hardware.switch_options`: property
+cache, concatenation delay, MTU and upper-layer header), the one the ranks' RIG nodes are built from.
 """
 
 from __future__ import annotations
@@ -22,14 +24,15 @@ from contextlib import contextmanager
 
 from omegaconf import OmegaConf, open_dict
 
+from hw_models.hardware import switch_options, train_hardware
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.run.torchrun import under_torchrun
 
 # The first kernel's property size is not known before the model runs; every kernel invalidates the
 # caches with its own size (SwitchFabric.begin_kernel), so this placeholder is never used for data.
 _INITIAL_PROP_BYTES = 4
-_SWITCH_KEYS = ("cache", "concatenation", "delay_cycles", "capacity_bytes", "ways", "segment_bytes",
-                "max_line_bytes")
+_MECHANISMS = ("cache", "concatenation")  # on/off switches of the fabric, not hardware numbers
+
 
 def rack_size(cfg) -> int:
     value = cfg.cluster.get("rack_size") if "cluster" in cfg else None
@@ -54,18 +57,17 @@ def _token(cfg) -> str | None:
     return os.environ.get(str(env)) or None if env else None
 
 
-def _switch_options(cfg) -> dict:
-    # delay_cycles null = infinite (flush when full or idle), as configure_request reads None
-    return {k: cfg.fabric[k] for k in _SWITCH_KEYS if k in cfg.fabric}
+def _switch_options(cfg, hardware) -> dict:
+    return {**{k: bool(cfg.fabric[k]) for k in _MECHANISMS if k in cfg.fabric}, **switch_options(hardware)}
 
 
 class SwitchService:
     """The switches of one run: ``spec`` (addresses), ``report()``, ``stop()`` (only those it started)."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, hardware):
         from netsparse_torch.fabric.switch import LocalSwitches, check_spec, configure_switches
 
-        ws, rs, self.token = int(cfg.world_size), rack_size(cfg), _token(cfg)
+        ws, rs, self.token = int(cfg.world_size), hardware.cluster.rack_size, _token(cfg)
         self.local = None
         given = cfg.fabric.get("switches")
         torchrun_rank = int(os.environ["RANK"]) if under_torchrun() else None
@@ -75,19 +77,16 @@ class SwitchService:
         if given is None:
             self.local = LocalSwitches(ws, rs, _INITIAL_PROP_BYTES, host=str(cfg.fabric.get("host", "127.0.0.1")),
                                        token=self.token, queue_depth=int(cfg.fabric.get("queue_depth", 64)),
-                                       **_switch_options(cfg))
+                                       **_switch_options(cfg, hardware))
             self.spec = self.local.spec()
             with open_dict(cfg):
                 cfg.fabric.switches = self.spec
         else:
             self.spec = OmegaConf.to_container(given, resolve=True) if OmegaConf.is_config(given) else dict(given)
-            try:
-                check_spec(self.spec, ws, rs)
-            except ValueError as e:
-                raise ConfigError(str(e)) from None
+            check_spec(self.spec, ws, rs)
             if not torchrun_rank:  # one configuring process (rank 0's under torchrun)
                 configure_switches(self.spec, ws, rs, _INITIAL_PROP_BYTES, token=self.token,
-                                   **_switch_options(cfg))
+                                   **_switch_options(cfg, hardware))
 
     def report(self) -> list[dict]:
         from netsparse_torch.fabric.switch import switch_report
@@ -99,26 +98,27 @@ class SwitchService:
 
 
 @contextmanager
-def switch_service(cfg) -> Iterator[SwitchService | None]:
+def switch_service(cfg, hardware) -> Iterator[SwitchService | None]:
     """Launcher side of fabric=switch (``None`` for other fabrics). Switches it started are stopped on
     every exit path: normal end, a failed rank, Ctrl-C."""
     if str(cfg.fabric.name) != "switch":
         yield None
         return
     check_switch_config(cfg)
-    service = SwitchService(cfg)
+    service = SwitchService(cfg, hardware)
     try:
         yield service
     finally:
         service.stop()
 
 
-def attach_rank(rank: int, world_size: int, cfg, bounds=None):
+def attach_rank(rank: int, world_size: int, cfg, bounds=None, hardware=None):
     """Rank side: attaches this rank to its ToR (after a barrier, so the launcher's Configure of every
     switch happened first, also under torchrun where rank 0's process configures them) and returns its
     :class:`~netsparse_torch.fabric.switch.SwitchFabric`, for the netsparse strategy's ``fabric``; the
     caller closes it. With the row ``bounds`` of every rank the watchdog names exactly the peers that
-    did not answer."""
+    did not answer. ``hardware`` (the run's; None: built from ``cfg``) gives the rack size and the MTU of
+    the rank's packets: a ToR configured for another MTU refuses the attachment here, naming both."""
     import torch.distributed as dist
 
     from netsparse_torch.fabric.switch import SwitchFabric, attachment
@@ -130,7 +130,8 @@ def attach_rank(rank: int, world_size: int, cfg, bounds=None):
     if dist.is_initialized():
         dist.barrier()
     spec = OmegaConf.to_container(spec, resolve=True) if OmegaConf.is_config(spec) else dict(spec)
-    address, controls = attachment(spec, rank, rack_size(cfg))
+    hardware = hardware or train_hardware(cfg)
+    address, controls = attachment(spec, rank, hardware.cluster.rack_size)
     return SwitchFabric(world_size, rank, address, token=_token(cfg), controls=controls,
-                        timeout_s=float(cfg.rig.timeout_s), row_bounds=bounds)
+                        timeout_s=float(cfg.rig.timeout_s), row_bounds=bounds, mtu=hardware.headers.mtu_bytes)
 

@@ -11,6 +11,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from hw_models.hardware import TRAIN_SHORTCUTS, train_hardware
 from netsparse_torch import checkpoint
 from netsparse_torch.backend import collective_path, comm_stats
 from netsparse_torch.evaluation import SPLITS, BestTracker, Evaluator
@@ -60,12 +61,16 @@ def _allreduce_grads(model: torch.nn.Module) -> None:
 
 
 class Trainer:
-    """One rank's model, optimiser and data; ``fit`` returns the report fragment (rank 0's view)."""
+    """One rank's model, optimiser and data; ``fit`` returns the report fragment (rank 0's view).
+    ``hardware``: the run's :class:`~hw_models.params.HardwareParams` (None: built from ``cfg``), the
+    one source of the RIG node's settings."""
 
-    def __init__(self, rank: int, world_size: int, data: Source, cfg, partitioning: Partitioning | None = None):
+    def __init__(self, rank: int, world_size: int, data: Source, cfg, partitioning: Partitioning | None = None,
+                 hardware=None):
         self.rank, self.world_size, self.cfg = rank, world_size, cfg
         self.device = rank_device(device_kind(cfg.get("device", "auto")), rank)  # before any collective
-        options = dict(cfg.strategy.get("options") or {})
+        hardware = hardware if hardware is not None else train_hardware(cfg)
+        options = strategy_options(cfg, hardware)
         shard = rank_shard(data, rank, world_size, partitioning or str(cfg.partition),
                            verify=bool(cfg.dataset.get("verify", True)))
         if cfg.get("normalize_features", False):
@@ -74,7 +79,7 @@ class Trainer:
         if str(cfg.fabric.name) == "switch":
             from netsparse_torch.run.switches import attach_rank
 
-            self.fabric = options["fabric"] = attach_rank(rank, world_size, cfg, shard.bounds)
+            self.fabric = options["fabric"] = attach_rank(rank, world_size, cfg, shard.bounds, hardware)
         self.dg = DistGraph(shard, rank, world_size, strategy=str(cfg.strategy.name), strategy_options=options,
                             device=self.device)
         # The same initial weights on every rank and at every world size; dropout masks are keyed on
@@ -255,13 +260,23 @@ class Trainer:
         self.start_epoch = int(state["epoch"]) + 1
 
 
+def strategy_options(cfg, hardware) -> dict:
+    """The strategy's options: its config's, less the hardware shortcuts, which reach the strategy
+    resolved in ``hardware`` (netsparse: the RIG node's settings)."""
+    options = {k: v for k, v in (cfg.strategy.get("options") or {}).items()
+               if f"strategy.options.{k}" not in TRAIN_SHORTCUTS}
+    if str(cfg.strategy.name) == "netsparse":
+        options["hardware"] = hardware
+    return options
+
+
 def train_rank(rank: int, world_size: int, data: Source, cfg, partitioning: Partitioning | None = None,
-               run_dir: str | None = None, log: str | None = None) -> dict:
+               run_dir: str | None = None, log: str | None = None, hardware=None) -> dict:
     """Entry point of each rank (see :func:`netsparse_torch.run.launch.launch`): ``data`` is the whole graph
     (cut by ``partitioning``, or by ``cfg.partition`` on the rank) or a partitioned dataset (this rank
     reads only its shard); rank 0 writes ``logger=`` metrics and the epoch log into ``run_dir`` and its
     progress lines also into the log file ``log``."""
-    trainer = Trainer(rank, world_size, data, cfg, partitioning)
+    trainer = Trainer(rank, world_size, data, cfg, partitioning, hardware)
     try:
         return trainer.fit(run_dir, log)
     finally:

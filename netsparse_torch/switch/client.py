@@ -13,6 +13,7 @@ from netsparse_torch.switch.control import counters_dict
 
 NODE_KEY = "x-netsparse-node"
 TOKEN_KEY = "x-netsparse-token"
+MTU_KEY = "x-netsparse-mtu"  # the MTU the attaching peer's packets are built for (the switch refuses another)
 _END = object()
 _OPTS = [("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)]
 
@@ -36,18 +37,19 @@ def channel(address: str, tls_ca: bytes | None = None) -> grpc.Channel:
     return grpc.insecure_channel(address, options=_OPTS)
 
 
-def _meta(node: str, token: str | None) -> list[tuple[str, str]]:
-    return [(NODE_KEY, node)] + ([(TOKEN_KEY, token)] if token else [])
+def _meta(node: str, token: str | None, mtu: int | None = None) -> list[tuple[str, str]]:
+    return [(NODE_KEY, node)] + ([(TOKEN_KEY, token)] if token else []) + ([(MTU_KEY, str(mtu))] if mtu else [])
 
 
 class _Stream:
     """A bidirectional Attach stream: send() queues frames (bounded), a thread collects replies."""
 
-    def __init__(self, address: str, node: str, *, token: str | None, tls_ca: bytes | None, depth: int = 64):
+    def __init__(self, address: str, node: str, *, token: str | None, tls_ca: bytes | None, depth: int = 64,
+                 mtu: int | None = None):
         self._chan = channel(address, tls_ca)
         self._out: queue.Queue = queue.Queue(maxsize=depth)
         stub = pb_grpc.SwitchDataPlaneStub(self._chan)
-        self._call = stub.Attach(self._frames(), metadata=_meta(node, token))
+        self._call = stub.Attach(self._frames(), metadata=_meta(node, token, mtu))
         self.error: SwitchError | None = None
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._recv_loop, daemon=True, name=f"switch-stream-{node}")
@@ -100,12 +102,20 @@ class _Stream:
 
 
 class SwitchClient(_Stream):
-    """A node attached to its ToR: ``send(frame)``, ``recv(timeout)`` -> bytes of packets."""
+    """A node attached to its ToR: ``send(frame)``, ``recv(timeout)`` -> bytes of packets. With ``mtu``
+    (the MTU its packets are built for) it waits until the switch accepted the attachment, and raises
+    the switch's refusal (another MTU, a bad token, an unconfigured switch) as a SwitchError."""
 
     def __init__(self, address: str, node: int, *, token: str | None = None, tls_ca: bytes | None = None,
-                 depth: int = 64):
+                 depth: int = 64, mtu: int | None = None):
         self._in: queue.Queue = queue.Queue(maxsize=depth * 4)
-        super().__init__(address, str(node), token=token, tls_ca=tls_ca, depth=depth)
+        super().__init__(address, str(node), token=token, tls_ca=tls_ca, depth=depth, mtu=mtu)
+        if mtu:
+            self._call.initial_metadata()  # the switch sends it on accepting, or the call ends refused
+            if self._call.done() and self._call.code() != grpc.StatusCode.OK:
+                error = SwitchError(f"switch {address} refused node {node}: {self._call.details()}", self._call.code())
+                self.close()
+                raise error
 
     def on_frame(self, data: bytes) -> None:
         self._in.put(data)
@@ -137,7 +147,7 @@ class Uplink(_Stream):
 
     def __init__(self, core, port, address: str, name: str, *, token: str | None, tls_ca: bytes | None):
         self.core, self.port = core, port
-        super().__init__(address, name, token=token, tls_ca=tls_ca)
+        super().__init__(address, name, token=token, tls_ca=tls_ca, mtu=core.cfg.mtu)
         self._pump = threading.Thread(target=self._drain, daemon=True, name="switch-uplink-out")
         self._pump.start()
         port.attached = True

@@ -36,7 +36,7 @@ class SwitchConfig:
     spine_address: str
     cache: dict[str, int]
     cache_enabled: bool
-    delay_cycles: int | None  # None = infinite (flush when full or idle)
+    delay_cycles: int  # -1 = infinite (flush when full or idle): the proto's and the units' encoding
     mtu: int = DEFAULT_MTU
     upper_bytes: int = DEFAULT_UPPER_BYTES
 
@@ -72,12 +72,14 @@ def config_from_request(req: pb.ConfigureRequest, role: str) -> SwitchConfig:
             raise ConfigInvalid("several racks but no spine_address: other-rack traffic has no route")
     cache = {k: getattr(req.cache, k) or v for k, v in DEFAULT_CACHE.items()}
     mech = req.mechanisms
+    if req.concat_delay_cycles < -1:
+        raise ConfigInvalid(f"concat_delay_cycles must be >= 0 or -1 (infinite), got {req.concat_delay_cycles}")
     if req.concat_delay_default:
-        delay: int | None = DEFAULT_DELAY_CYCLES
+        delay = DEFAULT_DELAY_CYCLES
     elif not mech.concatenation:
         delay = 0  # one PR per packet
     else:
-        delay = None if req.concat_delay_cycles < 0 else int(req.concat_delay_cycles)
+        delay = int(req.concat_delay_cycles)
     if not mech.concatenation:
         delay = 0
     return SwitchConfig(n_nodes=req.n_nodes, prop_bytes=req.prop_bytes, rack_of=rack_of, rack_id=req.rack_id,
@@ -88,15 +90,15 @@ def config_from_request(req: pb.ConfigureRequest, role: str) -> SwitchConfig:
 
 def configure_request(n_nodes: int, prop_bytes: int, racks: dict[int, list[int]], *, rack_id: int = 0,
                       spine_address: str = "", cache: bool = True, concatenation: bool = True,
-                      delay_cycles: int | None = DEFAULT_DELAY_CYCLES, capacity_bytes: int = 0, ways: int = 0,
+                      delay_cycles: int = DEFAULT_DELAY_CYCLES, capacity_bytes: int = 0, ways: int = 0,
                       segment_bytes: int = 0, max_line_bytes: int = 0, mtu: int = 0,
                       upper_bytes: int = 0) -> pb.ConfigureRequest:
-    """Builds a ConfigureRequest (0 = paper default for the cache/MTU fields; delay None = infinite)."""
+    """Builds a ConfigureRequest (0 = paper default for the cache/MTU fields; delay -1 = infinite)."""
     return pb.ConfigureRequest(
         n_nodes=n_nodes, prop_bytes=prop_bytes,
         cache=pb.CacheConfig(capacity_bytes=capacity_bytes, ways=ways, segment_bytes=segment_bytes,
                              max_line_bytes=max_line_bytes),
-        concat_delay_cycles=-1 if delay_cycles is None else delay_cycles,
+        concat_delay_cycles=delay_cycles,
         mechanisms=pb.Mechanisms(cache=cache, concatenation=concatenation),
         racks=[pb.Rack(rack_id=r, nodes=nodes) for r, nodes in sorted(racks.items())],
         rack_id=rack_id, spine_address=spine_address, mtu=mtu, upper_bytes=upper_bytes)

@@ -1,7 +1,9 @@
 """gRPC server of the switch service: ``SwitchServer(role).start()`` serves data and control planes.
 
 Attach metadata: ``x-netsparse-node`` = node id (or ``tor:<rack>`` for a ToR uplink on the spine),
-``x-netsparse-token`` = the shared token when the server has one. Bad frames end the offending stream
+``x-netsparse-token`` = the shared token when the server has one, ``x-netsparse-mtu`` = the MTU the
+peer's packets are built for: another than the switch's configured MTU is refused (FAILED_PRECONDITION)
+before any packet. An accepted attachment gets the initial metadata at once. Bad frames end the offending stream
 with INVALID_ARGUMENT (and are counted in ``errors``); a missing/wrong token gives UNAUTHENTICATED. The
 server binds 127.0.0.1 unless told otherwise; TLS is on when a certificate and key are given.
 """
@@ -25,6 +27,7 @@ log = logging.getLogger("netsparse.switch")
 
 NODE_KEY = "x-netsparse-node"
 TOKEN_KEY = "x-netsparse-token"
+MTU_KEY = "x-netsparse-mtu"
 _FAIL = object()  # egress sentinel: the port's stream must end with an error
 MAX_MESSAGE = 64 << 20  # gRPC message limit; the switch applies its own frame limit below it
 
@@ -94,6 +97,18 @@ class ControlServicer(pb_grpc.SwitchControlServicer):
                                  uplink_connected=self.s.uplink is not None and self.s.uplink.alive())
 
 
+_PRECONDITIONS = ("not_configured", "mtu_mismatch")
+
+
+def _check_mtu(mtu: str | None, core: SwitchCore, name: str) -> None:
+    """Refuses a peer whose packets are built for another MTU than the switch's (it would reject them
+    one by one as oversized, or cut its own packets too small for the peer)."""
+    if mtu is None or core.cfg is None or mtu == str(core.cfg.mtu):
+        return
+    raise FrameRejected("mtu_mismatch", f"{name} builds packets for an MTU of {mtu} B, this {core.role} is configured "
+                        f"for {core.cfg.mtu} B: configure the switches with the run's MTU (hw.headers.mtu_bytes)")
+
+
 class DataPlaneServicer(pb_grpc.SwitchDataPlaneServicer):
     """One bidirectional stream per attached node (or ToR, on the spine)."""
 
@@ -103,12 +118,14 @@ class DataPlaneServicer(pb_grpc.SwitchDataPlaneServicer):
     def Attach(self, request_iterator, context):
         core = self.s.core
         self.s.auth.check(context)
-        who = _metadata(context).get(NODE_KEY, "")
+        meta = _metadata(context)
+        who = meta.get(NODE_KEY, "")
         name, expected_src = (who, -1) if who.startswith("tor:") else (f"node:{who}", int(who) if who.isdigit() else -2)
         try:
             if expected_src == -2:
                 raise FrameRejected("bad_attach", f"metadata {NODE_KEY} must be a node id or tor:<rack>, got {who!r}")
             port = core.port(name)
+            _check_mtu(meta.get(MTU_KEY), core, name)
             with core._lock:
                 if port.attached:
                     raise FrameRejected("bad_attach", f"{name} is already attached")
@@ -117,8 +134,9 @@ class DataPlaneServicer(pb_grpc.SwitchDataPlaneServicer):
             context.add_callback(lambda: setattr(port, "attached", False))
         except FrameRejected as e:
             core.count_error(e.kind)
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT if e.kind != "not_configured"
-                          else grpc.StatusCode.FAILED_PRECONDITION, str(e))
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION if e.kind in _PRECONDITIONS
+                          else grpc.StatusCode.INVALID_ARGUMENT, str(e))
+        context.send_initial_metadata(())  # accepted: a SwitchClient given an MTU waits for this
         error: list = []
         reader = threading.Thread(target=self._read, args=(request_iterator, port, expected_src, error), daemon=True)
         reader.start()

@@ -51,3 +51,27 @@ class CacheRef:
                 self.inserts += 1
             s[k] = chunk
         return True
+
+
+class UnboundedCacheRef:
+    """Reference unbounded property cache: a dict from idx to bytes that never evicts. ``inserts``
+    counts lines, as a set-associative cache too large to evict fills them: one per chunk."""
+
+    def __init__(self, prop_bytes, max_line=512):
+        self.chunks = -(-prop_bytes // max_line)
+        self.held = {}
+        self.hits = self.misses = self.inserts = 0
+
+    def lookup(self, idx):
+        if idx not in self.held:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return self.held[idx]
+
+    def insert(self, idx, data):
+        if idx in self.held:
+            return False
+        self.held[idx] = data
+        self.inserts += self.chunks
+        return True

@@ -1,0 +1,42 @@
+"""The forkserver that local ranks are forked from, started as early as a run knows it will need it.
+
+The forkserver imports torch, PyG and the training loop once (~3 s of one core here) so that each rank
+does not. Started before the launcher loads the dataset, that import runs on the second core while the
+launcher imports torch and reads the graph, instead of after it. Torch-free, so ``netsparse-train``
+can start it before it imports anything heavy.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from multiprocessing import forkserver
+
+#: Imported once by the forkserver, so forked ranks start with them loaded.
+PRELOAD = ["torch", "torch.distributed", "netsparse_torch.run.training"]
+
+
+def start_forkserver() -> None:
+    """Start this process's forkserver now (no effect once it runs). Ranks forked from it get the
+    launcher's environment at launch time, so starting early changes nothing they see."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)
+    forkserver.ensure_running()
+
+
+def stop_forkserver() -> None:
+    """Stop this process's forkserver now (it would also exit once this process does, after tearing
+    down its own torch: seconds in which it still holds the console). Its ranks have exited; nothing of
+    it is worth that teardown."""
+    server = forkserver._forkserver  # private, Python >= 3.8
+    pid = getattr(server, "_forkserver_pid", None)
+    if pid is None:
+        return
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    stop = getattr(server, "_stop", None)
+    if stop is not None:
+        stop()  # closes its pipes and reaps it

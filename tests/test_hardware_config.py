@@ -1,0 +1,242 @@
+"""One hardware configuration per run (hw_models/hardware.py): a hardware number set once through the
+config reaches the RIG node, the switches, the modeled block and the simulator, and nothing else
+moves; two sources that disagree are one error before torch loads; a switch configured for another
+MTU refuses a rank when it attaches."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+from cli import ROOT
+
+from hw_models.hardware import simulate_hardware, train_hardware
+from hw_models.params import HardwareParams
+from hw_models.simulator import check_mechanisms, sim_config
+
+TRAIN = ["fabric=switch", "cluster=leafspine128", "world_size=2"]
+
+# (train override, simulate override, the consumers' settings it must change and their new value)
+CASES = {
+    "mtu": ("strategy.options.mtu=9000", "+hw.headers.mtu_bytes=9000",
+            {"rig.mtu": 9000, "switch.mtu": 9000, "sim.mtu": 9000}),
+    "mtu via hw": ("+hw.headers.mtu_bytes=4000", "+hw.headers.mtu_bytes=4000",
+                   {"rig.mtu": 4000, "switch.mtu": 4000, "sim.mtu": 4000}),
+    "batch size": ("strategy.options.batch_size=64", "batch_size=64", {"rig.batch_size": 64, "sim.batch": 64}),
+    "batch size inf": ("strategy.options.batch_size=.inf", "batch_size=.inf",
+                       {"rig.batch_size": "WHOLE_STREAM", "sim.batch": "WHOLE_STREAM"}),
+    "RIG units": ("strategy.options.n_units=8", "rig_units=8", {"rig.n_units": 8, "sim.rig_units": 8}),
+    "cache size": ("fabric.capacity_bytes=1048576", "cache_bytes=1048576",
+                   {"switch.capacity_bytes": 1048576, "sim.cache_bytes_per_pipe": 1048576 // 8}),
+    "NIC delay": ("strategy.options.delay_cycles=50", "nic_delay_cycles=50",
+                  {"rig.delay_cycles": 50, "sim.nic_delay_cycles": 50}),
+    "switch delay": ("fabric.delay_cycles=7", "switch_delay_cycles=7",
+                     {"switch.delay_cycles": 7, "sim.switch_delay_cycles": 7}),
+    "switch delay inf": ("fabric.delay_cycles=.inf", "switch_delay_cycles=.inf",
+                         {"switch.delay_cycles": -1, "sim.switch_delay_cycles": -1}),
+}
+
+
+def compose(name: str, *overrides: str):
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from netsparse_torch.config_check import config_dir
+
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        return hydra_compose(name, overrides=list(overrides))
+
+
+def rig_settings(cfg, hardware) -> dict:
+    """The RigNode a training rank builds (the run layer's strategy options, netsparse's rig_node)."""
+    from netsparse_torch.comm.netsparse import RIG_OPTIONS, rig_node
+    from netsparse_torch.run.training import strategy_options
+
+    options = strategy_options(cfg, hardware)
+    node = rig_node(0, [0, 4, 8], options["hardware"], **{k: v for k, v in options.items() if k in RIG_OPTIONS})
+    return {f"rig.{k}": v for k, v in node.hardware.items()}
+
+
+def switch_settings(cfg, hardware) -> dict:
+    """The configuration the ToR the launcher starts holds."""
+    from netsparse_torch.run.switches import SwitchService
+
+    service = SwitchService(cfg, hardware)
+    try:
+        tor = service.local.servers["tor0"].core.cfg
+        return {"switch.mtu": tor.mtu, "switch.upper_bytes": tor.upper_bytes, "switch.delay_cycles": tor.delay_cycles,
+                **{f"switch.{k}": v for k, v in tor.cache.items()}}
+    finally:
+        service.stop()
+
+
+class _Captured(Exception):
+    pass
+
+
+def modeled_hardware(cfg, hardware, monkeypatch) -> HardwareParams:
+    """The hardware the modeled block hands hw_models.analysis.modeled_training (which runs the simulator)."""
+    from types import SimpleNamespace
+
+    import scipy.sparse as sp
+
+    from hw_models import analysis
+    from netsparse_torch.report.modeled import modeled_block
+
+    def capture(adj, params, *args, **kwargs):
+        raise _Captured(params)
+
+    monkeypatch.setattr(analysis, "modeled_training", capture)
+    graph = SimpleNamespace(num_nodes=200, num_features=4, num_classes=2, adj=sp.eye(200, format="csr"))
+    with pytest.raises(_Captured) as got:
+        modeled_block(cfg, graph, hardware)
+    return got.value.args[0]
+
+
+def sim_settings(params: HardwareParams) -> dict:
+    """The C++ SimConfig of a simulation on ``params``."""
+    c = sim_config(params, 16, check_mechanisms(None))
+    return {"sim.mtu": c.mtu, "sim.upper_bytes": c.upper_bytes, "sim.batch": c.batch,
+            "sim.rig_units": c.client_units + c.server_units, "sim.pending": c.pending_entries,
+            "sim.cache_bytes_per_pipe": c.cache_bytes, "sim.nic_delay_cycles": c.nic_delay_cycles,
+            "sim.switch_delay_cycles": c.switch_delay_cycles}
+
+
+def train_settings(monkeypatch, *overrides: str) -> dict:
+    cfg = compose("train", *TRAIN, *overrides)
+    hardware = train_hardware(cfg)
+    modeled = modeled_hardware(cfg, hardware, monkeypatch)
+    assert modeled is hardware  # the modeled block models the run's hardware, not a copy of its own
+    return {**rig_settings(cfg, hardware), **switch_settings(cfg, hardware), **sim_settings(modeled)}
+
+
+def _expected(want: dict) -> dict:
+    from netsparse_torch._C import units
+
+    return {k: units.WHOLE_STREAM_BATCH if v == "WHOLE_STREAM" else v for k, v in want.items()}
+
+
+@pytest.fixture(scope="module")
+def defaults() -> dict:
+    monkeypatch = pytest.MonkeyPatch()
+    try:
+        return train_settings(monkeypatch)
+    finally:
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_hardware_number_set_once_reaches_every_consumer_of_a_training_run(case, defaults, monkeypatch):
+    override, _, want = CASES[case]
+    want = _expected(want)
+    got = train_settings(monkeypatch, override)
+    assert {k: got[k] for k in want} == want
+    assert all(defaults[k] != v for k, v in want.items())  # not Table 5's: the test can fail
+    assert {k: v for k, v in got.items() if k not in want} == {k: v for k, v in defaults.items() if k not in want}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_hardware_number_set_once_reaches_the_simulator_and_the_rig_node_of_a_simulation(case):
+    from hw_models import units_config
+
+    _, override, want = CASES[case]
+    want = {k: v for k, v in _expected(want).items() if k.startswith("sim.")}
+    default = sim_settings(simulate_hardware(compose("simulate")))
+    params = simulate_hardware(compose("simulate", override))
+    got = sim_settings(params)
+    assert {k: got[k] for k in want} == want
+    assert {k: v for k, v in got.items() if k not in want} == {k: v for k, v in default.items() if k not in want}
+    # the report's `hardware` is this object, and the training path's units read the same fields
+    assert units_config.rig_node(params)["mtu"] == got["sim.mtu"]
+
+
+def test_the_report_carries_the_hardware_once():
+    import scipy.sparse as sp
+
+    from hw_models.analysis import analyze
+
+    params = simulate_hardware(compose("simulate", "nodes=4", "rack_size=2", "+hw.headers.mtu_bytes=9000"))
+    report = analyze(sp.random(40, 40, density=0.1, format="csr", random_state=0), params, k=4)
+    assert report["hardware"] == params.to_dict() and report["hardware"]["headers"]["mtu_bytes"] == 9000
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["strategy.options.mtu=9000", "+hw.headers.mtu_bytes=1500"],
+     "hw.headers.mtu_bytes=1500 and strategy.options.mtu=9000 disagree on the hardware field headers.mtu_bytes"),
+    (["fabric.capacity_bytes=1024", "+cluster.hw.property_cache.size_bytes=2048"],
+     "cluster.hw.property_cache.size_bytes=2048 and fabric.capacity_bytes=1024 disagree"),
+    (["strategy.options.batch_size=0"], "SNICParams.rig_batch_size must be > 0, got 0"),
+    (["strategy.options.batch_size=many"], "snic.rig_batch_size must be 'auto', a positive whole number or inf"),
+    (["strategy.options.mtu=60"], "headers.mtu_bytes=60 is smaller than one packet's headers"),
+])
+def test_config_errors_are_one_line_before_torch(overrides, message):
+    """netsparse-train's torch-free check (config_check.check_values) refuses them."""
+    code = ("import sys, time\n"
+            "from hydra import compose, initialize_config_dir\n"
+            "from netsparse_torch.config_check import check_values, config_dir\n"
+            "from netsparse_torch.errors import ConfigError\n"
+            "with initialize_config_dir(config_dir=config_dir(), version_base='1.3'):\n"
+            f"    cfg = compose('train', overrides={[*TRAIN, *overrides]!r})\n"
+            "t = time.perf_counter()\n"
+            "try:\n    check_values(cfg)\nexcept ConfigError as e:\n    print(e)\n"
+            "assert 'torch' not in sys.modules\nprint(time.perf_counter() - t)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr
+    line, seconds = out.stdout.strip().splitlines()
+    assert message in line
+    assert float(seconds) < 1.0  # the check itself, with its imports (hw_models, not torch)
+
+
+def test_two_shortcuts_that_agree_are_one_value():
+    cfg = compose("train", *TRAIN, "strategy.options.mtu=9000", "+hw.headers.mtu_bytes=9000")
+    assert train_hardware(cfg).headers.mtu_bytes == 9000
+
+
+def test_an_external_switch_with_another_mtu_refuses_the_rank_at_connect():
+    from omegaconf import OmegaConf
+
+    from netsparse_torch.run.switches import attach_rank
+    from netsparse_torch.switch import ControlClient, SwitchServer, configure_request
+    from netsparse_torch.switch.client import SwitchError
+
+    with SwitchServer("tor") as tor:  # started and configured by someone else, for Table 5's MTU
+        ControlClient(tor.address).configure(configure_request(2, 4, {0: [0, 1]}, mtu=1500))
+        cfg = OmegaConf.create({"fabric": {"name": "switch", "switches": {"spine": None, "tors": [tor.address]},
+                                           "token_env": None}, "cluster": {"rack_size": 2}, "rig": {"timeout_s": 5}})
+        jumbo = HardwareParams().replace(headers={"mtu_bytes": 9000}, cluster={"rack_size": 2})
+        t0 = time.perf_counter()
+        with pytest.raises(SwitchError, match="node:0 builds packets for an MTU of 9000 B, this tor is configured "
+                                              r"for 1500 B: configure the switches with the run's MTU"):
+            attach_rank(0, 2, cfg, hardware=jumbo)
+        assert time.perf_counter() - t0 < 5  # at connect, not at the watchdog's expiry
+        assert tor.core.counters().errors["mtu_mismatch"] == 1
+        attach_rank(1, 2, cfg).close()  # the run's hardware built from cfg: Table 5's MTU, which attaches
+
+
+def test_a_spine_refuses_a_tor_configured_for_another_mtu():
+    from netsparse_torch.switch import ControlClient, SwitchServer, configure_request
+    from netsparse_torch.switch.client import SwitchError
+
+    racks = {0: [0], 1: [1]}
+    with SwitchServer("spine") as spine, SwitchServer("tor") as tor:
+        ControlClient(spine.address).configure(configure_request(2, 4, racks, mtu=1500))
+        with pytest.raises(SwitchError, match="refused the uplink: .*MTU of 9000 B, this spine is configured for 1500"):
+            ControlClient(tor.address).configure(configure_request(2, 4, racks, rack_id=0, spine_address=spine.address,
+                                                                   mtu=9000))
+
+
+def test_jumbo_frames_through_the_switches_train_like_sa(tmp_path):
+    """The issue's command: the ranks' 9000-byte packets used to meet switches that expected 1500."""
+    from cli import train_here
+
+    common = ["dataset=cora", "world_size=2", "epochs=2"]
+    sw, _ = train_here(tmp_path / "switch", *common, "fabric=switch", "strategy.options.mtu=9000")
+    sa, _ = train_here(tmp_path / "sa", *common, "strategy=sa")
+    assert sw["hardware"]["headers"]["mtu_bytes"] == 9000 and sa["hardware"]["headers"]["mtu_bytes"] == 1500
+    assert [e["loss"] for e in sw["epochs"]][0] == sa["epochs"][0]["loss"]  # same weights, bit-exact forward
+    for a, b in zip(sw["epochs"], sa["epochs"], strict=True):
+        assert abs(a["loss"] - b["loss"]) < 1e-5
+    rig = sw["netsparse"]
+    assert rig["wire_bytes"] / rig["packets"] > 1500  # packets larger than Table 5's MTU went through the ToR
