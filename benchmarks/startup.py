@@ -4,8 +4,9 @@ process it started are gone), next to the imports that bound it from below.
 
     python benchmarks/startup.py [--repeats 5] [--out FILE]
 
-The imports are timed each in a fresh interpreter: ``torch``; ``torch_geometric.nn`` (which imports
-``torch._dynamo``); and what the forkserver preloads for the ranks (``netsparse_torch.run.training``).
+The imports are timed each inside a fresh interpreter (without its start and teardown): ``torch``;
+``torch_geometric.nn`` (which imports ``torch._dynamo``); and what the forkserver preloads for the ranks
+(``netsparse_torch.run.training``).
 Each time is the median over ``--repeats`` runs; measure on an idle machine (``uptime`` is recorded).
 """
 
@@ -28,9 +29,10 @@ IMPORTS = {"python": "pass", "torch": "import torch", "torch + PyG layers": "imp
 
 
 def import_s(code: str) -> float:
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
-    return time.perf_counter() - t0
+    """The import's own seconds, timed inside a fresh interpreter (its start and teardown left out)."""
+    timed = f"import time\nt0 = time.perf_counter()\n{code}\nprint(time.perf_counter() - t0)"
+    return float(subprocess.run([sys.executable, "-c", timed], cwd=ROOT, check=True, capture_output=True,
+                                text=True).stdout.split()[-1])
 
 
 def one_run(run_dir: str) -> dict:
