@@ -57,12 +57,12 @@ def tor_pieces(t: int, switch_on: bool, arrivals: list | None = None) -> tuple[i
     """An extended ToR reached at t (its switch latency still to come): switch latency, the middle pipe's
     one cycle and 16-cycle lookup (from the cycle it arrived in), then 125 cycles in its concatenator."""
     if not switch_on:
-        return t + SW, {"switch_ingress": SW}
+        return t + SW, {"switch_latency": SW}
     arrived = t + SW
     if arrivals is not None:
         arrivals.append(arrived)
     done = ((arrived + 16 * 500) // 500) * 500
-    return done + 125 * 500, {"switch_ingress": SW, "switch_middle": done - arrived, "switch_concat": 125 * 500}
+    return done + 125 * 500, {"switch_latency": SW, "switch_middle": done - arrived, "switch_concat": 125 * 500}
 
 
 def journey(issued: int, switch_on: bool, arrivals: list | None = None) -> tuple[int, dict[str, int]]:
@@ -75,7 +75,7 @@ def journey(issued: int, switch_on: bool, arrivals: list | None = None) -> tuple
         add(j, {"tx_link": ser + LINK})                       # host -> its ToR
         t, p = tor_pieces(t + ser + LINK, switch_on, arrivals)
         add(j, p)
-        add(j, {"switch_egress": 2 * (ser + LINK), "switch_ingress": SW})  # ToR -> spine -> ToR
+        add(j, {"switch_links": 2 * (ser + LINK), "switch_latency": SW})  # ToR -> spine -> ToR
         t, p = tor_pieces(t + 2 * (ser + LINK) + SW, switch_on, arrivals)
         add(j, p)
         add(j, {"rx_link": ser + LINK})                        # ToR -> host

@@ -18,15 +18,15 @@ namespace netsparse::sim {
 // In the order of NETSPARSE_BOUNDS.
 enum Bound : uint8_t {
   kScanLocal, kScanFiltered, kScanCoalesced, kScanIssued, kFilterLsq, kFilterL1, kFilterL2, kFilterLlc,
-  kFilterDram, kPendingFull, kTxLink, kNicConcat, kSwitchIngress, kSwitchMiddle, kSwitchConcat, kSwitchEgress,
+  kFilterDram, kPendingFull, kTxLink, kNicConcat, kSwitchLatency, kSwitchMiddle, kSwitchConcat, kSwitchLinks,
   kRxLink, kRemoteServer, kRx, kHost
 };
 static_assert(kHost + 1 == kBounds, "one Bound per entry of NETSPARSE_BOUNDS");
 
 constexpr int kScanBounds = kTxLink + 1;             // charged by the Logic Engine clock (SNIC cycles)
-// What a PR's journey stores (ps), in slots: the switch latency (kSwitchIngress) is not stored, it is
+// What a PR's journey stores (ps), in slots: the switch latency (kSwitchLatency) is not stored, it is
 // what remains of the journey's time (one line per PR: 7 slots and the mark).
-constexpr Bound kJourneySlots[] = {kTxLink, kNicConcat, kSwitchMiddle, kSwitchConcat, kSwitchEgress, kRxLink,
+constexpr Bound kJourneySlots[] = {kTxLink, kNicConcat, kSwitchMiddle, kSwitchConcat, kSwitchLinks, kRxLink,
                                    kRemoteServer};
 constexpr int kJourney = sizeof(kJourneySlots) / sizeof(kJourneySlots[0]);
 constexpr int journey(Bound b) {
@@ -55,7 +55,7 @@ struct PrScan {
 // takes the packet apart).
 struct Hops {
   int64_t mark = 0;        // its last arrival (or birth)
-  int64_t tx = 0, rx = 0, egress = 0, middle = 0;  // kTxLink, kRxLink, kSwitchEgress, kSwitchMiddle
+  int64_t tx = 0, rx = 0, links = 0, middle = 0;  // kTxLink, kRxLink, kSwitchLinks, kSwitchMiddle
   int64_t born = 0;        // when a concatenator flushed it
   int32_t born_pipe = -1;  // the middle pipe whose concatenator made it; -1 = a NIC's
 };
@@ -66,7 +66,7 @@ inline void fold(PrJourney& tr, const Hops& h) {
   tr.j[h.born_pipe < 0 ? nic : sw] += h.born - tr.mark;
   tr.j[journey(kTxLink)] += h.tx;
   tr.j[journey(kSwitchMiddle)] += h.middle;
-  tr.j[journey(kSwitchEgress)] += h.egress;
+  tr.j[journey(kSwitchLinks)] += h.links;
   tr.j[journey(kRxLink)] += h.rx;
 }
 

@@ -207,12 +207,12 @@ void Network::arrive(uint32_t p, int64_t link, int64_t t) {
 }
 
 // The packet's hop since it was made or last arrived: the wait, serialisation and propagation are the
-// Tx link's from a host, the Rx link's into a host, else switch egress; a switch's latency, its ingress.
+// Tx link's from a host, the Rx link's into a host, else the switch-to-switch links; a switch's latency is kept apart.
 void Network::hop(Hops& h, int64_t link, int64_t t) const {
   const int64_t span = t - h.mark;
-  const int64_t ingress = x_.topo.link_dst[link] >= x_.nodes ? std::min(x_.cfg.switch_ps, span) : 0;
+  const int64_t latency = x_.topo.link_dst[link] >= x_.nodes ? std::min(x_.cfg.switch_ps, span) : 0;
   const bool from_host = x_.topo.link_src[link] < x_.nodes, to_host = x_.topo.link_dst[link] < x_.nodes;
-  (from_host ? h.tx : to_host ? h.rx : h.egress) += span - ingress;  // the ingress is what a journey leaves
+  (from_host ? h.tx : to_host ? h.rx : h.links) += span - latency;  // the switch latency is what a journey leaves
   h.mark = t;
 }
 

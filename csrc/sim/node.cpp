@@ -327,7 +327,7 @@ void Nodes::command_path(uint32_t node, uint32_t unit, int64_t t) {
       add[kJourneySlots[j]] = tr.j[j];
       rest -= tr.j[j];
     }
-    add[kSwitchIngress] = rest;  // every other piece of the journey is charged: the switch latencies remain
+    add[kSwitchLatency] = rest;  // every other piece of the journey is charged: the switch latencies remain
     add[kRx] = pa.last_resp_rx + (t - pa.last_resp_t);  // t - last_resp_t is zero: it completes at that write
     log.charge(t, add);
   } else {  // the last idx decision came last
@@ -352,7 +352,7 @@ void Nodes::stalled_on(const Path& pa, uint32_t node, uint32_t unit, int64_t cyc
     on[kJourneySlots[j]] += static_cast<double>(cycles) * static_cast<double>(tr.j[j]) / total;
     rest -= static_cast<double>(tr.j[j]);
   }
-  on[kSwitchIngress] += static_cast<double>(cycles) * std::max(rest, 0.0) / total;
+  on[kSwitchLatency] += static_cast<double>(cycles) * std::max(rest, 0.0) / total;
   on[kRx] += static_cast<double>(cycles) * static_cast<double>(pa.last_resp_rx) / total;
 }
 

@@ -149,10 +149,10 @@ struct Topo {
   X(pending_full, "client unit stalled on a full Pending PR Table")                                    \
   X(tx_link, "Tx: SNIC Tx buffer, host uplink queue, serialisation and propagation (and Tx full)")    \
   X(nic_concat, "PRs waiting in a NIC concatenation queue (either end)")                               \
-  X(switch_ingress, "switch latency (ingress parser to egress, fixed per switch hop)")                  \
+  X(switch_latency, "switch latency (ingress parser to egress, fixed per switch hop)")                  \
   X(switch_middle, "ToR middle pipe: queue for the pipe, one PR per cycle, cache lookup")               \
   X(switch_concat, "PRs waiting in a ToR middle pipe's concatenation queue")                           \
-  X(switch_egress, "switch egress: port queue, serialisation and propagation of switch -> switch links") \
+  X(switch_links, "switch -> switch links: port queue, serialisation and propagation")               \
   X(rx_link, "ToR -> host link: port queue, Rx credit, serialisation and propagation")               \
   X(remote_server, "the owner node: Rx buffer wait for a server unit, property reads over PCIe")      \
   X(rx, "Rx: response deconcatenation and DMA into host memory (one PCIe latency)")                    \
