@@ -55,16 +55,17 @@ py::dict flit_dict(const std::vector<FlitLinkResult>& v) {
 py::dict to_dict(const SimResult& r) {
   py::dict out;
   out["node_done_ps"] = py::array_t<int64_t>(r.node_done_ps.size(), r.node_done_ps.data());
-  py::dict n;
-#define NODE_COL(name, meaning) n[#name] = column(r.nodes, [](const NodeCounters& c) { return c.name; });
-  NETSPARSE_NODE_COUNTERS(NODE_COL)
-#undef NODE_COL
-  out["nodes"] = n;
-  py::dict s;
-#define SWITCH_COL(name, meaning) s[#name] = column(r.switches, [](const SwitchCounters& c) { return c.name; });
-  NETSPARSE_SWITCH_COUNTERS(SWITCH_COL)
-#undef SWITCH_COL
-  out["switches"] = s;
+// One column per counter of an X-macro list: cols[name] = that counter of every row in `rows`.
+#define COUNTER_COLUMN(name, meaning) cols[#name] = column(rows, [](const auto& c) { return c.name; });
+#define COUNTER_COLUMNS(rows_of, LIST) \
+  [&] {                                 \
+    py::dict cols;                      \
+    const auto& rows = rows_of;         \
+    LIST(COUNTER_COLUMN)                \
+    return cols;                        \
+  }()
+  out["nodes"] = COUNTER_COLUMNS(r.nodes, NETSPARSE_NODE_COUNTERS);
+  out["switches"] = COUNTER_COLUMNS(r.switches, NETSPARSE_SWITCH_COUNTERS);
   out["active_t_ps"] = py::array_t<int64_t>(r.active_t_ps.size(), r.active_t_ps.data());
   out["active_count"] = py::array_t<int64_t>(r.active_count.size(), r.active_count.data());
   out["events"] = r.events;
@@ -92,11 +93,9 @@ py::dict to_dict(const SimResult& r) {
     for (int b = 0; b < kBounds; ++b) m(i, 3 + b) = g.ps[b];
   }
   out["path"] = seg;
-  py::dict pipes;
-#define PIPE_COL(name, meaning) pipes[#name] = column(r.pipes, [](const PipeCounters& c) { return c.name; });
-  NETSPARSE_PIPE_COUNTERS(PIPE_COL)
-#undef PIPE_COL
-  out["pipes"] = pipes;
+  out["pipes"] = COUNTER_COLUMNS(r.pipes, NETSPARSE_PIPE_COUNTERS);
+#undef COUNTER_COLUMNS
+#undef COUNTER_COLUMN
   out["wall_s"] = r.wall_s;
   return out;
 }
