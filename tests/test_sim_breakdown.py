@@ -105,6 +105,11 @@ def test_lone_pr_breakdown_by_hand(switch_on):
     assert all(not any(ps_of(r, p).values()) for p in (1, 2, 3))  # nothing to gather, no time
 
 
+def one_command(local_idxs: str) -> HardwareParams:
+    """One command per node (batch 1 would put each idx on its own unit, in parallel)."""
+    return P4.replace(snic={"rig_local_idxs": local_idxs, "rig_batch_size": "inf"})
+
+
 @pytest.mark.parametrize("local_idxs", ["scan", "host_filtered"])
 def test_local_idxs_scan_or_host_filtered_by_hand(local_idxs):
     """Node 0 (columns 0-1 of 8) reads idxs 0, 1 (its own) and 6 (node 3's). Scanned, each local idx
@@ -112,7 +117,7 @@ def test_local_idxs_scan_or_host_filtered_by_hand(local_idxs):
     carries idx 6 alone and the node's time is the lone read PR's: two cycles shorter, no scan_local.
     The DMA's 8 fewer bytes do not move the first scan cycle (600,094 ps and 600,032 ps both fall in
     cycle 1320, so the scan starts in 1321 either way)."""
-    r = run(mat([(0, 0), (0, 1), (0, 6)], 8), params=P4.replace(snic={"rig_local_idxs": local_idxs}))
+    r = run(mat([(0, 0), (0, 1), (0, 6)], 8), params=one_command(local_idxs))
     assert snic_cycle(3 * PCIE + 94) == snic_cycle(HOST_READY) == FIRST_CYCLE - 1  # 12 B vs 4 B of idx DMA
     local = 2 if local_idxs == "scan" else 0
     decided = FIRST_CYCLE + local + 1 + DRAM
@@ -131,7 +136,7 @@ def test_host_filtered_local_idxs_save_exactly_their_scan_cycles():
     earlier, and the owner's server unit and NIC, which work on SNIC cycle boundaries, pass that on as
     between 2 and 3 cycles (1,000 ps by the walk of journey())."""
     a = mat([(0, 0), (0, 1), (0, 6)], 8)
-    t = {v: round(run(a, params=P4.replace(snic={"rig_local_idxs": v})).node_time_s[0] * 1e12)
+    t = {v: round(run(a, params=one_command(v)).node_time_s[0] * 1e12)
          for v in ("scan", "host_filtered")}
     d = FIRST_CYCLE + 1 + DRAM
     drop = journey(snic_ps(d + 2), True)[0] - journey(snic_ps(d), True)[0]
