@@ -27,7 +27,7 @@ from test_simulator import (
     snic_ps,
 )
 
-from hw_models import analysis, breakdown
+from hw_models import analysis, breakdown, definitions
 from hw_models.params import HardwareParams
 from hw_models.simulator import mechanisms_up_to
 
@@ -199,6 +199,24 @@ def test_breakdown_sums_to_every_node_time(stage):
     p = HardwareParams.from_dict({"cluster": {"nodes": 8, "rack_size": 4},
                                   "snic": {"pending_pr_table": 16, "tx_buffer_bytes": 3000}})
     _sums_exactly(run(a, params=p, mech=mechanisms_up_to(stage)))
+
+
+def test_host_filtered_commands_carry_exactly_the_remote_idxs():
+    """On a random stream, host_filtered leaves each node's remote idxs (counted here with numpy from the
+    partition) and no local one; the breakdown still sums to every node's time."""
+    rng = np.random.default_rng(5)
+    n, nnz = 3000, 20000
+    a = sp.csr_matrix((np.ones(nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n))
+    p = HardwareParams.from_dict({"cluster": {"nodes": 8, "rack_size": 4},
+                                  "snic": {"rig_local_idxs": "host_filtered", "rig_batch_size": 64}})
+    r = run(a, params=p)
+    w = definitions.workload(a, 8)
+    remote = [int(np.sum((c < w.col_bounds[q]) | (c >= w.col_bounds[q + 1])))
+              for q in range(8) for c in [a.indices[a.indptr[w.row_bounds[q]]:a.indptr[w.row_bounds[q + 1]]]]]
+    nodes = r.counters["nodes"]
+    assert nodes["idxs"] == remote and nodes["local"] == [0] * 8
+    assert nodes["commands"] == [-(-m // 64) for m in remote]  # batches of 64 remote idxs
+    _sums_exactly(r)
 
 
 @pytest.fixture(scope="module")
