@@ -184,6 +184,10 @@ class PropertyCacheParams(_Validated):
             raise ConfigError("property_cache.max_line_bytes must be a multiple of property_cache.segment_bytes")
 
 
+RIG_LOCAL_IDXS = ("scan", "host_filtered")
+"""The values of ``SNICParams.rig_local_idxs``."""
+
+
 @dataclass(frozen=True)
 class SNICParams(_Validated):
     """The SmartNIC with RIG units (NetSparse §5, Table 5)."""
@@ -215,6 +219,13 @@ class SNICParams(_Validated):
     """SNIC cycles between two read PRs of one round of ``units.RigNode`` (the training path and the
     switch service), so the NIC concatenation delay acts between a round's PRs. Our assumption: one
     PR per cycle. The simulator times every PR with its own model of the units instead."""
+    rig_local_idxs: str = "scan"
+    """What a RIG command carries (simulator only): ``"scan"`` (default), every nonzero's idx, so a
+    client unit spends one SNIC cycle reading each local idx before dropping it (NetSparse §5.3: the
+    unit reads each idx of its command and drops those the node owns); ``"host_filtered"``, only the
+    remote idxs, because the host knows the partition: local idxs cost no scan cycle, no DMA byte and
+    no batch slot (a batch counts the idxs a command carries). Our assumption for the default: §5.3
+    has the unit, not the host, tell local idxs apart. Sensitivity in docs/experiments.md."""
     idx_bytes: int = _p(4)
     """Bytes per idx a RIG command's DMA brings from host memory. Our assumption: 32-bit column ids
     (enough for the paper's matrices, at most 51M columns, NetSparse Table 6)."""
@@ -226,6 +237,8 @@ class SNICParams(_Validated):
     while it is full, client units issue no PR and server units take no read packet."""
 
     def _check(self) -> None:
+        if self.rig_local_idxs not in RIG_LOCAL_IDXS:
+            raise ConfigError(f"snic.rig_local_idxs must be one of {RIG_LOCAL_IDXS}, got {self.rig_local_idxs!r}")
         b = self.rig_batch_size
         if isinstance(b, str):
             if b != "auto":

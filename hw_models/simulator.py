@@ -176,6 +176,7 @@ def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], flit=None)
     c.prop_bytes, c.client_units, c.server_units = prop_bytes, clients, max(1, snic.rig_units - clients)
     c.pending_entries, c.lsq_entries = snic.pending_pr_table, snic.lsq_entries
     c.batch = cxx_batch(snic.rig_batch_size)
+    c.host_filters_local = snic.rig_local_idxs == "host_filtered"
     c.snic_ghz, c.switch_ghz = snic.clock_ghz, sw.clock_ghz
     c.nic_delay_cycles, c.switch_delay_cycles = cxx_delay(snic.concat_delay_cycles), cxx_delay(sw.concat_delay_cycles)
     c.cache_latency_cycles = int(pc.latency_cycles)

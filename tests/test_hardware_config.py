@@ -240,3 +240,14 @@ def test_jumbo_frames_through_the_switches_train_like_sa(tmp_path):
         assert abs(a["loss"] - b["loss"]) < 1e-5
     rig = sw["netsparse"]
     assert rig["wire_bytes"] / rig["packets"] > 1500  # packets larger than Table 5's MTU went through the ToR
+
+
+def test_rig_local_idxs_reaches_the_simulator():
+    """snic.rig_local_idxs, a simulator-only knob: ``+hw`` sets it, SimConfig carries it, a typo is one error."""
+    from netsparse_torch.errors import ConfigError
+
+    assert not sim_config(simulate_hardware(compose("simulate")), 16, check_mechanisms(None)).host_filters_local
+    params = simulate_hardware(compose("simulate", "+hw.snic.rig_local_idxs=host_filtered"))
+    assert sim_config(params, 16, check_mechanisms(None)).host_filters_local
+    with pytest.raises(ConfigError, match="snic.rig_local_idxs must be one of"):
+        HardwareParams.from_dict({"snic": {"rig_local_idxs": "filtered"}})

@@ -13,6 +13,7 @@ from conftest import DATA
 from test_simulator import (
     DRAM,
     FIRST_CYCLE,
+    HOST_READY,
     LINK,
     P4,
     PCIE,
@@ -26,7 +27,7 @@ from test_simulator import (
     snic_ps,
 )
 
-from hw_models import analysis, breakdown
+from hw_models import analysis, breakdown, definitions
 from hw_models.params import HardwareParams
 from hw_models.simulator import mechanisms_up_to
 
@@ -104,6 +105,45 @@ def test_lone_pr_breakdown_by_hand(switch_on):
     assert all(not any(ps_of(r, p).values()) for p in (1, 2, 3))  # nothing to gather, no time
 
 
+def one_command(local_idxs: str) -> HardwareParams:
+    """One command per node (batch 1 would put each idx on its own unit, in parallel)."""
+    return P4.replace(snic={"rig_local_idxs": local_idxs, "rig_batch_size": "inf"})
+
+
+@pytest.mark.parametrize("local_idxs", ["scan", "host_filtered"])
+def test_local_idxs_scan_or_host_filtered_by_hand(local_idxs):
+    """Node 0 (columns 0-1 of 8) reads idxs 0, 1 (its own) and 6 (node 3's). Scanned, each local idx
+    takes one SNIC cycle before idx 6 is read; filtered by the host (snic.rig_local_idxs), the command
+    carries idx 6 alone and the node's time is the lone read PR's: two cycles shorter, no scan_local.
+    The DMA's 8 fewer bytes do not move the first scan cycle (600,094 ps and 600,032 ps both fall in
+    cycle 1320, so the scan starts in 1321 either way)."""
+    r = run(mat([(0, 0), (0, 1), (0, 6)], 8), params=one_command(local_idxs))
+    assert snic_cycle(3 * PCIE + 94) == snic_cycle(HOST_READY) == FIRST_CYCLE - 1  # 12 B vs 4 B of idx DMA
+    local = 2 if local_idxs == "scan" else 0
+    decided = FIRST_CYCLE + local + 1 + DRAM
+    written, want = journey(snic_ps(decided), True)
+    add(want, {"host": snic_ps(FIRST_CYCLE) + PCIE})
+    add(want, spread({"scan_local": local, "scan_issued": 1, "filter_dram": DRAM} if local else
+                     {"scan_issued": 1, "filter_dram": DRAM}, snic_ps(decided) - snic_ps(FIRST_CYCLE)))
+    got = ps_of(r, 0)
+    assert {b: v for b, v in got.items() if v} == want
+    assert sum(got.values()) == round(r.node_time_s[0] * 1e12) == written + PCIE
+    assert r.counters["nodes"]["local"][0] == local and r.counters["nodes"]["idxs"][0] == local + 1
+
+
+def test_host_filtered_local_idxs_save_exactly_their_scan_cycles():
+    """The two runs above differ by the two local idxs' scan cycles: the read PR issues 2 cycles (909 ps)
+    earlier, and the owner's server unit and NIC, which work on SNIC cycle boundaries, pass that on as
+    between 2 and 3 cycles (1,000 ps by the walk of journey())."""
+    a = mat([(0, 0), (0, 1), (0, 6)], 8)
+    t = {v: round(run(a, params=one_command(v)).node_time_s[0] * 1e12)
+         for v in ("scan", "host_filtered")}
+    d = FIRST_CYCLE + 1 + DRAM
+    drop = journey(snic_ps(d + 2), True)[0] - journey(snic_ps(d), True)[0]
+    assert t["scan"] - t["host_filtered"] == drop
+    assert snic_ps(2) <= drop <= snic_ps(3)
+
+
 def test_full_pending_pr_table_by_hand():
     """One Pending PR Table entry: node 0's second idx (7, node 3) waits for the first's (6) response.
     Its wait is charged to the table, then its own PR's journey is the rest of the node's time."""
@@ -159,6 +199,24 @@ def test_breakdown_sums_to_every_node_time(stage):
     p = HardwareParams.from_dict({"cluster": {"nodes": 8, "rack_size": 4},
                                   "snic": {"pending_pr_table": 16, "tx_buffer_bytes": 3000}})
     _sums_exactly(run(a, params=p, mech=mechanisms_up_to(stage)))
+
+
+def test_host_filtered_commands_carry_exactly_the_remote_idxs():
+    """On a random stream, host_filtered leaves each node's remote idxs (counted here with numpy from the
+    partition) and no local one; the breakdown still sums to every node's time."""
+    rng = np.random.default_rng(5)
+    n, nnz = 3000, 20000
+    a = sp.csr_matrix((np.ones(nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n))
+    p = HardwareParams.from_dict({"cluster": {"nodes": 8, "rack_size": 4},
+                                  "snic": {"rig_local_idxs": "host_filtered", "rig_batch_size": 64}})
+    r = run(a, params=p)
+    w = definitions.workload(a, 8)
+    remote = [int(np.sum((c < w.col_bounds[q]) | (c >= w.col_bounds[q + 1])))
+              for q in range(8) for c in [a.indices[a.indptr[w.row_bounds[q]]:a.indptr[w.row_bounds[q + 1]]]]]
+    nodes = r.counters["nodes"]
+    assert nodes["idxs"] == remote and nodes["local"] == [0] * 8
+    assert nodes["commands"] == [-(-m // 64) for m in remote]  # batches of 64 remote idxs
+    _sums_exactly(r)
 
 
 @pytest.fixture(scope="module")

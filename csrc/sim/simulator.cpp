@@ -104,7 +104,7 @@ class Sim {
   Sim(const Csr& a, const std::vector<int64_t>& rb, const std::vector<int64_t>& cb, const SimConfig& cfg,
       const Topo& topo)
       : x_(cfg, topo, cb),
-        work_(a, rb, x_.map.n_cols(), cfg),
+        work_(a, rb, cb, cfg),
         net_(x_),
         switches_(x_, net_),
         nodes_(x_, work_, net_) {

@@ -64,6 +64,7 @@ namespace netsparse::sim {
   X(int64_t, switch_buffer_bytes, "shared packet buffer of a switch (bytes)")                                  \
   X(int64_t, rx_buffer_bytes, "SNIC Rx buffer (bytes)")                                                        \
   X(int64_t, tx_buffer_bytes, "SNIC Tx buffer (bytes)")                                                        \
+  X(bool, host_filters_local, "RIG commands carry only remote idxs (snic.rig_local_idxs=host_filtered)")          \
   X(bool, flit_layer, "NetCrafter flit layer on the inter-switch links (then `flit` holds its parameters)")
 
 struct SimConfig {

@@ -17,9 +17,33 @@ void check_cols(const Idx* idx, int64_t nnz, int64_t n_cols) {
       throw units::ConfigInvalid("simulator: column index " + std::to_string(idx[i]) + " out of range [0, " +
                                   std::to_string(n_cols) + ")");
 }
+
+// The host knows the partition (snic.rig_local_idxs=host_filtered): it keeps only each node's remote
+// idxs, so its commands carry no local idx. next/end become each node's range in the returned stream.
+template <class Idx>
+std::vector<Idx> remote_only(const Idx* idx, std::vector<int64_t>& next, std::vector<int64_t>& end,
+                             const std::vector<int64_t>& cb) {
+  auto remote = [&](size_t p, int64_t i) { return idx[i] < cb[p] || idx[i] >= cb[p + 1]; };
+  int64_t n = 0;
+  for (size_t p = 0; p < next.size(); ++p)
+    for (int64_t i = next[p]; i < end[p]; ++i) n += remote(p, i);
+  std::vector<Idx> out;
+  out.reserve(static_cast<size_t>(n));
+  for (size_t p = 0; p < next.size(); ++p) {
+    const int64_t first = static_cast<int64_t>(out.size());
+    for (int64_t i = next[p]; i < end[p]; ++i)
+      if (remote(p, i)) out.push_back(idx[i]);
+    next[p] = first;
+    end[p] = static_cast<int64_t>(out.size());
+  }
+  return out;
+}
 }  // namespace
 
-Workload::Workload(const Csr& a, const std::vector<int64_t>& rb, int64_t n_cols, const SimConfig& cfg) : a_(a) {
+Workload::Workload(const Csr& a, const std::vector<int64_t>& rb, const std::vector<int64_t>& cb,
+                   const SimConfig& cfg)
+    : a_(a) {
+  const int64_t n_cols = cb.back();
   if (rb.front() != 0 || rb.back() != a.n_rows || a.indptr[0] != 0 || a.indptr[a.n_rows] != a.nnz)
     throw units::ConfigInvalid("simulator: indptr does not match the row bounds / nnz");
   for (size_t p = 1; p < rb.size(); ++p)
@@ -28,12 +52,20 @@ Workload::Workload(const Csr& a, const std::vector<int64_t>& rb, int64_t n_cols,
   if (a.narrow) check_cols(static_cast<const int32_t*>(a.indices), a.nnz, n_cols);
   else check_cols(static_cast<const int64_t*>(a.indices), a.nnz, n_cols);
   const int64_t nodes = static_cast<int64_t>(rb.size()) - 1;
-  int64_t max_idxs = 0;
   for (int64_t p = 0; p < nodes; ++p) {
     next_.push_back(a.indptr[rb[p]]);
     end_.push_back(a.indptr[rb[p + 1]]);
-    max_idxs = std::max(max_idxs, end_[p] - next_[p]);
   }
+  if (cfg.host_filters_local && a.narrow) {
+    remote32_ = remote_only(static_cast<const int32_t*>(a.indices), next_, end_, cb);
+    a_.indices = remote32_.data();
+  } else if (cfg.host_filters_local) {
+    remote64_ = remote_only(static_cast<const int64_t*>(a.indices), next_, end_, cb);
+    a_.indices = remote64_.data();
+  }
+  // The batch counts the idxs a command carries, so a filtered stream's batches are of remote idxs.
+  int64_t max_idxs = 0;
+  for (int64_t p = 0; p < nodes; ++p) max_idxs = std::max(max_idxs, end_[p] - next_[p]);
   for (int64_t p = 0; p < nodes; ++p) {
     const int64_t n = end_[p] - next_[p];
     batch_.push_back(units::rig_batch(cfg.batch, n, max_idxs, cfg.client_units));

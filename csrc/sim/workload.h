@@ -11,16 +11,19 @@ namespace netsparse::sim {
 
 class Workload {
  public:
-  // Validates the CSR against the row bounds and the columns against n_cols.
-  Workload(const Csr& a, const std::vector<int64_t>& row_bounds, int64_t n_cols, const SimConfig& cfg);
+  // Validates the CSR against the row bounds and the columns against the column bounds' end.
+  Workload(const Csr& a, const std::vector<int64_t>& row_bounds, const std::vector<int64_t>& col_bounds,
+           const SimConfig& cfg);
   bool has_command(int64_t node) const { return next_[node] < end_[node]; }
   int64_t batch(int64_t node) const { return batch_[node]; }
   // Enqueues the node's next command into `unit`; returns its nonzeros.
   int64_t next_command(int64_t node, units::RigClientUnit& unit);
 
  private:
-  Csr a_;
-  std::vector<int64_t> next_, end_, batch_;  // per node: the host's command queue, nonzeros [next, end)
+  Csr a_;                                    // indices: A's, or remote_ when the host filters local idxs
+  std::vector<int64_t> next_, end_, batch_;  // per node: the host's command queue, idxs [next, end)
+  std::vector<int32_t> remote32_;            // cfg.host_filters_local: each node's remote idxs, in order
+  std::vector<int64_t> remote64_;
 };
 
 }  // namespace netsparse::sim
