@@ -74,9 +74,12 @@ def rank_signals() -> None:
 
 def torchrun_worker_signals() -> None:
     """Under torchrun the agent forwards the signal it got to its workers. Rank 0 of ``netsparse-train``
-    (within :func:`stop_on_signals`) stops as the launcher does: :class:`Interrupted` unwinds to write the
-    report of the completed epochs. Every other worker exits at once and quietly (no traceback per
-    worker), with the signal's exit code, so the agent reports one stopped job."""
+    (within :func:`stop_on_signals`) stops as the launcher does, to write the report of the completed
+    epochs: it notes the signal, and :func:`raise_if_stopped` raises :class:`Interrupted` at the next
+    epoch's end, or where a collective fails because the other workers are gone (raised from inside a
+    collective or an autograd callback, it would come out as some other error). Every other worker exits
+    at once and quietly (no traceback per worker), with the signal's exit code, so the agent reports one
+    stopped job."""
 
     def handler(signum, _frame):
         os._exit(128 + signum)
@@ -84,8 +87,24 @@ def torchrun_worker_signals() -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     for s in STOP_SIGNALS:
-        if not (os.environ.get("RANK") == "0" and signal.getsignal(s) is _raise_interrupted):
-            signal.signal(s, handler)
+        rank0_cli = os.environ.get("RANK") == "0" and signal.getsignal(s) is _raise_interrupted
+        signal.signal(s, _note_stop if rank0_cli else handler)
+
+
+_stop_signal: int | None = None
+
+
+def _note_stop(signum, _frame):
+    global _stop_signal
+    for s in STOP_SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
+    _stop_signal = signum
+
+
+def raise_if_stopped() -> None:
+    """:class:`Interrupted` if a stop signal was noted (:func:`torchrun_worker_signals`)."""
+    if _stop_signal is not None:
+        raise Interrupted(_stop_signal)
 
 
 def stop_processes(processes, grace_s: float = 3.0) -> int:

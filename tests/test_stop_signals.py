@@ -120,6 +120,7 @@ def test_sigterm_under_torchrun_keeps_the_report(tmp_path, launcher):
         if proc.poll() is None:
             proc.kill()
         _kill_tagged(tag)
+    assert (run_dir / "report.json").exists(), f"rc {proc.returncode}\n{err[-3000:]}"
     report = json.loads((run_dir / "report.json").read_text())
     n = len(report["epochs"])
     assert n >= 3 and report["stopped"] == f"SIGTERM at epoch {n}"

@@ -37,7 +37,7 @@ from netsparse_torch.errors import NetsparseError
 from netsparse_torch.malloc import keep_freed_memory
 from netsparse_torch.run.forkserver import start_forkserver
 from netsparse_torch.run.torchrun import under_torchrun
-from netsparse_torch.signals import rank_signals, stop_processes, torchrun_worker_signals
+from netsparse_torch.signals import raise_if_stopped, rank_signals, stop_processes, torchrun_worker_signals
 
 
 def free_port() -> int:
@@ -112,9 +112,13 @@ def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 1
             # Mostly the agent stopping the job, one worker after another: its signal to this rank is on
             # the way, and a stop must be reported as one (rank 0 keeps the epochs), not as a lost peer.
             time.sleep(STOP_GRACE_S)
+            raise_if_stopped()
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise NetsparseError(f"rank {rank}: lost contact with another process of the job ({first}); "
                                  "if a node was stopped, resume=true continues from the last checkpoint") from None
+        except Exception:
+            raise_if_stopped()  # an error that the agent's stop caused (a peer gone mid-call) is that stop
+            raise
         finally:
             dist.destroy_process_group()
         return out if rank == 0 else None  # one report and one summary per run, not one per rank

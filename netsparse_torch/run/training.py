@@ -23,6 +23,7 @@ from netsparse_torch.partition.source import Source
 from netsparse_torch.progress import DEFAULT_EVERY, Progress
 from netsparse_torch.report.metrics import MetricsLogger, open_logger
 from netsparse_torch.run.device import device_kind, rank_device
+from netsparse_torch.signals import raise_if_stopped
 
 
 def _allreduce(value: float | int, op=dist.ReduceOp.SUM, dtype=torch.float64) -> float:
@@ -154,6 +155,7 @@ class Trainer:
             for epoch in range(self.start_epoch, epochs):
                 if self._one_epoch(epoch, progress, metrics, epoch_log):
                     break
+                raise_if_stopped()  # rank 0 under torchrun: the agent's stop, once this epoch is logged
         finally:
             epoch_log.close()
         progress.close()
