@@ -63,12 +63,13 @@ def load_planetoid(name: str, root: Path, cache_dir: Path) -> Graph:
             if not (raw_dst / f).is_file():
                 shutil.copyfile(raw_src / f, raw_dst / f"{f}.part")
                 os.replace(raw_dst / f"{f}.part", raw_dst / f)
-        graph = _cached_planetoid(raw_dst, pyg_name)
+        raw = [raw_dst / f for f in files]
+        graph = _cached_planetoid(raw, pyg_name)
         if graph is None:
             from torch_geometric.datasets import Planetoid
 
             graph = from_pyg(Planetoid(str(pyg_root), pyg_name)[0], name=pyg_name)
-            _cache_planetoid(graph, raw_dst)
+            _cache_planetoid(graph, raw)
     return graph
 
 
@@ -77,17 +78,18 @@ def load_planetoid(name: str, root: Path, cache_dir: Path) -> Graph:
 PLANETOID_CACHE = "netsparse_graph.npz"
 
 
-def _raw_fingerprint(raw_dir: Path) -> str:
-    stats = [(raw_dir / f"ind.{raw_dir.parent.name.lower()}.{s}").stat() for s in PLANETOID_RAW]
+def _raw_fingerprint(raw: list[Path]) -> str:
+    stats = [f.stat() for f in raw]
     return "v1:" + ",".join(f"{st.st_size}/{st.st_mtime_ns}" for st in stats)
 
 
-def _cached_planetoid(raw_dir: Path, name: str) -> Graph | None:
-    path = raw_dir.parent / PLANETOID_CACHE
+def _cached_planetoid(raw: list[Path], name: str) -> Graph | None:
+    """The cache beside the raw folder, if it was made from these raw files."""
+    path = raw[0].parent.parent / PLANETOID_CACHE
     if not path.is_file():
         return None
     with np.load(path) as z:
-        if str(z["fingerprint"]) != _raw_fingerprint(raw_dir):
+        if str(z["fingerprint"]) != _raw_fingerprint(raw):
             return None  # other raw files than the cache was made from
         adj = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
         masks = [torch.from_numpy(z[m]) for m in ("train_mask", "val_mask", "test_mask")]
@@ -95,11 +97,11 @@ def _cached_planetoid(raw_dir: Path, name: str) -> Graph | None:
                      int(z["num_classes"])).validate()
 
 
-def _cache_planetoid(graph: Graph, raw_dir: Path) -> None:
-    path = raw_dir.parent / PLANETOID_CACHE
+def _cache_planetoid(graph: Graph, raw: list[Path]) -> None:
+    path = raw[0].parent.parent / PLANETOID_CACHE
     tmp = path.with_suffix(".part.npz")
     a = graph.adj
-    np.savez(tmp, fingerprint=_raw_fingerprint(raw_dir), data=a.data, indices=a.indices, indptr=a.indptr,
+    np.savez(tmp, fingerprint=_raw_fingerprint(raw), data=a.data, indices=a.indices, indptr=a.indptr,
              shape=np.array(a.shape), x=graph.x.numpy(), y=graph.y.numpy(), train_mask=graph.train_mask.numpy(),
              val_mask=graph.val_mask.numpy(), test_mask=graph.test_mask.numpy(), num_classes=graph.num_classes)
     os.replace(tmp, path)
