@@ -24,7 +24,7 @@ GRAPHS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "graph
 
 
 def main(argv: list[str]) -> None:
-    from netsparse_torch._C import units
+    from hw_models.native import sim as units
 
     name = argv[0]
     if name.startswith("paper:"):

@@ -30,10 +30,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import write_result  # noqa: E402
-from netsparse_torch._C import units as cu  # noqa: E402
 
-from hw_models import units_config  # noqa: E402
-from netsparse_torch import units  # noqa: E402
+from hw_models import (
+    units,  # noqa: E402
+    units_config,  # noqa: E402
+)
+from hw_models.native import units as cu  # noqa: E402
 from netsparse_torch.switch import ControlClient, SwitchClient, configure_request  # noqa: E402
 
 N_ROWS = 4096

@@ -20,13 +20,14 @@ import scipy.sparse as sp
 
 from hw_models import baselines, breakdown, compute, definitions
 from hw_models.compute import KERNELS
+from hw_models.errors import ConfigError
+from hw_models.native import units as _units
 from hw_models.params import HardwareParams
+from hw_models.pattern import Pattern, as_pattern
 from hw_models.seeds.bf3 import TABLE2_SLOWDOWNS, TABLE2_TRANSFER_SHARES, snic_sw
 from hw_models.seeds.smartfuse import switch_aggregate
 from hw_models.simulator import STAGES, NetSparseRun, check_mechanisms, mechanisms_up_to, simulate
-from netsparse_torch.errors import ConfigError
-from netsparse_torch.plan.pattern import Pattern, as_pattern
-from netsparse_torch.plan.twoface.model import model_on_cluster
+from hw_models.twoface.model import model_on_cluster
 
 
 class NetSparseSimulator(Protocol):
@@ -346,8 +347,6 @@ def _gather_node_times(a, w, work, params, k, kernel, model, simulator) -> dict[
 def max_packet_k(params: HardwareParams) -> int:
     """Widest property (elements) whose response PR fits one MTU packet: MTU minus the upper-layer,
     concatenation and PR headers (the larger of Table 5's and the C++ protocol unit's Fig. 6 sizes)."""
-    from netsparse_torch._C import units as _units
-
     h = params.headers
     room = h.mtu_bytes - h.upper_bytes - max(h.concat_bytes, int(_units.CONCAT_HEADER_BYTES)) \
         - max(h.pr_bytes, int(_units.PR_HEADER_BYTES))

@@ -46,8 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from hw_models.definitions import Workload
+from hw_models.errors import ConfigError
 from hw_models.params import HardwareParams, HeaderParams
-from netsparse_torch.errors import ConfigError
 
 CALIBRATION_K = 16
 """K at which SAOpt's goodput is calibrated to Table 7 (NetSparse Table 7 reports K=16)."""

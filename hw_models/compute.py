@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netsparse_torch.errors import ConfigError
+from hw_models.errors import ConfigError
 
 KERNELS = ("spmm", "spmv", "sddmm")
 OVERLAPS = ("none", "full")
@@ -61,7 +61,7 @@ class NodeWork:
 
 def node_work(a, nodes: int, partition: str = "rows") -> NodeWork:
     """Rows, nonzeros and distinct columns per node for a 1D row partition (one streaming pass over the
-    :class:`~netsparse_torch.plan.pattern.Pattern`; a scipy matrix is converted once)."""
+    :class:`~hw_models.pattern.Pattern`; a scipy matrix is converted once)."""
     from hw_models.definitions import workload
 
     return NodeWork.of(workload(a, nodes, partition, cores=1))

@@ -3,7 +3,7 @@
 Conventions, shared by the simulator report:
 
 * The sparse matrix ``A`` is partitioned into contiguous row blocks across ``nodes`` nodes by
-  :func:`netsparse_torch.plan.bounds.row_bounds` (``rows`` = ``numpy.array_split`` sizes, ``nnz`` =
+  :func:`hw_models.bounds.row_bounds` (``rows`` = ``numpy.array_split`` sizes, ``nnz`` =
   contiguous balanced nonzeros). The dense input ``B`` has one row per column of ``A``; a node owns
   the rows of ``B`` with the same ids as its rows of ``A``. (For a non-square ``A`` the rows of
   ``B`` are split by ``numpy.array_split`` sizes instead: our assumption.)
@@ -28,7 +28,7 @@ Conventions, shared by the simulator report:
 * ``header_fraction_sa`` (NetSparse Table 3): header share of SA traffic with one read packet and
   one response packet per PR, header sizes of NetSparse Table 5.
 
-Everything is computed by one streaming pass over the :class:`~netsparse_torch.plan.pattern.Pattern`
+Everything is computed by one streaming pass over the :class:`~hw_models.pattern.Pattern`
 in C++ (``csrc/graph/node_stats.cpp``: a column bitmap per node and per rank), so no per-nonzero
 array is ever made: the workload holds only ``[nodes, nodes]`` and ``[nodes, cores]`` counts.
 """
@@ -41,10 +41,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from hw_models.bounds import row_bounds
+from hw_models.errors import ConfigError
+from hw_models.native import graph as _graph
 from hw_models.params import HeaderParams, SoftwareParams
-from netsparse_torch.errors import ConfigError
-from netsparse_torch.plan.bounds import row_bounds
-from netsparse_torch.plan.pattern import Pattern, as_pattern
+from hw_models.pattern import Pattern, as_pattern
 
 LOCALITY_WINDOW = 64
 """Window of consecutive remote PRs for destination locality. NetSparse Table 4 (64)."""
@@ -112,8 +113,6 @@ def workload(a: Pattern | sp.spmatrix | sp.sparray, nodes: int, partition: str =
              cores: int = SoftwareParams().cores, window: int = LOCALITY_WINDOW) -> Workload:
     """Partition ``a`` over ``nodes`` and count its remote PRs in one streaming pass (O(nnz), no copy
     of a :class:`Pattern`; a scipy matrix is converted once)."""
-    from netsparse_torch._C import graph as _graph
-
     if cores < 1:
         raise ConfigError(f"cores must be >= 1, got {cores}")
     if window < 1:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from netsparse_torch.errors import ConfigError
+from hw_models.errors import ConfigError
 
 TOPOLOGIES = ("leafspine", "hyperx", "dragonfly")
 """Topology names understood by :mod:`hw_models.topology`."""

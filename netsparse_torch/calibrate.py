@@ -43,8 +43,8 @@ import torch
 import torch.distributed as dist
 
 from hw_models import compute
+from hw_models.twoface.cost import Coefficients
 from netsparse_torch.errors import NetsparseError
-from netsparse_torch.plan.twoface.cost import Coefficients
 from netsparse_torch.progress import Progress
 
 SYNC_GRID = list(itertools.product([16, 64, 128], [32, 128, 512], [4, 16]))  # K, W, S

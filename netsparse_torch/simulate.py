@@ -26,12 +26,13 @@ from omegaconf import DictConfig, OmegaConf
 from hw_models import analogs, analysis, breakdown, compute
 from hw_models.analysis import EXTRA_STRATEGIES, analyze, default_simulator
 from hw_models.hardware import simulate_hardware
+from hw_models.mtx import read_mtx
 from hw_models.params import HardwareParams
+from hw_models.pattern import Pattern, as_pattern
 from hw_models.simulator import STAGES
+from hw_models.synthetic import generate
 from netsparse_torch.config_check import config_dir
 from netsparse_torch.errors import ConfigError, NetsparseError
-from netsparse_torch.graph import generate, read_mtx
-from netsparse_torch.plan.pattern import Pattern, as_pattern
 from netsparse_torch.progress import iterate
 from netsparse_torch.report import markdown as md
 from netsparse_torch.report import write_json

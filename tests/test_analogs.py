@@ -59,7 +59,7 @@ def test_fem_band_by_hand():
     """The fem family on a case small enough to check: 2 segments of 8 rows, no local band, one coupling
     entry per row whose band (half-width 0 -> one column) sits half a segment below (first half of a
     segment) or above (second half), flipped at the ends of the matrix."""
-    from netsparse_torch._C import graph as G
+    from hw_models.native import graph as G
 
     indptr, indices = G.generate_analog("fem", 16, 0, {"segments": 2, "band_entries": 0.0, "coupling_entries": 1.0,
                                                        "coupling_width": 0.0, "sweep": 1.0, "jump": 0.5})

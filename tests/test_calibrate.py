@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from hw_models.twoface import Coefficients
+from hw_models.twoface.cost import CostModel
 from netsparse_torch.calibrate import ASYNC_GRID, COMP_GRID, SYNC_GRID, calibrate_cpu, fit, fit_warning, overlap_of
-from netsparse_torch.plan.twoface import Coefficients
-from netsparse_torch.plan.twoface.cost import CostModel
 
 TRUE = Coefficients(beta_s=3.0e-10, alpha_s=2.0e-6, beta_a=5.0e-9, alpha_a=1.5e-5, gamma_a=1.0e-8,
                     kappa_a=4.0e-6)

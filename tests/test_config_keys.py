@@ -88,7 +88,7 @@ def test_strategy_options_mirror_the_strategies():
 
 
 def test_synthetic_params_mirror_the_generators():
-    from netsparse_torch.graph import synthetic
+    from hw_models import synthetic
 
     for shape, fn in {"powerlaw": synthetic.power_law, "banded": synthetic.banded, "road": synthetic.road}.items():
         assert set(SYNTHETIC_PARAMS[shape]) == set(inspect.signature(fn).parameters) - {"n", "seed"}, shape

@@ -123,10 +123,10 @@ def test_watchdog_names_the_switch_and_peers_and_discards_the_partial_halo():
     from test_switch_fabric import BarrierMin
 
     from hw_models import units_config
+    from hw_models.units import RigNode
     from netsparse_torch.comm.rig import run_kernel
     from netsparse_torch.errors import RigTimeoutError
     from netsparse_torch.fabric.switch import LocalSwitches, SwitchFabric
-    from netsparse_torch.units import RigNode
 
     bounds = [0, 4, 8, 12]
     x = torch.arange(12 * 4, dtype=torch.float32).view(12, 4) + 1  # no row is all zeros

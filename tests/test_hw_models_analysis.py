@@ -69,8 +69,8 @@ def test_report_without_simulator_has_the_analytic_keys():
 def test_report_carries_two_face_snic_sw_and_switch_aggregate():
     from hw_models.seeds.bf3 import snic_sw
     from hw_models.seeds.smartfuse import switch_aggregate
-    from netsparse_torch.plan.twoface.cost import Coefficients
-    from netsparse_torch.plan.twoface.model import cluster_coefficients, model_two_face
+    from hw_models.twoface.cost import Coefficients
+    from hw_models.twoface.model import cluster_coefficients, model_two_face
 
     p = HardwareParams().replace(cluster={"nodes": 4, "rack_size": 2})
     a, w = _small(), D.workload(_small(), 4)
@@ -303,7 +303,7 @@ def test_modeled_training_block_by_hand():
 
 
 def test_synthetic_matrices():
-    from netsparse_torch.graph import generate
+    from hw_models.synthetic import generate
 
     a, name = simulate.load_matrix(_cfg("matrix=synthetic:banded", "synthetic.n=300"))
     assert name == "synthetic-banded-300"

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from ref_models import definitions_ref
 
 from hw_models import definitions as D
+from hw_models.bounds import row_bounds
 from hw_models.params import HeaderParams
 from netsparse_torch.errors import ConfigError, GraphInputError
-from netsparse_torch.plan.bounds import row_bounds
 
 
 def _reference(a, nodes, partition):
@@ -203,7 +203,7 @@ SHARED = sorted((DATA / "graphs").glob("*.mtx.gz"))
 def test_streaming_equals_whole_matrix_on_shared_graphs(path):
     """Every shared graph, 128 and 7 nodes, both partitions: the streaming pass equals the old
     whole-matrix definitions (pairs and Table 4 locality)."""
-    from netsparse_torch.graph import read_mtx
+    from hw_models.mtx import read_mtx
 
     a = read_mtx(path)
     for nodes, partition in ((128, "rows"), (7, "nnz")):

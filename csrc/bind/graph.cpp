@@ -1,5 +1,5 @@
 // Python bindings of the paper-scale analog generators and the streaming workload statistics
-// -> netsparse_torch._C.graph. Called by netsparse_torch/graph/analogs.py and hw_models/definitions.py.
+// -> hw_models._C.graph. Called by hw_models/analogs.py and hw_models/definitions.py.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

@@ -1,7 +1,7 @@
 // Streaming workload statistics (see node_stats.h).
 #include "graph/node_stats.h"
 
-#include <ATen/Parallel.h>
+#include "graph/parallel.h"
 
 #include <algorithm>
 #include <mutex>
@@ -80,7 +80,7 @@ NodeStats node_stats(const int64_t* indptr, const Idx* indices, int64_t n_cols, 
   s.window_distinct.assign(nodes, 0);
   const OwnerLookup owner(cb, nodes, n_cols);
   std::mutex served_mutex;
-  at::parallel_for(0, nodes, 1, [&](int64_t begin, int64_t end) {
+  parallel_chunks(nodes, 1, [&](int64_t begin, int64_t end) {
     Bitmap node_seen(n_cols), rank_seen(n_cols);
     std::vector<int64_t> served(nodes * cores, 0), stamp(nodes);
     for (int64_t p = begin; p < end; ++p) {

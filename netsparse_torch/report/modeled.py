@@ -127,7 +127,7 @@ def _virtual_partition(cfg) -> str:
     """Row blocks of the virtual nodes: ``cluster.partition``, else the run's when it is a row-block mode.
     METIS parts for the training's ranks say nothing about ``cluster.nodes`` virtual nodes, so
     ``partition=metis`` models ``rows`` blocks of the numbering the adjacency has."""
-    from netsparse_torch.plan.bounds import ROW_MODES
+    from hw_models.bounds import ROW_MODES
 
     partition = str(cfg.cluster.get("partition") or cfg.partition)
     return partition if partition in ROW_MODES else "rows"

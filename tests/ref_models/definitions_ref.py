@@ -9,7 +9,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from netsparse_torch.plan.bounds import owner_of, row_bounds
+from hw_models.bounds import owner_of, row_bounds
 
 
 def canonical(a) -> sp.csr_matrix:
