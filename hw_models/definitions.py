@@ -21,7 +21,9 @@ Conventions, shared by the simulator report:
   64; the number of distinct destination (owner) nodes is counted per *full* window and averaged
   over all full windows of all nodes. ``nan`` if no node has 64 remote PRs.
 * SAOpt's ranks (NetSparse §8.1, §9.1: Conveyors runs one rank per core): each node's ``cores``
-  ranks own contiguous ``numpy.array_split`` shares of its rows of ``A`` and of its rows of ``B``.
+  ranks own contiguous blocks of its rows of ``A``, ``numpy.array_split`` shares (``rank_partition``
+  ``rows``) or blocks of balanced nonzeros (``nnz``, ``software.rank_partition``), and the rows of
+  ``B`` with the same ids (for a non-square ``A``, ``numpy.array_split`` shares of its rows of ``B``).
   A rank filters its own repeats only ("cross-rank filtering is not possible", §9.1): rank ``i`` of
   node ``p`` issues one PR per distinct remote column in its rows, served by the rank of the owner
   node that owns that row of ``B``.
@@ -85,6 +87,8 @@ class Workload:
     """``[nodes, cores]``: PRs each rank issues (distinct remote columns in its rows)."""
     rank_served: np.ndarray
     """``[nodes, cores]``: per-rank-filtered PRs each rank serves (rows of ``B`` it owns)."""
+    rank_partition: str = "rows"
+    """How each node's rows are split among its ranks (``software.rank_partition``)."""
 
     @property
     def owned_cols(self) -> np.ndarray:
@@ -110,7 +114,8 @@ def bounds(a: Pattern, nodes: int, partition: str = "rows") -> tuple[np.ndarray,
 
 
 def workload(a: Pattern | sp.spmatrix | sp.sparray, nodes: int, partition: str = "rows",
-             cores: int = SoftwareParams().cores, window: int = LOCALITY_WINDOW) -> Workload:
+             cores: int = SoftwareParams().cores, window: int = LOCALITY_WINDOW,
+             rank_partition: str = SoftwareParams().rank_partition) -> Workload:
     """Partition ``a`` over ``nodes`` and count its remote PRs in one streaming pass (O(nnz), no copy
     of a :class:`Pattern`; a scipy matrix is converted once)."""
     if cores < 1:
@@ -120,10 +125,10 @@ def workload(a: Pattern | sp.spmatrix | sp.sparray, nodes: int, partition: str =
     a = as_pattern(a)
     rb, cb = bounds(a, nodes, partition)
     s = _graph.node_stats(a.indptr, a.indices, a.n_cols, np.ascontiguousarray(rb, dtype=np.int64),
-                          np.ascontiguousarray(cb, dtype=np.int64), int(cores), int(window))
+                          np.ascontiguousarray(cb, dtype=np.int64), int(cores), int(window), rank_partition)
     return Workload(a.n_rows, a.n_cols, a.nnz, nodes, rb, cb, s["pair_prs"], s["pair_useful"], s["node_nnz"],
                     s["node_distinct"], int(window), s["windows"], s["window_distinct"], int(cores),
-                    s["rank_pair_useful"], s["rank_issued"], s["rank_served"])
+                    s["rank_pair_useful"], s["rank_issued"], s["rank_served"], rank_partition)
 
 
 @dataclass(frozen=True)

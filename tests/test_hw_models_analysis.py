@@ -328,3 +328,33 @@ def test_cli_picks_the_extra_strategies_and_snic_sw_parameters(tmp_path):
         simulate.run(_cfg(*base, "strategies=[nosuch]"))
     with pytest.raises(ConfigError, match="snic_sw"):
         simulate.run(_cfg(*base, "strategies=[snic_sw]", "snic_sw.slowdown=0"))
+
+
+def test_line_util_counts_received_or_both_directions_by_hand():
+    """One PR from node 0 to node 3 (test_simulator's lone PR): the tail, node 0, sends one 80 B read
+    packet (50 + 12 + 18 B) and receives one 144 B response (plus 16 x 4 B of payload). ``rx`` reads
+    144 B / (rate x t); ``both`` (144 + 80) B / (2 x rate x t). A reading only: every time stays."""
+    a = sp.csr_matrix((np.ones(1), ([0], [3])), shape=(4, 4))
+    reports = {d: A.analyze(a, HardwareParams.from_dict({"cluster": {"nodes": 4, "rack_size": 2},
+                                                          "link": {"line_util_direction": d}}),
+                            k=16, simulator=A.default_simulator(), ablation=False)["strategies"]["netsparse"]
+               for d in ("rx", "both")}
+    rx, both = reports["rx"], reports["both"]
+    assert rx["tail_node"] == both["tail_node"] == 0 and rx["per_node"]["time_s"] == both["per_node"]["time_s"]
+    t = rx["comm_time_s"]
+    assert rx["tail"]["line_util"] == pytest.approx(144 / (50e9 * t))
+    assert both["tail"]["line_util"] == pytest.approx((144 + 80) / (2 * 50e9 * t))
+    fake = A.analyze(_small(), HardwareParams().replace(cluster={"nodes": 4, "rack_size": 2}), k=16,
+                     simulator=FakeSimulator(), ablation=False)
+    assert fake["strategies"]["netsparse"]["tail"]["line_util"] is None  # no per-node byte counters
+
+
+def test_rank_partition_reaches_the_sa_opt_baseline():
+    """software.rank_partition: the report's SAOpt uses the workload split that way."""
+    a = sp.random(120, 120, density=0.05, random_state=3, format="csr")
+    p = HardwareParams().replace(cluster={"nodes": 4, "rack_size": 2}, software={"cores": 8, "rank_partition": "nnz"})
+    got = A.analyze(a, p, k=16)["strategies"]["sa_opt"]
+    want = B.sa_opt(D.workload(a, 4, cores=8, rank_partition="nnz"), 16, p)
+    assert got["comm_time_s"] == want.comm_time_s and got["prs"] == int(want.prs.sum())
+    rows = B.sa_opt(D.workload(a, 4, cores=8), 16, p.replace(software={"rank_partition": "rows"}))
+    assert rows.comm_time_s != want.comm_time_s  # the two splits differ on this matrix
