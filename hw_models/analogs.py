@@ -18,7 +18,7 @@ Optional cache: :func:`load` with ``cache_dir`` writes the pattern as ``.npy`` f
 ``mmap_mode``) beside a JSON sidecar with the generator version, parameters, seed, scale and a
 BLAKE2b checksum; the file name carries a digest of all of them, so a sweep generates each analog
 once and a changed parameter never reads a stale file. A checksum mismatch is one
-:class:`~netsparse_torch.errors.GraphInputError`.
+:class:`~hw_models.errors.GraphInputError`.
 """
 
 from __future__ import annotations

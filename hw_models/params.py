@@ -2,7 +2,7 @@
 
 Every default that comes from the NetSparse paper (MICRO'25) names its table or section; values
 that are our own assumption say so. All dataclasses are frozen and validated on construction:
-a zero or negative size, count or rate raises :class:`~netsparse_torch.errors.ConfigError` naming
+a zero or negative size, count or rate raises :class:`~hw_models.errors.ConfigError` naming
 the field. Fields that may meaningfully be zero (latencies, delay cycles) or infinite (delay
 cycles, cache capacity, RIG batch size) say so in their metadata.
 

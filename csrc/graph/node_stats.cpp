@@ -42,7 +42,7 @@ inline int64_t split_start(int64_t len, int64_t parts, int64_t i) {
 // [nodes x (cores + 1)]: the first row of each rank of each node, then the node's end; `bounds` are the
 // nodes' row blocks. Without `indptr`, numpy.array_split shares. With it (RankPartition::kNnz), rank i
 // starts at the first row where the node's running nonzero count reaches i/cores of its total (the rule
-// of the node partition `nnz`, netsparse_torch/plan/bounds.py, without its one-row minimum: a heavy row
+// of the node partition `nnz`, hw_models/bounds.py, without its one-row minimum: a heavy row
 // leaves ranks empty); a node without nonzeros splits its rows into shares.
 std::vector<int64_t> rank_starts(const int64_t* bounds, int64_t nodes, int64_t cores, const int64_t* indptr) {
   std::vector<int64_t> out(nodes * (cores + 1));
