@@ -23,7 +23,7 @@ no-reuse gather are our assumptions; ``b_reuse=True`` charges each distinct B ro
 
 **CPU model**: ``t = nnz * K / rate`` with ``rate`` in nonzero-columns per second (half the
 GFLOP/s), calibrated by timing the project's own local SpMM kernel on this machine
-(:func:`netsparse_torch.calibrate.calibrate_cpu`, a measurement, so it lives with the runtime);
+(:func:`netsparse_torch.calibration.calibrate_cpu`, a measurement, so it lives with the runtime);
 ``CPUModel.from_gflops`` takes a rate measured elsewhere.
 
 **Combination** of a node's compute time ``c`` and communication time ``m``: ``none`` (no overlap)

@@ -107,7 +107,7 @@ def test_cache_roundtrip_and_checksum(tmp_path):
 
 def test_cli_unknown_matrix_and_scale_exit_2(tmp_path):
     for spec, msg in (("paper:nope", "unknown paper matrix 'nope'"), ("paper:uk@2", "scale must be in (0, 1]")):
-        proc = run_cli("netsparse_torch.simulate", f"matrix={spec}", f"hydra.run.dir={tmp_path}", timeout=120)
+        proc = run_cli("netsparse_torch.cli.simulate", f"matrix={spec}", f"hydra.run.dir={tmp_path}", timeout=120)
         assert proc.returncode == 2
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
         assert lines == [f"netsparse-simulate: error: {lines[0].split('error: ', 1)[1]}"] and msg in lines[0]

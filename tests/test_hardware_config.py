@@ -83,7 +83,7 @@ def modeled_hardware(cfg, hardware, monkeypatch) -> HardwareParams:
     import scipy.sparse as sp
 
     from hw_models import analysis
-    from netsparse_torch.report.modeled import modeled_block
+    from netsparse_torch.modeled import modeled_block
 
     def capture(adj, params, *args, **kwargs):
         raise _Captured(params)

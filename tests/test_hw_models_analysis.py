@@ -17,7 +17,7 @@ from hw_models import simulator as sim
 from hw_models.hardware import simulate_hardware
 from hw_models.params import HardwareParams
 from hw_models.simulator import STAGES, NetSparseRun, mechanisms_up_to
-from netsparse_torch import simulate
+from netsparse_torch.cli import simulate
 from netsparse_torch.errors import ConfigError, DatasetNotFoundError, GraphInputError
 
 LUX = DATA / "graphs" / "luxembourg_osm.mtx.gz"
@@ -213,7 +213,7 @@ def test_bad_input(tmp_path, overrides, error, match):
 
 
 def test_cli_exits_nonzero_with_one_line(tmp_path):
-    proc = run_cli("netsparse_torch.simulate", "topology=torus", f"matrix={KARATE}",
+    proc = run_cli("netsparse_torch.cli.simulate", "topology=torus", f"matrix={KARATE}",
                    f"hydra.run.dir={tmp_path}", timeout=120)
     assert proc.returncode == 2
     assert "netsparse-simulate: error: unknown topology 'torus'" in proc.stderr
@@ -237,6 +237,7 @@ def test_strong_scaling_through_the_cli(tmp_path):
 
 
 def test_collect_tables(tmp_path):
+    from netsparse_torch.cli import collect as collect_cli
     from netsparse_torch.report import collect
 
     d = tmp_path / "reports"
@@ -254,7 +255,7 @@ def test_collect_tables(tmp_path):
     assert "n/a" not in collect.markdown("speedup", reports)[2]
     assert reports[0]["strategies"]["netsparse"]["comm_time_s"] > 0
     assert len(collect.markdown("strong_scaling", reports)) == 2 + 2 * 2
-    assert collect.main(["table1", str(tmp_path / "empty")]) == 2
+    assert collect_cli.main(["table1", str(tmp_path / "empty")]) == 2
     with pytest.raises(ValueError, match="unknown table"):
         collect.markdown("table9", reports)
 

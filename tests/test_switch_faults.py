@@ -25,7 +25,7 @@ def read_packet(src: int, dest: int) -> bytes:
 
 
 def test_cli_serves_and_logs_a_one_line_summary_on_sigterm():
-    proc = subprocess.Popen([sys.executable, "-m", "netsparse_torch.switch", "--role", "spine", "--port", "0"],
+    proc = subprocess.Popen([sys.executable, "-m", "netsparse_torch.cli.switch", "--role", "spine", "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
