@@ -12,7 +12,8 @@ from conftest import DATA
 from hydra import compose, initialize_config_dir
 
 from hw_models import analogs
-from netsparse_torch.cli import simulate
+from netsparse_torch.report import simulation as sim_report
+from netsparse_torch.run import simulation as simulate
 
 KARATE = DATA / "mtx_small" / "karate.mtx"
 
@@ -40,7 +41,7 @@ def _speed(ratio: float, a: str, b: str) -> str:
     (None, "n/a"), (float("nan"), "n/a"), (0.0, "n/a"),
 ])
 def test_speed_in_words(ratio, want):
-    assert simulate.faster(ratio, "NetSparse", "SUOpt") == want
+    assert sim_report.faster(ratio, "NetSparse", "SUOpt") == want
 
 
 @pytest.mark.parametrize(("ratio", "want"), [
@@ -50,7 +51,7 @@ def test_speed_in_words(ratio, want):
     (None, "n/a"),
 ])
 def test_amounts_in_words(ratio, want):
-    assert simulate.more(ratio, "SUOpt", "NetSparse", "moves", "bytes") == want
+    assert sim_report.more(ratio, "SUOpt", "NetSparse", "moves", "bytes") == want
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +108,7 @@ def test_the_tail_bound_is_named_in_plain_words(cli_run):
     scan = sum(v for k, v in b.items() if k.startswith("scan_"))
     loads = sum(v for k, v in b.items() if k.startswith("filter_"))
     shares = {"the RIG client idx scan": scan, "Idx Filter loads": loads,
-              **{simulate.breakdown.WORDS[k]: v for k, v in b.items() if not k.startswith(("scan_", "filter_"))}}
+              **{sim_report.breakdown.WORDS[k]: v for k, v in b.items() if not k.startswith(("scan_", "filter_"))}}
     first = max(shares, key=shares.__getitem__)
     row = _row(stdout, "what bounds the tail node")
     assert row.startswith(f"tail node {node} is bound by {first} ({100 * shares[first] / sum(b.values()):.0f} %)")
