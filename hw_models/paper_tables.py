@@ -64,9 +64,9 @@ def _netcrafter_table1() -> list[Row]:
 
 
 def _netsparse_table3() -> list[Row]:
-    from hw_models import units, units_config
+    from hw_models import unit_args, units
 
-    sizes = units.HeaderSizes(**units_config.header_sizes())
+    sizes = units.HeaderSizes(**unit_args.header_sizes())
     return [Row(f"K={k}", paper, 100.0 * units.sa_header_share(sizes, k, 4)) for k, paper in NETSPARSE_TABLE3.items()]
 
 
@@ -74,10 +74,10 @@ def _netsparse_header_formula() -> list[Row]:
     """§6.1.1 header bytes of N PRs: the formula with Table 5 sizes ("paper") vs the C++ header model ("ours")."""
     import numpy as np
 
-    from hw_models import units, units_config
+    from hw_models import unit_args, units
 
     upper, concat, pr = TABLE5_SIZES
-    sizes = units.HeaderSizes(**units_config.header_sizes())
+    sizes = units.HeaderSizes(**unit_args.header_sizes())
     rows = []
     for n in range(1, 65):
         separate, _ = units.stream_bytes(sizes, np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.uint8), 4)
