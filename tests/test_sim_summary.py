@@ -76,8 +76,17 @@ def test_each_written_file_is_announced_once(cli_run):
 def test_ranks_per_node_come_from_the_run(cli_run):
     stdout, report, _ = cli_run
     assert report["config"]["hw"]["software"]["cores"] == 8 and report["strategies"]["sa_opt"]["cores"] == 8
-    assert _row(stdout, "SAOpt ranks") == "8 per node x 4 nodes = 32"
+    assert _row(stdout, "SAOpt ranks").startswith("8 per node x 4 nodes = 32; ")
     assert "64" not in _row(stdout, "SAOpt ranks")
+
+
+def test_the_summary_names_the_assumptions_it_read_with(cli_run):
+    stdout, report, _ = cli_run
+    hw, tail = report["hardware"], report["strategies"]["netsparse"]["tail"]
+    assert hw["software"]["rank_partition"] == "rows" and "split among them by equal rows" in _row(stdout, "SAOpt ranks")
+    assert hw["link"]["line_util_direction"] == "rx"
+    assert _row(stdout, "line utilisation at the tail node") == \
+        f"{100 * tail['line_util']:.4g} % (received bytes, hw.link.line_util_direction)"
 
 
 def test_ratios_read_with_their_direction(cli_run):

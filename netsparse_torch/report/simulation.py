@@ -86,7 +86,8 @@ def _workload_rows(report: dict) -> list[tuple[str, str]]:
          _fmt(report["dest_locality_64"]) if _known(report["dest_locality_64"]) else "n/a (no node has 64)"),
         ("share of SAOpt's bytes that are headers [Table 3]", _fmt(100 * report["header_fraction_sa"], " %")),
         ("SAOpt ranks (one per core, hw.software.cores) [§8.1]",
-         f"{cores} per node x {nodes} nodes = {cores * nodes:,}"),
+         f"{cores} per node x {nodes} nodes = {cores * nodes:,}; a node's rows split among them by "
+         f"{_RANK_SPLIT[report['hardware']['software']['rank_partition']]} (hw.software.rank_partition)"),
         ("SAOpt read requests (each rank filters only its own repeats) [§9.1]",
          f"{sa['prs']:,} ({sa['prs_per_node_filtering']:,} if each node filtered once)"),
     ]
@@ -105,7 +106,7 @@ def _time_rows(report: dict) -> list[tuple[str, str]]:
         (f"NetSparse comm time{' (flits on inter-rack links)' if ns.get('link_layer') else ''}",
          _time_or_status(ns)),
         *_link_layer_rows(ns.get("link_layer")),
-        *_table7_rows(ns),
+        *_table7_rows(ns, report["hardware"]["link"]["line_util_direction"]),
         *_bound_rows(ns),
     ]
 
@@ -162,7 +163,11 @@ def _skipped_lines(report: dict) -> list[str]:
     return ([""] if report["ablation"] and lines else []) + lines  # a blank line after the ablation table
 
 
-def _table7_rows(ns: dict) -> list[tuple[str, str]]:
+_RANK_SPLIT = {"rows": "equal rows", "nnz": "balanced nonzeros"}
+_DIRECTION = {"rx": "received bytes", "both": "bytes received and sent"}
+
+
+def _table7_rows(ns: dict, direction: str) -> list[tuple[str, str]]:
     """NetSparse's read requests and its statistics at the tail node (NetSparse Table 7's Gput, Trfc and
     #PR columns; none without the simulator)."""
     if "tail" not in ns:
@@ -172,6 +177,9 @@ def _table7_rows(ns: dict) -> list[tuple[str, str]]:
     return [("NetSparse read requests", f"{prs:,}" if prs is not None else "n/a"),
             ("goodput at the tail node, NetSparse [Table 7]",
              _fmt(100 * t["goodput"], " % of the line rate") if _known(t.get("goodput")) else "n/a"),
+            ("line utilisation at the tail node, NetSparse [Table 7]",
+             _fmt(100 * t["line_util"], f" % ({_DIRECTION[direction]}, hw.link.line_util_direction)")
+             if _known(t.get("line_util")) else "n/a"),
             ("traffic into the tail node [Table 7]",
              more(t.get("traffic_reduction_vs_su_opt"), "SUOpt", "NetSparse", "moves", "bytes")),
             ("read requests at the tail node [Table 7]",
