@@ -83,7 +83,8 @@ def test_ranks_per_node_come_from_the_run(cli_run):
 def test_the_summary_names_the_assumptions_it_read_with(cli_run):
     stdout, report, _ = cli_run
     hw, tail = report["hardware"], report["strategies"]["netsparse"]["tail"]
-    assert hw["software"]["rank_partition"] == "rows" and "split among them by equal rows" in _row(stdout, "SAOpt ranks")
+    assert hw["software"]["rank_partition"] == "rows"
+    assert "split among them by equal rows" in _row(stdout, "SAOpt ranks")
     assert hw["link"]["line_util_direction"] == "rx"
     assert _row(stdout, "line utilisation at the tail node") == \
         f"{100 * tail['line_util']:.4g} % (received bytes, hw.link.line_util_direction)"
