@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from ref_models.flit_ref import stitch
 
 from hw_models.native import units
+from hw_models.paper_tables import NETCRAFTER_TABLE1
 from hw_models.seeds import netcrafter as nc
-from netsparse_torch.cli.reproduce import NETCRAFTER_TABLE1
 
 NO_POOL = nc.LinkConfig(pool_cycles=0)
 
