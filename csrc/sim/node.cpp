@@ -20,8 +20,9 @@ struct LogicEngineTiming {
   Node& n;
   Client& u;
   int64_t now, limit;  // SNIC cycles: decisions are >= now; a decision at or after limit waits
-  bool admit(uint64_t idx, bool mem);
-  void consumed(Outcome o);
+  // Both run once per idx inside RigClientUnit::run: inlined there (an out-of-line admit was a call per idx).
+  __attribute__((always_inline)) inline bool admit(uint64_t idx, bool mem);
+  __attribute__((always_inline)) inline void consumed(Outcome o);
 };
 
 // The cycles from the last decision charged to this one go, in order, to the idx's read (one per cycle),
@@ -31,13 +32,13 @@ inline void LogicEngineTiming::consumed(Outcome o) {
   Path& pa = u.path;
   const int64_t d = u.decided;
   const int scan = kScanLocal + static_cast<int>(o);
-  if (d <= pa.fr) {  // decided in a cycle already charged (reads run ahead of decisions)
-    pa.idle = kBounds;
-    return;
-  }
   if (d == pa.fr + 1 && pa.head_read == pa.fr && pa.idle == kBounds) {  // streaming: one idx this cycle
     ++pa.scan[scan];
     pa.fr = d;
+    return;
+  }
+  if (d <= pa.fr) {  // decided in a cycle already charged (reads run ahead of decisions)
+    pa.idle = kBounds;
     return;
   }
   const int64_t s = u.head_mem ? pa.head_s : pa.head_read, lat = u.head_mem ? pa.head_lat : 0;
@@ -59,7 +60,7 @@ inline void LogicEngineTiming::consumed(Outcome o) {
   pa.fr = d;
 }
 
-bool LogicEngineTiming::admit(uint64_t idx, bool mem) {
+inline bool LogicEngineTiming::admit(uint64_t idx, bool mem) {
   if (!u.head) {  // read the idx: its filter load (if any) goes out now
     int64_t s = u.next_in, lat = 0;
     u.path.head_read = s;
