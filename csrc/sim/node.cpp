@@ -23,7 +23,24 @@ struct LogicEngineTiming {
   // Both run once per idx inside RigClientUnit::run: inlined there (an out-of-line admit was a call per idx).
   __attribute__((always_inline)) inline bool admit(uint64_t idx, bool mem);
   __attribute__((always_inline)) inline void consumed(Outcome o);
+  inline int64_t local_run(int64_t k);
 };
+
+// A run of k local idxs behind a local idx that streamed: each is read one cycle after the last and
+// decided the cycle after its read, so k calls of admit and consumed would each take one cycle and
+// charge it to scan_local; done here at once, up to the call's limit. Declines unless streaming.
+inline int64_t LogicEngineTiming::local_run(int64_t k) {
+  Path& pa = u.path;
+  const int64_t c = u.decided;
+  if (u.head || pa.idle != kBounds || pa.fr != c || u.next_in != c || now > c) return 0;
+  const int64_t m = std::min(k, limit - 1 - c);  // the i-th is decided at c + i + 1 < limit
+  if (m <= 0) return 0;
+  u.next_in = u.decided = u.head_d = pa.fr = c + m;
+  pa.head_read = c + m - 1;
+  u.head_mem = false;
+  pa.scan[kScanLocal] += m;
+  return m;
+}
 
 // The cycles from the last decision charged to this one go, in order, to the idx's read (one per cycle),
 // its wait for an LSQ entry, its filter load, and the rest to why the unit's call came late.
