@@ -26,20 +26,31 @@ struct LogicEngineTiming {
   inline int64_t local_run(int64_t k);
 };
 
-// A run of k local idxs behind a local idx that streamed: each is read one cycle after the last and
-// decided the cycle after its read, so k calls of admit and consumed would each take one cycle and
-// charge it to scan_local; done here at once, up to the call's limit. Declines unless streaming.
+// A run of k local idxs behind a local idx, taken as k calls of admit and consumed(kLocal) would take
+// them, in closed form: first those read behind the last decision (reads run ahead after a filter
+// load) are decided in its cycle, already charged; then each of the rest streams, read one cycle after
+// the last and decided the cycle after its read, one scan_local cycle each, up to the call's limit.
+// Declines (0) in any other state: the idxs then go one by one.
 inline int64_t LogicEngineTiming::local_run(int64_t k) {
   Path& pa = u.path;
   const int64_t c = u.decided;
-  if (u.head || pa.idle != kBounds || pa.fr != c || u.next_in != c || now > c) return 0;
-  const int64_t m = std::min(k, limit - 1 - c);  // the i-th is decided at c + i + 1 < limit
-  if (m <= 0) return 0;
+  if (u.head || now > c || c >= limit || pa.fr < c) return 0;
+  int64_t n = std::min(k, std::max<int64_t>(c - u.next_in, 0));
+  if (n > 0) {  // decided at c <= fr: nothing to charge
+    u.next_in += n;
+    pa.head_read = u.next_in - 1;
+    u.head_d = c;
+    u.head_mem = false;
+    pa.idle = kBounds;
+  }
+  if (n == k || pa.idle != kBounds || pa.fr != c || u.next_in != c) return n;
+  const int64_t m = std::min(k - n, limit - 1 - c);  // the i-th is decided at c + i + 1 < limit
+  if (m <= 0) return n;
   u.next_in = u.decided = u.head_d = pa.fr = c + m;
   pa.head_read = c + m - 1;
   u.head_mem = false;
   pa.scan[kScanLocal] += m;
-  return m;
+  return n + m;
 }
 
 // The cycles from the last decision charged to this one go, in order, to the idx's read (one per cycle),
