@@ -44,7 +44,7 @@ $(EXT): $(STAMP) $(SOURCES)
 DEMO := strategy=netsparse cluster=leafspine128 cluster.nodes=8 cluster.rack_size=4 epochs=100 eval_every=5
 
 demo: install
-	$(PY) -m netsparse_torch.train $(DEMO)
+	$(PY) -m netsparse_torch.cli.train $(DEMO)
 
 test: install
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile tests

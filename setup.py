@@ -1,19 +1,30 @@
-"""Build the C++ extension ``netsparse_torch._C`` (hardware units, simulator core, CPU kernels)."""
+"""Build the two C++ extensions: ``hw_models._C`` (hardware units, simulator core, graph analogs; plain
+pybind11, no torch) and ``netsparse_torch._C`` (the CPU tensor kernels, linked against torch)."""
 
 import glob
 import os
 import tempfile
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_py import build_py
-from torch.utils.cpp_extension import BuildExtension, CppExtension
+from torch.utils.cpp_extension import BuildExtension, CppExtension, include_paths
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCES = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "**", "*.cpp"),
-                                                            recursive=True))
 
-# OpenMP is what makes at::parallel_for parallel inside an extension: without -fopenmp its pragma
-# is ignored and every loop runs on one thread.
+
+def sources(*folders: str) -> list[str]:
+    return sorted(os.path.relpath(p, HERE) for f in folders for p in glob.glob(os.path.join(HERE, f, "*.cpp")))
+
+
+# The hardware models need no torch: the units, the simulator and the graph analogs are plain C++ behind
+# pybind11 (torch's bundled copy of its headers), so `netsparse-simulate` and hw_models load them without
+# torch's 400 MB of shared libraries. The kernels take and return tensors and link against torch.
+HW_SOURCES = sources("csrc/bind", "csrc/units", "csrc/sim", "csrc/graph")
+KERNEL_SOURCES = sources("csrc")
+
+# OpenMP is what makes at::parallel_for (the kernels) and the graph generators' parallel_chunks
+# (csrc/graph/parallel.h) parallel: without -fopenmp their pragmas are ignored and every loop runs on one
+# thread.
 #
 # -g0: Python's own CFLAGS carry -g, and debug information for torch's and pybind11's templates more
 # than doubles the build (spmm.cpp 37 s -> 15 s, objects 30x smaller); `make install` compiles from
@@ -24,13 +35,21 @@ FLAGS = ["-g0", "-O3", "-std=c++17", "-fopenmp", "-Wall", "-Wno-unused-function"
 # in build/ for incremental rebuilds); it sets NETSPARSE_NO_EXTENSION=1 for its `pip install -e .` so
 # that pip does not compile the same 26 files a second time in a throwaway directory.
 EXTENSIONS = [] if os.environ.get("NETSPARSE_NO_EXTENSION") == "1" else [
+    Extension(
+        "hw_models._C",
+        HW_SOURCES,
+        include_dirs=[os.path.join(HERE, "csrc"), *include_paths()[:1]],
+        extra_compile_args=FLAGS,
+        extra_link_args=["-fopenmp"],
+        language="c++",
+    ),
     CppExtension(
         "netsparse_torch._C",
-        SOURCES,
+        KERNEL_SOURCES,
         include_dirs=[os.path.join(HERE, "csrc")],
         extra_compile_args=FLAGS,
         extra_link_args=["-fopenmp"],
-    )
+    ),
 ]
 
 

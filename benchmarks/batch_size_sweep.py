@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 
 from hw_models import definitions
+from hw_models.mtx import default_data_root, read_mtx
 from hw_models.params import HardwareParams
+from hw_models.pattern import as_pattern
 from hw_models.simulator import auto_batch_size, simulate
-from netsparse_torch.graph.mtx import default_data_root, read_mtx
 from netsparse_torch.malloc import keep_freed_memory
-from netsparse_torch.plan.pattern import as_pattern
 
 GRAPHS = ("ego-twitter", "soc-slashdot0902", "cage11", "delaunay_n16", "ct2010", "luxembourg_osm")
 BATCHES = tuple(2**i for i in range(8, 17))  # 256 .. 65536

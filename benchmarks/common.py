@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from netsparse_torch.graph.mtx import default_data_root
+from hw_models.mtx import default_data_root
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

@@ -76,7 +76,7 @@ def hbm_peak(args, device: torch.device) -> tuple[float | None, str]:
 
 
 def graphs(args) -> dict[str, sp.csr_matrix]:
-    from netsparse_torch.graph import synthetic
+    from hw_models import synthetic
 
     if args.small:
         return {"powerlaw-small": synthetic.power_law(64, avg_degree=6.0, seed=0),

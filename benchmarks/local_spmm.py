@@ -31,7 +31,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import GRAPHS, write_result  # noqa: E402
 
-from netsparse_torch import _C, kernels  # noqa: E402
+from netsparse_torch import kernels  # noqa: E402
+from netsparse_torch.native import _C  # noqa: E402
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
 warnings.filterwarnings("ignore", message="Sparse invariant checks")

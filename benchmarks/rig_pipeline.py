@@ -29,8 +29,10 @@ import scipy.sparse as sp
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import GRAPHS, write_result  # noqa: E402
 
-from hw_models import units_config  # noqa: E402
-from netsparse_torch import units  # noqa: E402
+from hw_models import (
+    units,  # noqa: E402
+    units_config,  # noqa: E402
+)
 
 
 def load_pattern(name: str) -> sp.csr_matrix:

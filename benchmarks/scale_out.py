@@ -3,7 +3,7 @@
     python benchmarks/scale_out.py [--nodes 4000000] [--avg-degree 8] [--parts 1,2,4] [--partitions rows,metis]
                                    [--epochs 3] [--workdir /tmp/netsparse-scale-out]
 
-Generates a seeded synthetic power-law graph (``netsparse_torch.graph.synthetic``, features and labels
+Generates a seeded synthetic power-law graph (``hw_models.synthetic``, features and labels
 as ``dataset=synthetic`` makes them), writes it as partitioned datasets with the code behind
 ``netsparse-partition`` (every partitioner x every part count), and trains each with ``netsparse-train
 dataset=partitioned`` (GCN, ``strategy=sa``, ``--epochs`` epochs, world_size = parts). Per run it prints

@@ -28,7 +28,7 @@ GRAPHS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "graph
 
 
 def main(argv: list[str]) -> None:
-    from netsparse_torch._C import units
+    from hw_models.native import sim as units
 
     flit = "--flit" in argv
     argv = [a for a in argv if a != "--flit"]

@@ -40,7 +40,7 @@ def peak_rss_gib() -> float:
 def make_matrix(case: str):
     """The matrix of ``case``: ``ego-twitter``, ``synthetic:SHAPE:NNZ`` or ``paper:NAME[@scale]``."""
     if case == "ego-twitter":
-        from netsparse_torch.graph.mtx import default_data_root, read_mtx
+        from hw_models.mtx import default_data_root, read_mtx
 
         return read_mtx(default_data_root() / "graphs" / "ego-twitter.mtx.gz")
     if case.startswith("synthetic:"):
@@ -60,7 +60,7 @@ def synthetic(nnz: int, shape: str = "powerlaw", seed: int = 0):
     import numpy as np
     import scipy.sparse as sp
 
-    from netsparse_torch.graph import generate
+    from hw_models.synthetic import generate
 
     if shape == "powerlaw":
         return generate("powerlaw", max(1000, int(nnz / POWERLAW_NNZ_PER_ROW)), seed=seed)
@@ -79,8 +79,8 @@ def bench(case: str, k: int = 16) -> dict:
     """One full-mechanism NetSparse simulation of ``case`` on the default 128-node cluster."""
     from hw_models import definitions
     from hw_models.params import HardwareParams
+    from hw_models.pattern import as_pattern
     from hw_models.simulator import simulate
-    from netsparse_torch.plan.pattern import as_pattern
 
     params = HardwareParams()
     load0 = os.getloadavg()[0]

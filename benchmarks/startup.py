@@ -38,7 +38,7 @@ def import_s(code: str) -> float:
 def one_run(run_dir: str) -> dict:
     """Seconds from the command to the first epoch line, the summary's first line and the closed output."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "netsparse_torch.train", "dataset=cora", "epochs=1",
+    proc = subprocess.Popen([sys.executable, "-m", "netsparse_torch.cli.train", "dataset=cora", "epochs=1",
                              f"hydra.run.dir={run_dir}"], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     marks = {}

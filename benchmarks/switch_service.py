@@ -2,7 +2,7 @@
 
     python benchmarks/switch_service.py [--clients 4] [--seconds 5] [--prop-bytes 64] [--frame-packets 32]
 
-The ToR runs in its own process (``python -m netsparse_torch.switch --role tor``) so it does not share
+The ToR runs in its own process (``python -m netsparse_torch.cli.switch --role tor``) so it does not share
 a GIL with the load generators. Each client sends frames of ``--frame-packets`` MTU-full read packets
 (concatenated: 79 read PRs per 1450 B packet) and keeps ``--window`` frames in flight. Two modes:
 
@@ -30,10 +30,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import write_result  # noqa: E402
-from netsparse_torch._C import units as cu  # noqa: E402
 
-from hw_models import units_config  # noqa: E402
-from netsparse_torch import units  # noqa: E402
+from hw_models import (
+    units,  # noqa: E402
+    units_config,  # noqa: E402
+)
+from hw_models.native import units as cu  # noqa: E402
 from netsparse_torch.switch import ControlClient, SwitchClient, configure_request  # noqa: E402
 
 N_ROWS = 4096
@@ -42,7 +44,7 @@ BMV2_PACKETS_PER_S = 80_000  # the bmv2 software switch forwards about 80k packe
 
 
 def start_tor() -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "netsparse_torch.switch", "--role", "tor", "--port", "0"],
+    proc = subprocess.Popen([sys.executable, "-m", "netsparse_torch.cli.switch", "--role", "tor", "--port", "0"],
                             stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     if "listening on" not in line:

@@ -1,14 +1,13 @@
-// The one Python module of the extension: each unit registers its own bindings.
+// netsparse_torch._C: the CPU tensor kernels (the hardware units are hw_models._C, csrc/bind/module.cpp).
 #include <torch/extension.h>
 
-#include "bind/bindings.h"
 #include "kernels_attention.h"
 #include "kernels_sparse_ops.h"
 #include "keyed_dropout.h"
 #include "spmm.h"
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.doc() = "netsparse_torch C++ units: CPU SpMM, NetSparse hardware units and the simulator core";
+  m.doc() = "netsparse_torch CPU kernels: SpMM, SDDMM, attention, keyed dropout";
   // The tensor kernels release the GIL: another thread (a RIG halo gather) runs while they compute.
   const auto nogil = py::call_guard<py::gil_scoped_release>();
   m.def("spmm", &netsparse::spmm, "CSR x dense on CPU", py::arg("crow"), py::arg("col"), py::arg("val"),
@@ -39,19 +38,4 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("sddmm_heads", &netsparse::sddmm_heads, "Multi-head SDDMM: one dot product per nonzero and head",
         py::arg("crow"), py::arg("col"), py::arg("X"), py::arg("Y"), py::arg("heads"), nogil);
   m.def("num_threads", [] { return at::get_num_threads(); });
-  auto units = m.def_submodule("units", "Hardware units (one C++ implementation each)");
-  bind_errors(units);
-  bind_flit_link(units);
-  bind_protocol(units);
-  bind_header_model(units);
-  bind_concatenator(units);
-  bind_property_cache(units);
-  bind_rig_unit(units);
-  bind_switch_pipe(units);
-  bind_rig_node(units);
-  bind_switch_service(units);
-  bind_switch_fabric(units);
-  bind_sim(units);
-  auto graph = m.def_submodule("graph", "Paper-scale analog generators and streaming workload statistics");
-  bind_graph(graph);
 }

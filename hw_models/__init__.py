@@ -15,7 +15,13 @@
   :mod:`hw_models.analog_calibration`, their check against Tables 1 and 4.
 * :mod:`hw_models.seeds` - NetCrafter, BF3 and SmartFuse models.
 
-It builds on the communication plan (:mod:`netsparse_torch.plan`: patterns, row bounds, Two-Face
-stripes), the C++ extension and :mod:`netsparse_torch.errors` only; the import-linter contracts in
-``pyproject.toml`` say which exceptions remain and why.
+It is the ground floor: it imports nothing of :mod:`netsparse_torch`, which builds on it (an
+import-linter contract in ``pyproject.toml``), and needs no torch. Its other modules:
+
+* :mod:`hw_models.errors` - the project's errors (``netsparse_torch.errors`` names them for users).
+* :mod:`hw_models.native` - the C++ extension ``hw_models._C``: the units, the simulator core, the analogs;
+  :mod:`hw_models.units` is the units' documented face.
+* :mod:`hw_models.pattern`, :mod:`hw_models.bounds` - the sparsity pattern and the row bounds.
+* :mod:`hw_models.twoface` - Two-Face's stripe classes and cost model.
+* :mod:`hw_models.mtx`, :mod:`hw_models.synthetic` - the Matrix Market reader and the synthetic shapes.
 """

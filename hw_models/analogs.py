@@ -2,7 +2,7 @@
 
 ``matrix=paper:<name>[@scale]`` in ``netsparse-simulate`` selects one; ``scale`` in (0, 1] keeps the
 shape with that share of the rows and nonzeros (``paper:arabic@0.05``). The C++ generators
-(``csrc/graph/analogs.cpp``) write a :class:`~netsparse_torch.plan.pattern.Pattern` directly: int32
+(``csrc/graph/analogs.cpp``) write a :class:`~hw_models.pattern.Pattern` directly: int32
 column ids, canonical rows, one copy of the CSR, no Python loop per nonzero. Output depends only on
 the parameters and the seed (counter-based random streams keyed on (seed, row)), never on threads.
 
@@ -18,7 +18,7 @@ Optional cache: :func:`load` with ``cache_dir`` writes the pattern as ``.npy`` f
 ``mmap_mode``) beside a JSON sidecar with the generator version, parameters, seed, scale and a
 BLAKE2b checksum; the file name carries a digest of all of them, so a sweep generates each analog
 once and a changed parameter never reads a stale file. A checksum mismatch is one
-:class:`~netsparse_torch.errors.GraphInputError`.
+:class:`~hw_models.errors.GraphInputError`.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from netsparse_torch.errors import ConfigError, GraphInputError
-from netsparse_torch.plan.pattern import Pattern
+from hw_models.errors import ConfigError, GraphInputError
+from hw_models.native import graph as _graph
+from hw_models.pattern import Pattern
 
 GENERATOR_VERSION = 1
 """Bumped whenever a generator's output changes for the same parameters (invalidates caches)."""
@@ -72,7 +73,7 @@ class PaperMatrix:
     params: dict = field(default_factory=dict)
     """Generator parameters, fitted by ``benchmarks/fit_analogs.py`` to the three statistics above."""
     full_size: dict = field(default_factory=dict)
-    """The analog's own statistics at full size (``python -m hw_models.analog_calibration --scale 1``,
+    """The analog's own statistics at full size (``python -m netsparse_torch.cli.analog_calibration --scale 1``,
     docs/experiments.md): what scaled analogs are held to within :data:`SCALED_TOLERANCE`."""
 
     def targets(self) -> dict[str, float]:
@@ -158,8 +159,6 @@ def label(spec: str) -> str:
 def generate(m: PaperMatrix | str, scale: float = 1.0, seed: int = 0, params: dict | None = None) -> Pattern:
     """The analog of ``m`` at ``scale`` as a Pattern (``params`` overrides generator parameters). ``m``
     may be a spec ``[paper:]<name>[@scale]``; a scale in the spec wins over ``scale``."""
-    from netsparse_torch._C import graph as _graph
-
     if isinstance(m, str):
         m, scale = parse(m) if "@" in m else (parse(m)[0], scale)
     if not (0 < scale <= 1):

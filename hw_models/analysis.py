@@ -20,13 +20,14 @@ import scipy.sparse as sp
 
 from hw_models import baselines, breakdown, compute, definitions
 from hw_models.compute import KERNELS
+from hw_models.errors import ConfigError
+from hw_models.native import units as _units
 from hw_models.params import HardwareParams
+from hw_models.pattern import Pattern, as_pattern
 from hw_models.seeds.bf3 import TABLE2_SLOWDOWNS, TABLE2_TRANSFER_SHARES, snic_sw
 from hw_models.seeds.smartfuse import switch_aggregate
 from hw_models.simulator import STAGES, NetSparseRun, check_mechanisms, mechanisms_up_to, simulate
-from netsparse_torch.errors import ConfigError
-from netsparse_torch.plan.pattern import Pattern, as_pattern
-from netsparse_torch.plan.twoface.model import model_on_cluster
+from hw_models.twoface.model import model_on_cluster
 
 
 class NetSparseSimulator(Protocol):
@@ -125,8 +126,10 @@ def seed_strategies(a, w: definitions.Workload, params: HardwareParams, kk: int,
 
 
 def workload_for(a: Pattern, params: HardwareParams, partition: str = "rows") -> definitions.Workload:
-    """The workload of ``a`` on ``params``' cluster, with SAOpt's ranks per node (``software.cores``)."""
-    return definitions.workload(a, params.cluster.nodes, partition, cores=params.software.cores)
+    """The workload of ``a`` on ``params``' cluster, with SAOpt's ranks per node (``software.cores``, split by
+    ``software.rank_partition``)."""
+    return definitions.workload(a, params.cluster.nodes, partition, cores=params.software.cores,
+                                rank_partition=params.software.rank_partition)
 
 
 def sa_opt_block(sa: baselines.BaselineResult, w: definitions.Workload, kk: int, params: HardwareParams) -> dict:
@@ -195,6 +198,7 @@ def _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, 
         "comm_time_s": t, "tail_node": tail,
         "tail": {**full.tail,
                  "goodput": _goodput(full, useful, params),
+                 "line_util": line_util(full, params),
                  "payload_per_wire": _ratio(float(useful[tail]), wire),
                  "traffic_reduction_vs_su_opt": _ratio(float(su.rx_bytes[tail]), wire),
                  "pr_reduction_vs_sa_opt": _ratio(float(sa.prs[tail]), full.tail.get("read_prs", math.nan))},
@@ -219,6 +223,20 @@ def _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, 
          "goodput": _goodput(r, useful, params)}
         for s, r in runs.items() if s != "main"
     ]
+
+
+def line_util(run: NetSparseRun, params: HardwareParams) -> float | None:
+    """NetSparse Table 7's line utilisation of the run's tail node, as ``link.line_util_direction`` reads it:
+    the wire bytes it receives over ``line rate x its time`` (``rx``), or the bytes it receives and sends over
+    ``2 x line rate x its time`` (``both``); ``None`` without the per-node byte counters (test doubles)."""
+    nodes = run.counters.get("nodes")
+    if not nodes:
+        return None
+    tail = int(np.argmax(run.node_time_s))
+    wire, lanes = float(nodes["wire_rx"][tail]), 1
+    if params.link.line_util_direction == "both":
+        wire, lanes = wire + float(nodes["wire_tx"][tail]), 2
+    return _ratio(wire, lanes * params.link.bytes_per_s * float(run.node_time_s[tail]))
 
 
 def _goodput(run: NetSparseRun, useful_bytes: np.ndarray, params: HardwareParams) -> float | None:
@@ -346,8 +364,6 @@ def _gather_node_times(a, w, work, params, k, kernel, model, simulator) -> dict[
 def max_packet_k(params: HardwareParams) -> int:
     """Widest property (elements) whose response PR fits one MTU packet: MTU minus the upper-layer,
     concatenation and PR headers (the larger of Table 5's and the C++ protocol unit's Fig. 6 sizes)."""
-    from netsparse_torch._C import units as _units
-
     h = params.headers
     room = h.mtu_bytes - h.upper_bytes - max(h.concat_bytes, int(_units.CONCAT_HEADER_BYTES)) \
         - max(h.pr_bytes, int(_units.PR_HEADER_BYTES))

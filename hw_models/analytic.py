@@ -32,9 +32,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from hw_models.errors import ConfigError
 from hw_models.params import HardwareParams
 from hw_models.topology import Topology
-from netsparse_torch.errors import ConfigError
 
 
 @dataclass(frozen=True)

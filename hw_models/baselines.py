@@ -8,8 +8,9 @@ unaware all-gather) at 100% line rate, with no headers and no latency:
 ``t_p = (n_cols - owned_p) * k * element_bytes / line_rate``; the result is the tail node's time.
 
 **SAOpt** (NetSparse §8.1, §9.1): Conveyors with one rank per core, i.e. ``software.cores`` (64)
-ranks per node, rank ``i`` owning a contiguous ``numpy.array_split`` share of the node's rows of ``A``
-and of ``B`` (:mod:`hw_models.definitions`), with
+ranks per node, rank ``i`` owning a contiguous block of the node's rows of ``A`` and the rows of ``B``
+with the same ids: ``numpy.array_split`` shares, or blocks of balanced nonzeros with
+``software.rank_partition=nnz`` (:mod:`hw_models.definitions`), with
 
 * perfect offline filtering *within a rank only* ("cross-rank filtering is not possible", §9.1):
   each rank requests each distinct remote property of its rows once (``w.rank_issued``), so node
@@ -46,8 +47,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from hw_models.definitions import Workload
+from hw_models.errors import ConfigError
 from hw_models.params import HardwareParams, HeaderParams
-from netsparse_torch.errors import ConfigError
 
 CALIBRATION_K = 16
 """K at which SAOpt's goodput is calibrated to Table 7 (NetSparse Table 7 reports K=16)."""
@@ -170,10 +171,12 @@ def sa_opt(w: Workload, k: int, params: HardwareParams | None = None) -> Baselin
     """SAOpt (NetSparse §8.1, §9.1): per-rank filtered, concatenated request/response, each node as slow
     as its slowest rank's software or its network."""
     params = params or HardwareParams()
-    if w.cores != params.software.cores:
-        raise ConfigError(f"the workload's per-rank counts are for {w.cores} cores per node but "
-                          f"software.cores={params.software.cores}; build it with "
-                          f"definitions.workload(..., cores={params.software.cores})")
+    s = params.software
+    if (w.cores, w.rank_partition) != (s.cores, s.rank_partition):
+        raise ConfigError(f"the workload's per-rank counts are for {w.cores} cores per node split by "
+                          f"{w.rank_partition!r} but software has cores={s.cores}, "
+                          f"rank_partition={s.rank_partition!r}; build it with definitions.workload(..., "
+                          f"cores={s.cores}, rank_partition={s.rank_partition!r})")
     h, rate = params.headers, params.link.bytes_per_s
     payload = property_bytes(k, h)
     need = w.rank_pair_useful  # need[p, q]: PRs p's ranks send to owner q after per-rank filtering

@@ -23,7 +23,7 @@ no-reuse gather are our assumptions; ``b_reuse=True`` charges each distinct B ro
 
 **CPU model**: ``t = nnz * K / rate`` with ``rate`` in nonzero-columns per second (half the
 GFLOP/s), calibrated by timing the project's own local SpMM kernel on this machine
-(:func:`netsparse_torch.calibrate.calibrate_cpu`, a measurement, so it lives with the runtime);
+(:func:`netsparse_torch.calibration.calibrate_cpu`, a measurement, so it lives with the runtime);
 ``CPUModel.from_gflops`` takes a rate measured elsewhere.
 
 **Combination** of a node's compute time ``c`` and communication time ``m``: ``none`` (no overlap)
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from netsparse_torch.errors import ConfigError
+from hw_models.errors import ConfigError
 
 KERNELS = ("spmm", "spmv", "sddmm")
 OVERLAPS = ("none", "full")
@@ -61,7 +61,7 @@ class NodeWork:
 
 def node_work(a, nodes: int, partition: str = "rows") -> NodeWork:
     """Rows, nonzeros and distinct columns per node for a 1D row partition (one streaming pass over the
-    :class:`~netsparse_torch.plan.pattern.Pattern`; a scipy matrix is converted once)."""
+    :class:`~hw_models.pattern.Pattern`; a scipy matrix is converted once)."""
     from hw_models.definitions import workload
 
     return NodeWork.of(workload(a, nodes, partition, cores=1))

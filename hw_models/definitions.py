@@ -3,7 +3,7 @@
 Conventions, shared by the simulator report:
 
 * The sparse matrix ``A`` is partitioned into contiguous row blocks across ``nodes`` nodes by
-  :func:`netsparse_torch.plan.bounds.row_bounds` (``rows`` = ``numpy.array_split`` sizes, ``nnz`` =
+  :func:`hw_models.bounds.row_bounds` (``rows`` = ``numpy.array_split`` sizes, ``nnz`` =
   contiguous balanced nonzeros). The dense input ``B`` has one row per column of ``A``; a node owns
   the rows of ``B`` with the same ids as its rows of ``A``. (For a non-square ``A`` the rows of
   ``B`` are split by ``numpy.array_split`` sizes instead: our assumption.)
@@ -21,14 +21,16 @@ Conventions, shared by the simulator report:
   64; the number of distinct destination (owner) nodes is counted per *full* window and averaged
   over all full windows of all nodes. ``nan`` if no node has 64 remote PRs.
 * SAOpt's ranks (NetSparse §8.1, §9.1: Conveyors runs one rank per core): each node's ``cores``
-  ranks own contiguous ``numpy.array_split`` shares of its rows of ``A`` and of its rows of ``B``.
+  ranks own contiguous blocks of its rows of ``A``, ``numpy.array_split`` shares (``rank_partition``
+  ``rows``) or blocks of balanced nonzeros (``nnz``, ``software.rank_partition``), and the rows of
+  ``B`` with the same ids (for a non-square ``A``, ``numpy.array_split`` shares of its rows of ``B``).
   A rank filters its own repeats only ("cross-rank filtering is not possible", §9.1): rank ``i`` of
   node ``p`` issues one PR per distinct remote column in its rows, served by the rank of the owner
   node that owns that row of ``B``.
 * ``header_fraction_sa`` (NetSparse Table 3): header share of SA traffic with one read packet and
   one response packet per PR, header sizes of NetSparse Table 5.
 
-Everything is computed by one streaming pass over the :class:`~netsparse_torch.plan.pattern.Pattern`
+Everything is computed by one streaming pass over the :class:`~hw_models.pattern.Pattern`
 in C++ (``csrc/graph/node_stats.cpp``: a column bitmap per node and per rank), so no per-nonzero
 array is ever made: the workload holds only ``[nodes, nodes]`` and ``[nodes, cores]`` counts.
 """
@@ -41,10 +43,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from hw_models.bounds import row_bounds
+from hw_models.errors import ConfigError
+from hw_models.native import graph as _graph
 from hw_models.params import HeaderParams, SoftwareParams
-from netsparse_torch.errors import ConfigError
-from netsparse_torch.plan.bounds import row_bounds
-from netsparse_torch.plan.pattern import Pattern, as_pattern
+from hw_models.pattern import Pattern, as_pattern
 
 LOCALITY_WINDOW = 64
 """Window of consecutive remote PRs for destination locality. NetSparse Table 4 (64)."""
@@ -84,6 +87,8 @@ class Workload:
     """``[nodes, cores]``: PRs each rank issues (distinct remote columns in its rows)."""
     rank_served: np.ndarray
     """``[nodes, cores]``: per-rank-filtered PRs each rank serves (rows of ``B`` it owns)."""
+    rank_partition: str = "rows"
+    """How each node's rows are split among its ranks (``software.rank_partition``)."""
 
     @property
     def owned_cols(self) -> np.ndarray:
@@ -109,11 +114,10 @@ def bounds(a: Pattern, nodes: int, partition: str = "rows") -> tuple[np.ndarray,
 
 
 def workload(a: Pattern | sp.spmatrix | sp.sparray, nodes: int, partition: str = "rows",
-             cores: int = SoftwareParams().cores, window: int = LOCALITY_WINDOW) -> Workload:
+             cores: int = SoftwareParams().cores, window: int = LOCALITY_WINDOW,
+             rank_partition: str = SoftwareParams().rank_partition) -> Workload:
     """Partition ``a`` over ``nodes`` and count its remote PRs in one streaming pass (O(nnz), no copy
     of a :class:`Pattern`; a scipy matrix is converted once)."""
-    from netsparse_torch._C import graph as _graph
-
     if cores < 1:
         raise ConfigError(f"cores must be >= 1, got {cores}")
     if window < 1:
@@ -121,10 +125,10 @@ def workload(a: Pattern | sp.spmatrix | sp.sparray, nodes: int, partition: str =
     a = as_pattern(a)
     rb, cb = bounds(a, nodes, partition)
     s = _graph.node_stats(a.indptr, a.indices, a.n_cols, np.ascontiguousarray(rb, dtype=np.int64),
-                          np.ascontiguousarray(cb, dtype=np.int64), int(cores), int(window))
+                          np.ascontiguousarray(cb, dtype=np.int64), int(cores), int(window), rank_partition)
     return Workload(a.n_rows, a.n_cols, a.nnz, nodes, rb, cb, s["pair_prs"], s["pair_useful"], s["node_nnz"],
                     s["node_distinct"], int(window), s["windows"], s["window_distinct"], int(cores),
-                    s["rank_pair_useful"], s["rank_issued"], s["rank_served"])
+                    s["rank_pair_useful"], s["rank_issued"], s["rank_served"], rank_partition)
 
 
 @dataclass(frozen=True)

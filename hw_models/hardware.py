@@ -25,8 +25,9 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from hw_models.errors import ConfigError
+from hw_models.native import units as _units
 from hw_models.params import _SECTIONS, HardwareParams, _parse_inf, _to_container
-from netsparse_torch.errors import ConfigError
 
 AUTO = "auto"
 """The one encoding of ``auto`` (the RIG batch size: ``units::auto_batch_size`` per node)."""
@@ -126,8 +127,6 @@ def switch_options(params: HardwareParams) -> dict[str, Any]:
 def cxx_batch(batch: float | str) -> int:
     """A RIG batch size of ``HardwareParams`` (``"auto"``, ``inf`` or a whole number) as the C++ units
     and the simulator take it."""
-    from netsparse_torch._C import units as _units
-
     if batch == AUTO:
         return int(_units.AUTO_BATCH)
     if math.isinf(batch):
@@ -138,8 +137,6 @@ def cxx_batch(batch: float | str) -> int:
 def cxx_delay(cycles: float) -> int:
     """A concatenation delay of ``HardwareParams`` (cycles or ``inf``) as the C++ units and the
     simulator take it (``INFINITE_DELAY``: queues flush only when full)."""
-    from netsparse_torch._C import units as _units
-
     return int(_units.INFINITE_DELAY) if math.isinf(cycles) else int(cycles)
 
 

@@ -2,7 +2,7 @@
 
 Every default that comes from the NetSparse paper (MICRO'25) names its table or section; values
 that are our own assumption say so. All dataclasses are frozen and validated on construction:
-a zero or negative size, count or rate raises :class:`~netsparse_torch.errors.ConfigError` naming
+a zero or negative size, count or rate raises :class:`~hw_models.errors.ConfigError` naming
 the field. Fields that may meaningfully be zero (latencies, delay cycles) or infinite (delay
 cycles, cache capacity, RIG batch size) say so in their metadata.
 
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from netsparse_torch.errors import ConfigError
+from hw_models.errors import ConfigError
 
 TOPOLOGIES = ("leafspine", "hyperx", "dragonfly")
 """Topology names understood by :mod:`hw_models.topology`."""
@@ -111,6 +111,10 @@ class TopologyParams(_Validated):
         object.__setattr__(self, "hyperx_shape", tuple(int(d) for d in shape))  # lists from YAML -> tuple
 
 
+LINE_UTIL_DIRECTIONS = ("rx", "both")
+"""The values of ``LinkParams.line_util_direction``."""
+
+
 @dataclass(frozen=True)
 class LinkParams(_Validated):
     """Network links (every link of the topology, host and inter-switch alike)."""
@@ -119,6 +123,17 @@ class LinkParams(_Validated):
     """Line rate in Gb/s, per direction. NetSparse Table 5 (400 Gb/s)."""
     latency_ns: float = _p(450.0, zero_ok=True)
     """One-way link latency (propagation + PHY). NetSparse Table 5 (450 ns)."""
+    line_util_direction: str = "rx"
+    """What the report's line utilisation of the tail node (NetSparse Table 7) counts, a reading only (no
+    time changes): ``"rx"`` (default), the wire bytes the node receives over ``line rate x its time``;
+    ``"both"``, the bytes it receives and sends over both directions' capacity, ``2 x line rate x its
+    time``. Our reading for the default: the paper sets the tail's line utilisation against its goodput,
+    which counts received payload (docs/simulator.md, "Assumptions of the SAOpt baseline and of the report")."""
+
+    def _check(self) -> None:
+        if self.line_util_direction not in LINE_UTIL_DIRECTIONS:
+            raise ConfigError(f"link.line_util_direction must be one of {LINE_UTIL_DIRECTIONS}, "
+                              f"got {self.line_util_direction!r}")
 
     @property
     def bytes_per_s(self) -> float:
@@ -335,6 +350,10 @@ class HeaderParams(_Validated):
         return max(1, room // (self.pr_bytes + payload_bytes))
 
 
+RANK_PARTITIONS = ("rows", "nnz")
+"""The values of ``SoftwareParams.rank_partition`` (the node partition's vocabulary, ``partition=rows|nnz``)."""
+
+
 @dataclass(frozen=True)
 class SoftwareParams(_Validated):
     """The SAOpt software baseline (NetSparse §8.1, §9.1): Conveyors with one rank per core.
@@ -349,6 +368,13 @@ class SoftwareParams(_Validated):
 
     cores: int = _p(64)
     """Cores per node running the SA runtime, one Conveyors rank each. NetSparse §8.1 (64 cores)."""
+    rank_partition: str = "rows"
+    """How a node's rows are split among its ranks, each rank a contiguous block: ``"rows"`` (default),
+    ``numpy.array_split`` shares of equal row counts; ``"nnz"``, blocks of nonzero counts as equal as
+    contiguity allows, as a load-balanced Conveyors code would cut them. A rank owns the rows of ``B``
+    with the ids of its rows of ``A`` (square ``A``). Our assumption for the default: §8.1 names no
+    balancing among the ranks, and §9.1 reads SAOpt's low goodput as intra-node imbalance (reasoning and
+    sensitivity: docs/simulator.md, "Assumptions of the SAOpt baseline and of the report")."""
     sa_target_goodput: float = _p(0.10)
     """SAOpt goodput at K=16 as a fraction of line rate used for the calibration. NetSparse Table 7
     (typical "Gput SA" about 10%)."""
@@ -366,6 +392,8 @@ class SoftwareParams(_Validated):
     per-PR part (or 0 when that one is given)."""
 
     def _check(self) -> None:
+        if self.rank_partition not in RANK_PARTITIONS:
+            raise ConfigError(f"software.rank_partition must be one of {RANK_PARTITIONS}, got {self.rank_partition!r}")
         for name in ("sa_target_goodput", "sa_target_goodput_k128"):
             if getattr(self, name) > 1:
                 raise ConfigError(f"software.{name} must be <= 1, got {getattr(self, name)}")

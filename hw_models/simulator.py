@@ -8,9 +8,9 @@ of :mod:`hw_models.topology` into arrays and turns the counters into a :class:`N
 mechanisms it switches are the Table 8 :data:`STAGES` (:mod:`hw_models.analysis` builds on this module).
 Timing rules and counter definitions: ``docs/simulator.md`` and :mod:`hw_models.analytic`.
 
-The matrix reaches C++ as it is: a :class:`~netsparse_torch.plan.pattern.Pattern`'s ``indptr``
+The matrix reaches C++ as it is: a :class:`~hw_models.pattern.Pattern`'s ``indptr``
 (int64) and ``indices`` (int32 at the papers' scale) are read in place, never copied or widened; a
-scipy matrix is converted once by :func:`~netsparse_torch.plan.pattern.as_pattern`.
+scipy matrix is converted once by :func:`~hw_models.pattern.as_pattern`.
 
 Our assumptions (not NetSparse numbers) are in :mod:`hw_models.params`, each beside its field; the
 one made here: half the RIG units are clients and half servers (as in ``units.RigNode``). Per-node byte
@@ -27,11 +27,13 @@ import scipy.sparse as sp
 
 from hw_models import definitions
 from hw_models.compute import KERNELS
+from hw_models.errors import ConfigError
 from hw_models.hardware import cxx_batch, cxx_delay
+from hw_models.native import sim as _sim
+from hw_models.native import units as _units
 from hw_models.params import HardwareParams
+from hw_models.pattern import Pattern, as_pattern
 from hw_models.topology import Topology, build_topology
-from netsparse_torch.errors import ConfigError
-from netsparse_torch.plan.pattern import Pattern, as_pattern
 
 STAGES = ("rig", "filter", "coalesce", "concat_nic", "switch")
 """NetSparse mechanisms in the cumulative order of the Table 8 ablation."""
@@ -111,8 +113,6 @@ def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, par
     ``counters["link_layer"]``. Returns per-node completion times, tail statistics, the active-nodes
     step series and every counter.
     """
-    from netsparse_torch._C import units as _units
-
     from hw_models.seeds import netcrafter
 
     mech = check_mechanisms(mechanisms)
@@ -133,7 +133,7 @@ def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, par
     if routes.shape[2] == 0:  # one node: no path has a link
         routes = np.full((topo.n_hosts, topo.n_hosts, 1), -1, dtype=np.int64)
     cfg = sim_config(params, k, mech, netcrafter.flit_link_config(link_layer))
-    out = _units.simulate(
+    out = _sim.simulate(
         pat.indptr, pat.indices, np.asarray(w.row_bounds, np.int64),
         np.asarray(w.col_bounds, np.int64), cfg, topo.link_src, topo.link_dst,
         np.asarray(topo.link_bytes_per_s, np.float64), np.rint(topo.link_latency_s * 1e12).astype(np.int64),
@@ -149,8 +149,6 @@ def auto_batch_size(node_nnz: int, max_node_nnz: int, params: HardwareParams | N
     node has ``max_node_nnz``, with ``U`` client units: ``min(32768, max(own, ceil(n_max / 2U)))``, where
     ``own`` is ``s = ceil(n / U)`` below 8192 and the power of two nearest ``2 s`` above (the C++ rule
     the simulator and ``strategy=netsparse`` share; reasons in docs/simulator.md)."""
-    from netsparse_torch._C import units as _units
-
     return int(_units.auto_batch_size(int(node_nnz), int(max_node_nnz), _client_units(params or HardwareParams())))
 
 
@@ -162,15 +160,13 @@ def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], flit=None)
     """The C++ ``SimConfig`` of ``params`` for properties of ``k`` elements: the one place where
     :class:`HardwareParams` (every default and its source) becomes the simulator's parameters.
     ``flit``: a ``FlitLinkConfig`` puts the NetCrafter flit layer on the inter-switch links."""
-    from netsparse_torch._C import units as _units
-
     prop_bytes = k * params.headers.element_bytes
     clients = _client_units(params)
     pc, snic, mem, sw, hd = params.property_cache, params.snic, params.snic_memory, params.switch, params.headers
     for name in ("rx_buffer_bytes", "tx_buffer_bytes"):
         if getattr(snic, name) < hd.mtu_bytes:
             raise ConfigError(f"snic.{name}={getattr(snic, name)} must hold one MTU packet ({hd.mtu_bytes} B)")
-    c = _units.SimConfig()
+    c = _sim.SimConfig()
     c.filter, c.coalesce, c.concat_nic = mech["filter"], mech["coalesce"], mech["concat_nic"]
     c.switch_on = mech["switch"] and sw.netsparse_in_tor
     c.prop_bytes, c.client_units, c.server_units = prop_bytes, clients, max(1, snic.rig_units - clients)
@@ -244,9 +240,7 @@ def _to_run(out: dict, params: HardwareParams) -> NetSparseRun:
 
 def bound_names() -> tuple[str, ...]:
     """The resources of the critical-path breakdown, in the C++ order (``NETSPARSE_BOUNDS``)."""
-    from netsparse_torch._C import units as _units
-
-    return tuple(name for name, _ in _units.SIM_BOUNDS)
+    return tuple(name for name, _ in _sim.SIM_BOUNDS)
 
 
 def _div(num: float, den: float) -> float | None:
@@ -260,15 +254,13 @@ COUNTER_TABLE_END = "<!-- end of counter table -->"
 def counter_table() -> str:
     """The Markdown table of every simulator counter, event kind and critical-path resource, from the
     C++ lists (``NETSPARSE_NODE_COUNTERS``, ``NETSPARSE_SWITCH_COUNTERS``, ``NETSPARSE_SIM_EVENTS``,
-    ``NETSPARSE_PIPE_COUNTERS``, ``NETSPARSE_BOUNDS`` in ``csrc/sim/simulator.h``), where each is
+    ``NETSPARSE_PIPE_COUNTERS``, ``NETSPARSE_BOUNDS`` in ``csrc/sim/types.h``), where each is
     declared once with its meaning."""
-    from netsparse_torch._C import units as _units
-
     where = {"nodes": "`counters.nodes.{}` (per node)", "switches": "`counters.switches.{}` (per switch)",
              "events_by_kind": "`counters.events_by_kind.{}`",
              "switch_pipes": "`switch_pipes.{}` (per ToR middle pipe)",
              "bounds": "`critical_path` resource `{}`"}
-    scopes = {**_units.SIM_COUNTERS, "switch_pipes": _units.SIM_PIPE_COUNTERS, "bounds": _units.SIM_BOUNDS}
+    scopes = {**_sim.SIM_COUNTERS, "switch_pipes": _sim.SIM_PIPE_COUNTERS, "bounds": _sim.SIM_BOUNDS}
     rows = ["| counter | meaning |", "|---|---|"]
     for scope, items in scopes.items():
         rows += [f"| {where[scope].format(name)} | {meaning} |" for name, meaning in items]

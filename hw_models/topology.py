@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hw_models.errors import ConfigError
 from hw_models.params import HardwareParams
-from netsparse_torch.errors import ConfigError
 
 
 @dataclass(frozen=True, eq=False)

@@ -24,9 +24,9 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from hw_models.errors import ConfigError
 from hw_models.hardware import RIG_NODE_FIELDS, cxx_batch, cxx_delay
 from hw_models.params import HardwareParams
-from netsparse_torch.errors import ConfigError
 
 RIG_SWITCHES = ("filter", "coalesce")
 """Mechanism switches of the RIG units (on unless a caller turns them off): not hardware numbers, so

@@ -66,7 +66,7 @@ def check_values(cfg) -> None:
     if "device" in cfg and str(cfg.device) not in DEVICES:
         raise ConfigError(f"device must be one of {', '.join(DEVICES)}, got {cfg.device!r}")
     if "partition" in cfg:
-        from netsparse_torch.plan.bounds import ROW_MODES  # numpy only
+        from hw_models.bounds import ROW_MODES  # numpy only
 
         known = (*ROW_MODES, "metis")  # netsparse_torch.partition.PARTITIONERS, which needs scipy
         if str(cfg.partition) not in known:

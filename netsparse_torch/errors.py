@@ -1,57 +1,20 @@
-"""One exception family for bad input: each names the problem and what to do about it."""
+"""The project's errors, under the name users catch them by (``netsparse_torch.errors.ConfigError``).
 
+They are defined in :mod:`hw_models.errors`, the ground floor, because the hardware models and their
+C++ units raise them too; this module only names them for the training side."""
 
-class NetsparseError(Exception):
-    """Base class of every user-facing error; the CLIs print it in one line and exit non-zero."""
+from hw_models.errors import (
+    ConfigError,
+    DatasetNotFoundError,
+    GraphInputError,
+    NetsparseError,
+    NotBuiltError,
+    PacketError,
+    PartitionedDatasetError,
+    ReportInputError,
+    RigTimeoutError,
+    UnitStateError,
+)
 
-
-class GraphInputError(NetsparseError):
-    """The graph or its features cannot be used as given."""
-
-
-class DatasetNotFoundError(NetsparseError):
-    """A dataset file or directory is missing."""
-
-
-class ConfigError(NetsparseError):
-    """A configuration value is out of range or inconsistent."""
-
-
-class PacketError(NetsparseError, ValueError):
-    """A packet or frame that breaks the NetSparse wire protocol (paper Fig. 6). The C++ units raise
-    subclasses (``netsparse_torch._C.units.MalformedPacket``, ``NPrsMismatch``, ``OversizePacket``,
-    ``UnknownDestination``, ``BadSource``, ``WrongPropertySize``, ``Misrouted``); ``kind`` names what is
-    wrong (the switch service counts rejected frames by it)."""
-
-    kind = "malformed"
-
-
-class UnitStateError(NetsparseError, ValueError):
-    """A hardware unit called out of order (a kernel not begun, PRs still pending, time going
-    backwards): a bug in its caller. The C++ units raise ``netsparse_torch._C.units.OutOfOrder``."""
-
-
-class RigTimeoutError(NetsparseError, TimeoutError):
-    """A RIG command's watchdog (``rig.timeout_s``, paper §7.1) expired with responses missing.
-
-    ``peers`` are the ranks whose responses are missing (read PRs sent minus responses received per
-    owner; without the ranks' row bounds, the ranks the kernel's reads went to), ``switch`` the switch
-    this rank is attached to (when a switch fabric carries the packets); the message names both."""
-
-    def __init__(self, msg: str, peers: list[int] = (), switch: str | None = None):
-        super().__init__(msg)
-        self.peers, self.switch = list(peers), switch
-
-
-class PartitionedDatasetError(GraphInputError):
-    """A partitioned dataset directory is inconsistent: a truncated or altered shard file, a checksum
-    mismatch, or a manifest of another format version."""
-
-
-class ReportInputError(NetsparseError):
-    """A file or directory given to a report tool (``netsparse-compare``) holds no usable report."""
-
-
-class NotBuiltError(NetsparseError, ImportError):
-    """A build product is missing (the C++ extension ``netsparse_torch._C`` or the switch service's gRPC
-    stubs): the package was not installed with ``make install`` / ``pip install``."""
+__all__ = ["ConfigError", "DatasetNotFoundError", "GraphInputError", "NetsparseError", "NotBuiltError", "PacketError",
+           "PartitionedDatasetError", "ReportInputError", "RigTimeoutError", "UnitStateError"]

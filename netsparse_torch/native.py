@@ -1,32 +1,22 @@
-"""Loading the C++ extension ``netsparse_torch._C`` without importing torch when torch is not needed.
+"""The CPU tensor kernels, ``netsparse_torch._C``: C++ that takes and returns tensors, linked against torch.
 
-The extension links against torch's shared libraries (libc10, libtorch_cpu, libtorch_python).
-``import torch`` loads them, but also about a second of Python modules; torch-free tools that only
-drive the units (``netsparse-simulate``, ``hw_models``) need the libraries alone. ``netsparse_torch``
-calls :func:`load_torch_libraries` just before ``netsparse_torch._C`` is imported (an import hook in
-``netsparse_torch/__init__.py``). If loading them directly fails (another torch layout), torch is
-imported as usual.
-"""
+Its callers import it from here, never directly: torch is imported first (the extension needs the shared
+libraries ``import torch`` loads), and a missing build is one :class:`NotBuiltError` that names the fix.
+The hardware units are the other extension, ``hw_models._C`` (:mod:`hw_models.native`), which needs no
+torch."""
 
-from __future__ import annotations
+import importlib
 
-import ctypes
-import importlib.util
-import sys
-from pathlib import Path
+import torch  # noqa: F401 (loads libc10 and libtorch, which the extension links against)
 
-TORCH_LIBS = ("libc10.so", "libtorch_cpu.so", "libtorch.so", "libtorch_python.so")
-"""Loaded in this order (each after the ones it depends on), those present."""
+from netsparse_torch.errors import NotBuiltError
 
+try:
+    # By name: the import graph (import-linter) would read the extension, which it cannot see, as the
+    # package root and its lazy names (netsparse_torch.rig), and find cycles that are not there.
+    _C = importlib.import_module("netsparse_torch._C")
+except ImportError as e:
+    raise NotBuiltError("the C++ extension netsparse_torch._C is not built: run `make install` "
+                        "(or `python setup.py build_ext --inplace`)") from e
 
-def load_torch_libraries() -> None:
-    """Make torch's shared libraries available to the extension (a no-op once torch is imported)."""
-    if "torch" in sys.modules:
-        return
-    try:
-        lib = Path(importlib.util.find_spec("torch").submodule_search_locations[0]) / "lib"
-        for name in TORCH_LIBS:
-            if (lib / name).is_file():
-                ctypes.CDLL(str(lib / name), mode=ctypes.RTLD_GLOBAL)
-    except (OSError, AttributeError, TypeError):
-        import torch  # noqa: F401 (loads the libraries the usual way)
+__all__ = ["_C"]

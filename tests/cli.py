@@ -20,7 +20,7 @@ def run_cli(module: str, *overrides: str, timeout: float = 300, cwd: Path | None
 
 def train(tmp_path: Path, *overrides: str, timeout: float = 300):
     report = tmp_path / "report.json"
-    proc = run_cli("netsparse_torch.train", f"report_path={report}", f"hydra.run.dir={tmp_path / 'run'}",
+    proc = run_cli("netsparse_torch.cli.train", f"report_path={report}", f"hydra.run.dir={tmp_path / 'run'}",
                    *overrides, timeout=timeout)
     data = json.loads(report.read_text()) if proc.returncode == 0 else None
     return proc, data

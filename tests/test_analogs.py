@@ -59,7 +59,7 @@ def test_fem_band_by_hand():
     """The fem family on a case small enough to check: 2 segments of 8 rows, no local band, one coupling
     entry per row whose band (half-width 0 -> one column) sits half a segment below (first half of a
     segment) or above (second half), flipped at the ends of the matrix."""
-    from netsparse_torch._C import graph as G
+    from hw_models.native import graph as G
 
     indptr, indices = G.generate_analog("fem", 16, 0, {"segments": 2, "band_entries": 0.0, "coupling_entries": 1.0,
                                                        "coupling_width": 0.0, "sweep": 1.0, "jump": 0.5})
@@ -107,7 +107,7 @@ def test_cache_roundtrip_and_checksum(tmp_path):
 
 def test_cli_unknown_matrix_and_scale_exit_2(tmp_path):
     for spec, msg in (("paper:nope", "unknown paper matrix 'nope'"), ("paper:uk@2", "scale must be in (0, 1]")):
-        proc = run_cli("netsparse_torch.simulate", f"matrix={spec}", f"hydra.run.dir={tmp_path}", timeout=120)
+        proc = run_cli("netsparse_torch.cli.simulate", f"matrix={spec}", f"hydra.run.dir={tmp_path}", timeout=120)
         assert proc.returncode == 2
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
         assert lines == [f"netsparse-simulate: error: {lines[0].split('error: ', 1)[1]}"] and msg in lines[0]

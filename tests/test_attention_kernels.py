@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_keyed_dropout import GOLDEN, M64, mix64, splitmix64  # the feature-dropout test's reference hash
 
-from netsparse_torch import _C
 from netsparse_torch import kernels as K
 from netsparse_torch.kernels import CSR
+from netsparse_torch.native import _C
 
 # Every (backend, device) that runs here (Triton on CUDA when a GPU is present, else interpreted on
 # CPU), plus "auto" on CUDA, which is Triton for the attention kernels.

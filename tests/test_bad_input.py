@@ -93,8 +93,8 @@ KARATE = DATA / "mtx_small" / "karate.mtx"
 
 
 def test_metis_with_more_parts_than_nodes(tmp_path):
-    proc = run_cli("netsparse_torch.partition", "dataset=mtx", f"dataset.path={KARATE}", "partition=metis", "parts=40",
-                   f"out={tmp_path / 'out'}", f"hydra.run.dir={tmp_path / 'prun'}")
+    proc = run_cli("netsparse_torch.cli.partition", "dataset=mtx", f"dataset.path={KARATE}", "partition=metis",
+                   "parts=40", f"out={tmp_path / 'out'}", f"hydra.run.dir={tmp_path / 'prun'}")
     assert_clean_failure(proc, "40 parts", "only 34 nodes")
     proc, _ = train(tmp_path, "dataset=mtx", f"dataset.path={KARATE}", "partition=metis", "world_size=40")
     assert_clean_failure(proc, "40 parts", "only 34 nodes")

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from netsparse_torch.calibrate import ASYNC_GRID, COMP_GRID, SYNC_GRID, calibrate_cpu, fit, fit_warning, overlap_of
-from netsparse_torch.plan.twoface import Coefficients
-from netsparse_torch.plan.twoface.cost import CostModel
+from hw_models.twoface import Coefficients
+from hw_models.twoface.cost import CostModel
+from netsparse_torch.calibration import ASYNC_GRID, COMP_GRID, SYNC_GRID, calibrate_cpu, fit, overlap_of
+from netsparse_torch.cli.calibrate import fit_warning
 
 TRUE = Coefficients(beta_s=3.0e-10, alpha_s=2.0e-6, beta_a=5.0e-9, alpha_a=1.5e-5, gamma_a=1.0e-8,
                     kappa_a=4.0e-6)
@@ -54,7 +55,7 @@ def test_calibrate_writes_where_told_and_says_how_to_use_it(tmp_path):
     from cli import run_cli
 
     out = tmp_path / "mine" / "tf.json"
-    proc = run_cli("netsparse_torch.calibrate", "--out", str(out), "--repeats", "1", timeout=600)
+    proc = run_cli("netsparse_torch.cli.calibrate", "--out", str(out), "--repeats", "1", timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     profile = json.loads(out.read_text())
     assert profile["overlap"] in ("max", "sum") and set(profile["overlap_probe"]) >= {"sync_s", "async_s", "both_s"}

@@ -17,17 +17,17 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def runs(tmp_path_factory) -> dict[str, Path]:
     """A training multirun (strategy su,sa; 2 ranks, 2 epochs) and a simulation multirun (K = 1, 16)."""
     root = tmp_path_factory.mktemp("compare")
-    train = run_cli("netsparse_torch.train", "-m", "strategy=su,sa", "world_size=2", "epochs=2",
+    train = run_cli("netsparse_torch.cli.train", "-m", "strategy=su,sa", "world_size=2", "epochs=2",
                     f"hydra.sweep.dir={root / 'train'}", timeout=900)
     assert train.returncode == 0, train.stderr[-2000:]
-    sim = run_cli("netsparse_torch.simulate", "-m", f"matrix={KARATE}", "nodes=4", "rack_size=2", "k=1,16",
+    sim = run_cli("netsparse_torch.cli.simulate", "-m", f"matrix={KARATE}", "nodes=4", "rack_size=2", "k=1,16",
                   "plots=false", f"hydra.sweep.dir={root / 'sim'}", timeout=600)
     assert sim.returncode == 0, sim.stderr[-2000:]
     return {"train": root / "train", "sim": root / "sim", "root": root}
 
 
 def compare(*args: str):
-    return run_cli("netsparse_torch.report.compare", *map(str, args), timeout=120)
+    return run_cli("netsparse_torch.cli.compare", *map(str, args), timeout=120)
 
 
 def _table(stdout: str) -> list[list[str]]:

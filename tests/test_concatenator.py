@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 from ref_models.concat_ref import ConcatRef
 from ref_models.wire_ref import decode_stream
 
-from hw_models import units_config
-from netsparse_torch import units
+from hw_models import units, units_config
 
 LEN = 8
 

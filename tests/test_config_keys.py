@@ -88,7 +88,7 @@ def test_strategy_options_mirror_the_strategies():
 
 
 def test_synthetic_params_mirror_the_generators():
-    from netsparse_torch.graph import synthetic
+    from hw_models import synthetic
 
     for shape, fn in {"powerlaw": synthetic.power_law, "banded": synthetic.banded, "road": synthetic.road}.items():
         assert set(SYNTHETIC_PARAMS[shape]) == set(inspect.signature(fn).parameters) - {"n", "seed"}, shape
@@ -107,7 +107,7 @@ def test_the_check_is_torch_free():
     (["+epoch=5", "+strategy.widht=3"], "unknown key epoch;"),  # Hydra: 200 epochs and exit 0
 ])
 def test_cli_unknown_key_is_one_line_and_exit_2(tmp_path, overrides, key):
-    proc = run_cli("netsparse_torch.train", *overrides, f"hydra.run.dir={tmp_path}", timeout=120)
+    proc = run_cli("netsparse_torch.cli.train", *overrides, f"hydra.run.dir={tmp_path}", timeout=120)
     assert proc.returncode == 2, proc.stderr[-2000:]
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"netsparse-train: error: {key}"), proc.stderr[-2000:]
@@ -116,7 +116,7 @@ def test_cli_unknown_key_is_one_line_and_exit_2(tmp_path, overrides, key):
 
 def test_help_lists_only_the_groups_training_reads():
     """Issue 28.10: Hydra's own --help listed the simulator's experiment group, which training refuses."""
-    proc = run_cli("netsparse_torch.train", "--help", "model=gat", timeout=60)
+    proc = run_cli("netsparse_torch.cli.train", "--help", "model=gat", timeout=60)
     assert proc.returncode == 0, proc.stderr
     groups = proc.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0]
     assert "strategy: ds, netsparse, sa, su, twoface" in groups and "cluster:" in groups
@@ -125,5 +125,5 @@ def test_help_lists_only_the_groups_training_reads():
 
 
 def test_help_checks_its_overrides_first():
-    proc = run_cli("netsparse_torch.train", "--help", "strategy=foo", timeout=60)
+    proc = run_cli("netsparse_torch.cli.train", "--help", "strategy=foo", timeout=60)
     assert proc.returncode == 2 and proc.stderr.strip().startswith("netsparse-train: error: unknown strategy 'foo'")

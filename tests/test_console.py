@@ -83,8 +83,8 @@ def test_netsparse_torchrun_failure_is_the_ranks_one_line(tmp_path):
 
     from cli import ROOT
 
-    cmd = [sys.executable, "-m", "netsparse_torch.run.torchrun", "--standalone", "--nproc-per-node=2", "-m",
-           "netsparse_torch.train", "partition=foo", f"hydra.run.dir={tmp_path / 'run'}"]
+    cmd = [sys.executable, "-m", "netsparse_torch.cli.torchrun", "--standalone", "--nproc-per-node=2", "-m",
+           "netsparse_torch.cli.train", "partition=foo", f"hydra.run.dir={tmp_path / 'run'}"]
     proc = subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2

@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from hw_models import analogs
-from netsparse_torch import simulate
+from netsparse_torch.cli import simulate
 from netsparse_torch.report import collect
 
 EXPERIMENTS = sorted(p.stem for p in (ROOT / "configs" / "experiment").glob("*.yaml"))
@@ -36,7 +36,7 @@ def test_every_experiment_is_documented_with_its_command():
     doc = (ROOT / "docs" / "experiments.md").read_text()
     assert EXPERIMENTS
     for name in EXPERIMENTS:
-        assert f"python -m netsparse_torch.simulate +experiment={name}" in doc, name
+        assert f"python -m netsparse_torch.cli.simulate +experiment={name}" in doc, name
 
 
 def test_swept_matrices_exist():

@@ -188,10 +188,8 @@ def test_given_switches_must_match_the_racks():
 
 
 def test_prs_by_owner_counts_a_frames_prs_per_owner_of_their_idx():
-    from netsparse_torch._C import units as cu
-
-    from hw_models import units_config
-    from netsparse_torch import units
+    from hw_models import units, units_config
+    from hw_models.native import units as cu
 
     WIRE = units_config.wire()
 

@@ -21,12 +21,11 @@ import numpy as np
 import scipy.sparse as sp
 from test_switch_fabric import BarrierMin
 
-from hw_models import definitions, units_config
+from hw_models import definitions, units, units_config
 from hw_models.params import HardwareParams
+from hw_models.pattern import as_pattern
 from hw_models.simulator import simulate
-from netsparse_torch import units
 from netsparse_torch.fabric.switch import LocalSwitches, attachment
-from netsparse_torch.plan.pattern import as_pattern
 
 NODES, RACK, K = 4, 2, 8  # 8 float32 elements per property (32 B)
 # Table 5 otherwise; batch 32768 (the §8 default, not auto) keeps each node's stream one RIG command on

@@ -27,12 +27,12 @@ COMMON = ["dataset=cora", "fabric=switch", "world_size=4", "cluster.rack_size=2"
 
 @contextmanager
 def switch_processes():
-    """A spine and two ToRs as ``python -m netsparse_torch.switch`` processes; yields (procs, spec)."""
+    """A spine and two ToRs as ``python -m netsparse_torch.cli.switch`` processes; yields (procs, spec)."""
     procs: dict[str, subprocess.Popen] = {}
     try:
         addresses = {}
         for name, role in (("spine", "spine"), ("tor0", "tor"), ("tor1", "tor")):
-            p = procs[name] = subprocess.Popen([sys.executable, "-m", "netsparse_torch.switch", "--role", role,
+            p = procs[name] = subprocess.Popen([sys.executable, "-m", "netsparse_torch.cli.switch", "--role", role,
                                                 "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                                text=True)
             line = p.stdout.readline()
@@ -53,7 +53,7 @@ def switches_override(spec: dict) -> str:
 
 def start_training(tmp_path, spec, *overrides) -> subprocess.Popen:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    cmd = [sys.executable, "-m", "netsparse_torch.train", *COMMON, switches_override(spec),
+    cmd = [sys.executable, "-m", "netsparse_torch.cli.train", *COMMON, switches_override(spec),
            f"hydra.run.dir={tmp_path / 'run'}", "log_every=1", *overrides]  # a line per epoch through the pipe
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -123,10 +123,10 @@ def test_watchdog_names_the_switch_and_peers_and_discards_the_partial_halo():
     from test_switch_fabric import BarrierMin
 
     from hw_models import units_config
+    from hw_models.units import RigNode
     from netsparse_torch.comm.rig import run_kernel
     from netsparse_torch.errors import RigTimeoutError
     from netsparse_torch.fabric.switch import LocalSwitches, SwitchFabric
-    from netsparse_torch.units import RigNode
 
     bounds = [0, 4, 8, 12]
     x = torch.arange(12 * 4, dtype=torch.float32).view(12, 4) + 1  # no row is all zeros

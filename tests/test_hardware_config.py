@@ -83,7 +83,7 @@ def modeled_hardware(cfg, hardware, monkeypatch) -> HardwareParams:
     import scipy.sparse as sp
 
     from hw_models import analysis
-    from netsparse_torch.report.modeled import modeled_block
+    from netsparse_torch.modeled import modeled_block
 
     def capture(adj, params, *args, **kwargs):
         raise _Captured(params)
@@ -113,7 +113,7 @@ def train_settings(monkeypatch, *overrides: str) -> dict:
 
 
 def _expected(want: dict) -> dict:
-    from netsparse_torch._C import units
+    from hw_models.native import units
 
     return {k: units.WHOLE_STREAM_BATCH if v == "WHOLE_STREAM" else v for k, v in want.items()}
 
@@ -251,3 +251,17 @@ def test_rig_local_idxs_reaches_the_simulator():
     assert sim_config(params, 16, check_mechanisms(None)).host_filters_local
     with pytest.raises(ConfigError, match="snic.rig_local_idxs must be one of"):
         HardwareParams.from_dict({"snic": {"rig_local_idxs": "filtered"}})
+
+
+def test_report_knobs_are_validated_with_one_line_errors():
+    """software.rank_partition and link.line_util_direction: a typo is one error naming the values."""
+    from netsparse_torch.errors import ConfigError
+
+    params = simulate_hardware(compose("simulate", "+hw.software.rank_partition=nnz",
+                                       "+hw.link.line_util_direction=both"))
+    assert (params.software.rank_partition, params.link.line_util_direction) == ("nnz", "both")
+    assert (HardwareParams().software.rank_partition, HardwareParams().link.line_util_direction) == ("rows", "rx")
+    with pytest.raises(ConfigError, match="software.rank_partition must be one of"):
+        HardwareParams.from_dict({"software": {"rank_partition": "balanced_nnz"}})
+    with pytest.raises(ConfigError, match="link.line_util_direction must be one of"):
+        HardwareParams.from_dict({"link": {"line_util_direction": "tx"}})

@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from hw_models import units_config
-from netsparse_torch import units
+from hw_models import units, units_config
 
 # Paper Table 3: header share of SA traffic (one read + one response packet per PR), K 4-byte elements.
 TABLE3 = {1: 97.6, 2: 95.2, 4: 90.9, 8: 83.3, 16: 71.4, 32: 55.6, 64: 38.5, 128: 23.8, 256: 13.5}

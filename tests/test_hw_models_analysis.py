@@ -17,7 +17,7 @@ from hw_models import simulator as sim
 from hw_models.hardware import simulate_hardware
 from hw_models.params import HardwareParams
 from hw_models.simulator import STAGES, NetSparseRun, mechanisms_up_to
-from netsparse_torch import simulate
+from netsparse_torch.cli import simulate
 from netsparse_torch.errors import ConfigError, DatasetNotFoundError, GraphInputError
 
 LUX = DATA / "graphs" / "luxembourg_osm.mtx.gz"
@@ -69,8 +69,8 @@ def test_report_without_simulator_has_the_analytic_keys():
 def test_report_carries_two_face_snic_sw_and_switch_aggregate():
     from hw_models.seeds.bf3 import snic_sw
     from hw_models.seeds.smartfuse import switch_aggregate
-    from netsparse_torch.plan.twoface.cost import Coefficients
-    from netsparse_torch.plan.twoface.model import cluster_coefficients, model_two_face
+    from hw_models.twoface.cost import Coefficients
+    from hw_models.twoface.model import cluster_coefficients, model_two_face
 
     p = HardwareParams().replace(cluster={"nodes": 4, "rack_size": 2})
     a, w = _small(), D.workload(_small(), 4)
@@ -213,7 +213,7 @@ def test_bad_input(tmp_path, overrides, error, match):
 
 
 def test_cli_exits_nonzero_with_one_line(tmp_path):
-    proc = run_cli("netsparse_torch.simulate", "topology=torus", f"matrix={KARATE}",
+    proc = run_cli("netsparse_torch.cli.simulate", "topology=torus", f"matrix={KARATE}",
                    f"hydra.run.dir={tmp_path}", timeout=120)
     assert proc.returncode == 2
     assert "netsparse-simulate: error: unknown topology 'torus'" in proc.stderr
@@ -237,6 +237,7 @@ def test_strong_scaling_through_the_cli(tmp_path):
 
 
 def test_collect_tables(tmp_path):
+    from netsparse_torch.cli import collect as collect_cli
     from netsparse_torch.report import collect
 
     d = tmp_path / "reports"
@@ -254,7 +255,7 @@ def test_collect_tables(tmp_path):
     assert "n/a" not in collect.markdown("speedup", reports)[2]
     assert reports[0]["strategies"]["netsparse"]["comm_time_s"] > 0
     assert len(collect.markdown("strong_scaling", reports)) == 2 + 2 * 2
-    assert collect.main(["table1", str(tmp_path / "empty")]) == 2
+    assert collect_cli.main(["table1", str(tmp_path / "empty")]) == 2
     with pytest.raises(ValueError, match="unknown table"):
         collect.markdown("table9", reports)
 
@@ -303,7 +304,7 @@ def test_modeled_training_block_by_hand():
 
 
 def test_synthetic_matrices():
-    from netsparse_torch.graph import generate
+    from hw_models.synthetic import generate
 
     a, name = simulate.load_matrix(_cfg("matrix=synthetic:banded", "synthetic.n=300"))
     assert name == "synthetic-banded-300"
@@ -328,3 +329,33 @@ def test_cli_picks_the_extra_strategies_and_snic_sw_parameters(tmp_path):
         simulate.run(_cfg(*base, "strategies=[nosuch]"))
     with pytest.raises(ConfigError, match="snic_sw"):
         simulate.run(_cfg(*base, "strategies=[snic_sw]", "snic_sw.slowdown=0"))
+
+
+def test_line_util_counts_received_or_both_directions_by_hand():
+    """One PR from node 0 to node 3 (test_simulator's lone PR): the tail, node 0, sends one 80 B read
+    packet (50 + 12 + 18 B) and receives one 144 B response (plus 16 x 4 B of payload). ``rx`` reads
+    144 B / (rate x t); ``both`` (144 + 80) B / (2 x rate x t). A reading only: every time stays."""
+    a = sp.csr_matrix((np.ones(1), ([0], [3])), shape=(4, 4))
+    reports = {d: A.analyze(a, HardwareParams.from_dict({"cluster": {"nodes": 4, "rack_size": 2},
+                                                          "link": {"line_util_direction": d}}),
+                            k=16, simulator=A.default_simulator(), ablation=False)["strategies"]["netsparse"]
+               for d in ("rx", "both")}
+    rx, both = reports["rx"], reports["both"]
+    assert rx["tail_node"] == both["tail_node"] == 0 and rx["per_node"]["time_s"] == both["per_node"]["time_s"]
+    t = rx["comm_time_s"]
+    assert rx["tail"]["line_util"] == pytest.approx(144 / (50e9 * t))
+    assert both["tail"]["line_util"] == pytest.approx((144 + 80) / (2 * 50e9 * t))
+    fake = A.analyze(_small(), HardwareParams().replace(cluster={"nodes": 4, "rack_size": 2}), k=16,
+                     simulator=FakeSimulator(), ablation=False)
+    assert fake["strategies"]["netsparse"]["tail"]["line_util"] is None  # no per-node byte counters
+
+
+def test_rank_partition_reaches_the_sa_opt_baseline():
+    """software.rank_partition: the report's SAOpt uses the workload split that way."""
+    a = sp.random(120, 120, density=0.05, random_state=3, format="csr")
+    p = HardwareParams().replace(cluster={"nodes": 4, "rack_size": 2}, software={"cores": 8, "rank_partition": "nnz"})
+    got = A.analyze(a, p, k=16)["strategies"]["sa_opt"]
+    want = B.sa_opt(D.workload(a, 4, cores=8, rank_partition="nnz"), 16, p)
+    assert got["comm_time_s"] == want.comm_time_s and got["prs"] == int(want.prs.sum())
+    rows = B.sa_opt(D.workload(a, 4, cores=8), 16, p.replace(software={"rank_partition": "rows"}))
+    assert rows.comm_time_s != want.comm_time_s  # the two splits differ on this matrix

@@ -92,6 +92,15 @@ def test_slowest_rank_sets_the_software_time():
     # node 1's ranks own B rows 16-19, 20-23, 24-27, 28-31: they serve 5 (16 twice), 4, 2 and 0 PRs.
     assert w.rank_served[1].tolist() == [5, 4, 2, 0]
     assert r.node_time_s.tolist() == pytest.approx([10 * 25.6e-9, 5 * 25.6e-9])  # not 11 / 4 PRs per rank
+    # Balanced nonzeros (rank i starts where node 0's running count reaches i * 11 / 4): row 0 alone on
+    # rank 0, rows 1-15 on rank 3, ranks 1-2 empty. A row is never split, so the time stays; node 1
+    # has no nonzeros and keeps equal row shares.
+    w = D.workload(sp.coo_matrix((np.ones(11), (rows, cols)), shape=(32, 32)), 2, cores=4, rank_partition="nnz")
+    with pytest.raises(ConfigError, match="split by 'nnz'"):
+        B.sa_opt(w, 16, p)  # an nnz-split workload with the rows default
+    r = B.sa_opt(w, 16, p.replace(software={"rank_partition": "nnz"}))
+    assert w.rank_issued[0].tolist() == [10, 0, 0, 1] and w.rank_served[1].tolist() == [5, 4, 2, 0]
+    assert r.node_time_s.tolist() == pytest.approx([10 * 25.6e-9, 5 * 25.6e-9])
 
 
 def test_packets_respect_the_mtu():

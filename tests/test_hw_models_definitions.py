@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from ref_models import definitions_ref
 
 from hw_models import definitions as D
+from hw_models.bounds import row_bounds
 from hw_models.params import HeaderParams
 from netsparse_torch.errors import ConfigError, GraphInputError
-from netsparse_torch.plan.bounds import row_bounds
 
 
 def _reference(a, nodes, partition):
@@ -80,11 +80,18 @@ def _check_against_whole_matrix(a, w, nodes, partition, cores=(1, 3, 64)):
     got = D.dest_locality(w)
     assert (math.isnan(got) and math.isnan(ref)) or got == pytest.approx(ref, rel=1e-12)
     for c in cores:
-        wc = D.workload(a, nodes, partition, cores=c)
-        issued, served, pair = definitions_ref.rank_counts(a, nodes, c, partition)
-        np.testing.assert_array_equal(wc.rank_issued, issued)
-        np.testing.assert_array_equal(wc.rank_served, served)
-        np.testing.assert_array_equal(wc.rank_pair_useful, pair)
+        for split in ("rows", "nnz"):
+            _check_ranks(a, nodes, partition, c, split)
+
+
+def _check_ranks(a, nodes, partition, cores, rank_partition):
+    """SAOpt's per-rank counts of the streaming pass equal the brute-force rank filter."""
+    w = D.workload(a, nodes, partition, cores=cores, rank_partition=rank_partition)
+    issued, served, pair = definitions_ref.rank_counts(a, nodes, cores, partition, rank_partition)
+    np.testing.assert_array_equal(w.rank_issued, issued)
+    np.testing.assert_array_equal(w.rank_served, served)
+    np.testing.assert_array_equal(w.rank_pair_useful, pair)
+    assert w.rank_partition == rank_partition
 
 
 @pytest.mark.parametrize("partition", ["rows", "nnz"])
@@ -125,6 +132,48 @@ def test_hand_worked_case():
     assert w2.rank_issued.tolist() == [[2, 1], [1, 2]]
     assert w2.rank_served.tolist() == [[2, 1], [2, 1]]
     assert w2.rank_pair_useful.tolist() == [[0, 3], [3, 0]]
+
+
+def test_rank_partition_hand_worked_case():
+    """Two nodes of 4 rows, 2 ranks each. Node 0: row 0 {4,5,6,7}, row 1 {6}, row 2 {7}, row 3 {4} (7
+    nonzeros); node 1: row 4 {0,1,2}, row 5 {0}, rows 6-7 empty (4 nonzeros). ``rows``: ranks own rows
+    {0,1} {2,3} and {4,5} {6,7}. ``nnz``: rank 1 starts where the running count reaches half the node's:
+    node 0 at row 1 (4 >= 3.5), node 1 at row 5 (3 >= 2), so ranks own {0} {1,2,3} and {4} {5,6,7}, and
+    the rows of B with the same ids."""
+    rows = [0, 0, 0, 0, 1, 2, 3, 4, 4, 4, 5]
+    cols = [4, 5, 6, 7, 6, 7, 4, 0, 1, 2, 0]
+    a = sp.coo_matrix((np.ones(11), (rows, cols)), shape=(8, 8))
+    w = D.workload(a, 2, cores=2)  # rows: node 0's ranks need {4,5,6,7} and {7,4}; node 1's {0,1,2} and {}
+    assert w.rank_issued.tolist() == [[4, 2], [3, 0]]
+    assert w.rank_served.tolist() == [[2, 1], [3, 3]]  # B rows {0,1} {2,3} | {4,5} {6,7}
+    assert w.rank_pair_useful.tolist() == [[0, 6], [3, 0]]
+    w = D.workload(a, 2, cores=2, rank_partition="nnz")  # {4,5,6,7} and {6,7,4}; {0,1,2} and {0}
+    assert w.rank_issued.tolist() == [[4, 3], [3, 1]]
+    assert w.rank_served.tolist() == [[2, 2], [2, 5]]  # B rows {0} {1,2,3} | {4} {5,6,7}
+    assert w.rank_pair_useful.tolist() == [[0, 7], [4, 0]]
+    with pytest.raises(ConfigError, match="rank_partition"):
+        D.workload(a, 2, cores=2, rank_partition="balanced")
+
+
+@st.composite
+def _skewed(draw):
+    """Patterns with heavy rows (rows drawn from a few ids), square or not, and empty nodes."""
+    n = draw(st.integers(2, 40))
+    m = draw(st.sampled_from([n, draw(st.integers(2, 40))]))
+    heavy = draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=4))
+    nnz = draw(st.integers(0, 300))
+    rows = draw(st.lists(st.one_of(st.sampled_from(heavy), st.integers(0, n - 1)), min_size=nnz, max_size=nnz))
+    cols = draw(st.lists(st.integers(0, m - 1), min_size=nnz, max_size=nnz))
+    nodes = draw(st.integers(1, min(n, m)))
+    partition = draw(st.sampled_from(["rows", "nnz"])) if n == m else "rows"
+    return sp.coo_matrix((np.ones(nnz), (rows, cols)), shape=(n, m)), nodes, partition, draw(st.integers(1, 9))
+
+
+@settings(max_examples=80, deadline=None)
+@given(_skewed(), st.sampled_from(["rows", "nnz"]))
+def test_rank_partition_matches_reference_on_skewed_patterns(case, rank_partition):
+    a, nodes, partition, cores = case
+    _check_ranks(a, nodes, partition, cores, rank_partition)
 
 
 def test_locality_window_hand_case():
@@ -203,7 +252,7 @@ SHARED = sorted((DATA / "graphs").glob("*.mtx.gz"))
 def test_streaming_equals_whole_matrix_on_shared_graphs(path):
     """Every shared graph, 128 and 7 nodes, both partitions: the streaming pass equals the old
     whole-matrix definitions (pairs and Table 4 locality)."""
-    from netsparse_torch.graph import read_mtx
+    from hw_models.mtx import read_mtx
 
     a = read_mtx(path)
     for nodes, partition in ((128, "rows"), (7, "nnz")):

@@ -9,9 +9,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netsparse_torch import _C
 from netsparse_torch import kernels as K
 from netsparse_torch.kernels import _autograd, _choice
+from netsparse_torch.native import _C
 
 pytestmark = [pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta"),
               pytest.mark.filterwarnings("ignore:Sparse invariant checks")]

@@ -8,8 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netsparse_torch import _C
 from netsparse_torch.errors import ConfigError
+from netsparse_torch.native import _C
 from netsparse_torch.nn import DistGNN
 from netsparse_torch.nn.dropout import keyed_dropout
 

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import netsparse_torch.nn.dropout as dropout
-from netsparse_torch import _C
 from netsparse_torch.errors import ConfigError
+from netsparse_torch.native import _C
 from netsparse_torch.nn.dropout import (
     IMPL_ENV,
     keyed_attention_dropout,

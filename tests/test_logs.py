@@ -99,7 +99,7 @@ def _run_in_pty(cmd: list[str], timeout: float, size: tuple[int, int] | None = (
 
 def test_terminal_training_shows_one_bar_with_loss_and_epoch_time(tmp_path):
     """Also ``logger=csv``: one row per epoch with the documented columns."""
-    code, out = _run_in_pty([sys.executable, "-m", "netsparse_torch.train", "world_size=2", "epochs=12",
+    code, out = _run_in_pty([sys.executable, "-m", "netsparse_torch.cli.train", "world_size=2", "epochs=12",
                              "log_every=5", "logger=csv", f"hydra.run.dir={tmp_path}"], timeout=900)
     assert code == 0, out[-2000:]
     assert "\r" in out and "loss=" in out and "epoch_ms=" in out  # the bar redraws itself in place
@@ -130,7 +130,7 @@ def test_bar_shows_on_a_terminal_that_reports_no_size():
 
 
 def test_piped_simulation_prints_one_line_per_simulation(tmp_path):
-    proc = run_cli("netsparse_torch.simulate", f"matrix={KARATE}", "nodes=4", "rack_size=2", "ablation=true",
+    proc = run_cli("netsparse_torch.cli.simulate", f"matrix={KARATE}", "nodes=4", "rack_size=2", "ablation=true",
                    "plots=false", f"hydra.run.dir={tmp_path}", timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "\r" not in proc.stdout and "\r" not in proc.stderr
@@ -140,14 +140,14 @@ def test_piped_simulation_prints_one_line_per_simulation(tmp_path):
 
 
 def test_unknown_logger_is_one_line_before_any_rank(tmp_path):
-    proc = run_cli("netsparse_torch.train", "logger=wandb", f"hydra.run.dir={tmp_path}")
+    proc = run_cli("netsparse_torch.cli.train", "logger=wandb", f"hydra.run.dir={tmp_path}")
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "netsparse-train: error: unknown logger 'wandb'; choose one of none, csv, tensorboard"]
 
 
 def test_piped_partition_writes_whole_lines(tmp_path):
-    proc = run_cli("netsparse_torch.partition", "dataset=cora", "parts=2", f"out={tmp_path / 'shards'}",
+    proc = run_cli("netsparse_torch.cli.partition", "dataset=cora", "parts=2", f"out={tmp_path / 'shards'}",
                    f"hydra.run.dir={tmp_path / 'run'}", timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "\r" not in proc.stdout and "\r" not in proc.stderr

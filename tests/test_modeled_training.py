@@ -15,8 +15,9 @@ from hw_models import analysis as A
 from hw_models.hardware import train_hardware
 from hw_models.params import HardwareParams
 from hw_models.simulator import NetSparseRun
+from netsparse_torch import modeled as M
 from netsparse_torch.errors import ConfigError
-from netsparse_torch.report import modeled as M
+from netsparse_torch.report.modeled import modeled_lines
 
 N, F, H, C = 600, 12, 8, 4  # synthetic graph: rows, features, hidden, classes
 GRAPH = ["dataset=synthetic", f"dataset.num_nodes={N}", f"dataset.num_features={F}", f"dataset.num_classes={C}",
@@ -126,7 +127,7 @@ def test_cluster_none_has_no_block():
     report: dict = {}
     assert M.add_modeled(report, cfg, load_dataset(cfg.dataset), train_hardware(cfg)) is None
     assert "modeled" not in report
-    assert M.modeled_lines(None) == []
+    assert modeled_lines(None) == []
 
 
 def test_cluster_configs_are_the_table5_targets():
@@ -141,7 +142,7 @@ def test_bad_cluster_fails_before_training(tmp_path):
     proc, _ = train(tmp_path, *GRAPH, "cluster=leafspine128", "cluster.nodes=601")
     assert proc.returncode == 2 and "cluster.nodes=601 virtual nodes > 600 graph rows" in proc.stderr
     assert "epoch" not in proc.stdout
-    proc = run_cli("netsparse_torch.train", *GRAPH, "cluster=leafspine128", "cluster.topology=torus",
+    proc = run_cli("netsparse_torch.cli.train", *GRAPH, "cluster=leafspine128", "cluster.topology=torus",
                    f"hydra.run.dir={tmp_path / 'b'}")
     assert proc.returncode == 2 and "unknown topology 'torus'" in proc.stderr
     with pytest.raises(ConfigError, match="compute_model"):

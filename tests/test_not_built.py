@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -16,18 +18,26 @@ def _run(code: str, cwd: Path) -> subprocess.CompletedProcess:
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(cwd)})
 
 
-def test_missing_extension_is_one_clear_error(tmp_path):
+@pytest.mark.parametrize("package, code", [
+    ("hw_models", "from hw_models.native import units"),
+    ("netsparse_torch", "from netsparse_torch.native import _C"),
+])
+def test_missing_extension_is_one_clear_error(tmp_path, package, code):
     # A source tree without the built _C*.so, as a fresh clone has before `make install`.
-    shutil.copytree(ROOT / "netsparse_torch", tmp_path / "netsparse_torch",
-                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-    code = ("from netsparse_torch.errors import NotBuiltError\n"
+    for name in ("hw_models", "netsparse_torch"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    # Without `pip install -e .`'s finder, which would find the extension in the repository instead.
+    code = ("import sys\n"
+            "sys.meta_path[:] = [f for f in sys.meta_path\n"
+            "                    if not getattr(f, '__module__', '').startswith('__editable__')]\n"
+            "from netsparse_torch.errors import NotBuiltError\n"
             "try:\n"
-            "    from netsparse_torch._C import units\n"
+            f"    {code}\n"
             "except NotBuiltError as e:\n"
             "    print(e)\n")
     out = _run(code, tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "netsparse_torch._C is not built" in out.stdout and "run `make install`" in out.stdout
+    assert f"{package}._C is not built" in out.stdout and "run `make install`" in out.stdout
 
 
 def test_missing_stubs_are_one_clear_error_and_never_generated():

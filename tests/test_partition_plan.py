@@ -5,9 +5,9 @@ import pytest
 import torch
 from graphs import random_graph
 
+from hw_models.bounds import row_bounds
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.plan import Plan, build_plan
-from netsparse_torch.plan.bounds import row_bounds
 
 
 @pytest.mark.parametrize("n,ws", [(10, 3), (41, 4), (7, 7), (100, 1)])

@@ -18,7 +18,7 @@ from cli import ROOT, train_here  # noqa: E402
 from conftest import DATA  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 
-from netsparse_torch import simulate  # noqa: E402
+from netsparse_torch.cli import simulate  # noqa: E402
 from netsparse_torch.report import curves  # noqa: E402
 
 KARATE = DATA / "mtx_small" / "karate.mtx"
@@ -179,12 +179,13 @@ def _check_bars(axes, groups: list[str], panels: dict) -> None:
 
 
 def test_compare_plot_of_mixed_training_runs(trained, tmp_path, drawn):
+    from netsparse_torch.cli import compare as compare_cli
     from netsparse_torch.report import compare
 
     first, out = trained  # strategy sa, 1 rank, 5 epochs evaluated every epoch
     second, _ = train_here(tmp_path / "su", "strategy=su", "world_size=2", "epochs=2")
     png = tmp_path / "runs.png"
-    assert compare.main([str(out / "report.json"), str(tmp_path / "su" / "report.json"), "--plot", str(png)]) == 0
+    assert compare_cli.main([str(out / "report.json"), str(tmp_path / "su" / "report.json"), "--plot", str(png)]) == 0
     fig, axes = drawn["runs.png"]
     groups, panels = compare.plot_series("train", compare.table("train", compare.find_reports(
         [out / "report.json", tmp_path / "su" / "report.json"])))
@@ -204,6 +205,7 @@ def test_compare_plot_of_mixed_training_runs(trained, tmp_path, drawn):
 
 
 def test_compare_plot_of_simulations_differing_in_many_keys(tmp_path, drawn):
+    from netsparse_torch.cli import compare as compare_cli
     from netsparse_torch.report import compare
 
     runs = [("4", "rows", "1", "leafspine", "500"), ("8", "nnz", "16", "leafspine", "250"),
@@ -214,7 +216,7 @@ def test_compare_plot_of_simulations_differing_in_many_keys(tmp_path, drawn):
                                              f"k={k}", f"topology={topo}", f"nic_delay_cycles={delay}", "plots=false"),
                                     tmp_path / f"r{i}"))
     png = tmp_path / "sims.png"
-    assert compare.main([str(tmp_path), "--plot", str(png)]) == 0
+    assert compare_cli.main([str(tmp_path), "--plot", str(png)]) == 0
     fig, axes = drawn["sims.png"]
     groups, panels = compare.plot_series("simulate", compare.table("simulate", compare.find_reports([tmp_path])))
     assert all(g.count("\n") == 4 for g in groups)  # nodes, topology, K, partition, nic_delay_cycles

@@ -7,8 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ref_models.cache_ref import CacheRef, UnboundedCacheRef
 
-from hw_models import units_config
-from netsparse_torch import units
+from hw_models import units, units_config
 
 
 def _cache(prop_bytes, **hw):

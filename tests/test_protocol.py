@@ -6,8 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ref_models.wire_ref import encode as ref_encode
 
-from hw_models import units_config
-from netsparse_torch import units
+from hw_models import units, units_config
 
 WIRE = units_config.wire()  # NetSparse Table 5: MTU 1500 B, upper-layer header 50 B
 

@@ -11,7 +11,7 @@ from cli import ROOT, run_cli, train
 from conftest import DATA
 from hydra import compose, initialize_config_dir
 
-from netsparse_torch import simulate
+from netsparse_torch.cli import simulate
 from netsparse_torch.report import collect
 from netsparse_torch.report.modeled import modeled_lines
 from netsparse_torch.report.train_report import strict
@@ -77,7 +77,7 @@ def _sim_cfg(*overrides: str):
 
 
 def test_simulate_defaults_run_one_simulation_on_ego_twitter(tmp_path):
-    proc = run_cli("netsparse_torch.simulate", f"matrix={DATA / 'graphs' / 'ego-twitter.mtx.gz'}",
+    proc = run_cli("netsparse_torch.cli.simulate", f"matrix={DATA / 'graphs' / 'ego-twitter.mtx.gz'}",
                    f"hydra.run.dir={tmp_path}", timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads((tmp_path / "report.json").read_text(), parse_constant=_no_constants)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from netsparse_torch import reproduce as rp
+from netsparse_torch.cli import reproduce as rp
 
 NETCRAFTER_TABLE1 = [  # occupied, needed, padding, flits (16 B flits)
     16, 12, 4, 1,   # Read Req
@@ -84,11 +84,11 @@ def test_unknown_name_exits_2(capsys):
 
 
 def test_module_cli():
-    p = subprocess.run([sys.executable, "-m", "netsparse_torch.reproduce", "bf3_table2", "--json"],
+    p = subprocess.run([sys.executable, "-m", "netsparse_torch.cli.reproduce", "bf3_table2", "--json"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["name"] == "bf3_table2"
-    p = subprocess.run([sys.executable, "-m", "netsparse_torch.reproduce", "bogus"], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "netsparse_torch.cli.reproduce", "bogus"], capture_output=True, text=True,
                        timeout=120)
     assert p.returncode == 2 and "unknown table" in p.stderr
 
@@ -98,7 +98,7 @@ def test_a_closed_pipe_is_not_a_traceback():
     import subprocess
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "netsparse_torch.reproduce", "netsparse_table3"],
+    proc = subprocess.Popen([sys.executable, "-m", "netsparse_torch.cli.reproduce", "netsparse_table3"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()
     err = proc.stderr.read().decode()

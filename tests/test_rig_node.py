@@ -6,8 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hw_models import units_config
-from netsparse_torch import units
+from hw_models import units, units_config
 
 WIRE = units_config.wire()
 

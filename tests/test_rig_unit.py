@@ -7,8 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ref_models.rig_ref import RigClientRef
 
-from hw_models import units_config
-from netsparse_torch import units
+from hw_models import units, units_config
 
 BOUNDS = [0, 10, 25, 40]  # node 1 owns rows 10..24
 PB = 8

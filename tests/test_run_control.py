@@ -22,7 +22,7 @@ def one_error_line(proc) -> str:
     ("model=foo", ["unknown model 'foo'", "gcn", "sage"]),
 ])
 def test_config_errors_are_one_line_and_exit_2_before_any_rank(tmp_path, override, words):
-    proc = run_cli("netsparse_torch.train", override, f"hydra.run.dir={tmp_path}", timeout=300)
+    proc = run_cli("netsparse_torch.cli.train", override, f"hydra.run.dir={tmp_path}", timeout=300)
     assert proc.returncode == 2, proc.stderr[-2000:]
     line = one_error_line(proc)
     for w in words:

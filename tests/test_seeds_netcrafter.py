@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from netsparse_torch._C import units
 from ref_models.flit_ref import stitch
 
+from hw_models.native import units
 from hw_models.seeds import netcrafter as nc
-from netsparse_torch.reproduce import NETCRAFTER_TABLE1
+from netsparse_torch.cli.reproduce import NETCRAFTER_TABLE1
 
 NO_POOL = nc.LinkConfig(pool_cycles=0)
 

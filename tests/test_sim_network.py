@@ -74,7 +74,7 @@ def report(workload: str, network: str) -> dict:
 @pytest.fixture
 def hop_log(monkeypatch):
     """Runs a workload with the network's hop log on; returns (params, run, log rows)."""
-    from netsparse_torch._C import units
+    from hw_models.native import sim as units
 
     real, logs = units.simulate, []
 

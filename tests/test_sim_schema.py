@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 import scipy.sparse as sp
-from netsparse_torch._C import units
 
 from hw_models import definitions
+from hw_models.native import sim as units
 from hw_models.params import HardwareParams
 from hw_models.simulator import (
     COUNTER_TABLE_BEGIN,

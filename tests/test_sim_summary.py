@@ -12,7 +12,7 @@ from conftest import DATA
 from hydra import compose, initialize_config_dir
 
 from hw_models import analogs
-from netsparse_torch import simulate
+from netsparse_torch.cli import simulate
 
 KARATE = DATA / "mtx_small" / "karate.mtx"
 
@@ -58,7 +58,7 @@ def cli_run(tmp_path_factory):
     """The CLI on karate with the ablation, 8 SAOpt ranks per node, and report_path naming the run
     directory's own report.json (that file used to be announced twice)."""
     run_dir = tmp_path_factory.mktemp("sim")
-    proc = run_cli("netsparse_torch.simulate", f"matrix={KARATE}", "nodes=4", "rack_size=2", "ablation=true",
+    proc = run_cli("netsparse_torch.cli.simulate", f"matrix={KARATE}", "nodes=4", "rack_size=2", "ablation=true",
                    "+hw.software.cores=8", f"hydra.run.dir={run_dir}", f"report_path={run_dir / 'report.json'}",
                    timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -382,7 +382,7 @@ def test_bad_input():
         P4.replace(link={"bandwidth_gbps": -1})
     with pytest.raises(ConfigError, match="larger than the graph's 4 rows"):
         run(a, params=HardwareParams.from_dict({"cluster": {"nodes": 8, "rack_size": 2}}))  # nodes > rows
-    from netsparse_torch._C import units
+    from hw_models.native import sim as units
     with pytest.raises(AttributeError):  # the config is a C++ struct: no field but the declared ones
         units.SimConfig().nope = 1
     # a config nobody filled (all zero) is refused, as a ConfigError (typed C++ error), not run

@@ -28,7 +28,7 @@ from hw_models import analysis, definitions
 from hw_models.hardware import simulate_hardware
 from hw_models.params import HardwareParams
 from hw_models.simulator import simulate
-from netsparse_torch import simulate as cli
+from netsparse_torch.cli import simulate as cli
 from netsparse_torch.errors import ConfigError
 
 ONE_PR = {"concat_nic": False, "switch": False}

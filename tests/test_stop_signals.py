@@ -49,7 +49,7 @@ def _completed_epochs(epoch_log) -> int:
 def test_stop_signal_stops_every_process_of_the_run(tmp_path, how, overrides):
     tag = uuid.uuid4().hex
     run_dir = tmp_path / "run"
-    cmd = [sys.executable, "-m", "netsparse_torch.train", "dataset=cora", "epochs=100000",
+    cmd = [sys.executable, "-m", "netsparse_torch.cli.train", "dataset=cora", "epochs=100000",
            f"checkpoint_dir={tmp_path / 'ckpt'}", f"hydra.run.dir={run_dir}", *overrides]
     env = dict(os.environ, PYTHONUNBUFFERED="1", **{TAG_VAR: tag})
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -102,9 +102,9 @@ def test_sigterm_under_torchrun_keeps_the_report(tmp_path, launcher):
     its completed epochs and says so in one line; netsparse-torchrun adds nothing to that line."""
     tag = uuid.uuid4().hex
     run_dir = tmp_path / "run"
-    agent = [sys.executable, "-m", "netsparse_torch.run.torchrun"] if launcher == "netsparse-torchrun" \
+    agent = [sys.executable, "-m", "netsparse_torch.cli.torchrun"] if launcher == "netsparse-torchrun" \
         else [str(os.path.join(os.path.dirname(sys.executable), "torchrun"))]
-    cmd = [*agent, "--standalone", "--nproc-per-node=2", "-m", "netsparse_torch.train", "dataset=cora",
+    cmd = [*agent, "--standalone", "--nproc-per-node=2", "-m", "netsparse_torch.cli.train", "dataset=cora",
            "epochs=100000", f"hydra.run.dir={run_dir}"]
     env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", **{TAG_VAR: tag})
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -9,8 +9,7 @@ import time
 import grpc
 import pytest
 
-from hw_models import units_config
-from netsparse_torch import units
+from hw_models import units, units_config
 from netsparse_torch.switch import ControlClient, SwitchClient, SwitchError, SwitchServer, configure_request
 
 PROP = 16

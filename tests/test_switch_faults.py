@@ -12,8 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from hw_models import units_config
-from netsparse_torch import units
+from hw_models import units, units_config
 from netsparse_torch.switch import ControlClient, SwitchClient, SwitchError, SwitchServer, configure_request
 
 PROP = 16
@@ -26,7 +25,7 @@ def read_packet(src: int, dest: int) -> bytes:
 
 
 def test_cli_serves_and_logs_a_one_line_summary_on_sigterm():
-    proc = subprocess.Popen([sys.executable, "-m", "netsparse_torch.switch", "--role", "spine", "--port", "0"],
+    proc = subprocess.Popen([sys.executable, "-m", "netsparse_torch.cli.switch", "--role", "spine", "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()

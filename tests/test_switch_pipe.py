@@ -8,8 +8,7 @@ from ref_models.cache_ref import CacheRef, UnboundedCacheRef
 from ref_models.concat_ref import ConcatRef
 from ref_models.wire_ref import decode_stream, encode
 
-from hw_models import units_config
-from netsparse_torch import units
+from hw_models import units, units_config
 
 LEN, N = 16, 4
 CACHE = {"capacity_bytes": 2 * 512 * 2, "ways": 2}  # 64 sets of 2 ways at 16 B lines: evictions happen

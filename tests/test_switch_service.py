@@ -13,10 +13,9 @@ from contextlib import ExitStack, contextmanager
 
 import numpy as np
 import pytest
-from netsparse_torch._C import units as cu
 
-from hw_models import units_config
-from netsparse_torch import units
+from hw_models import units, units_config
+from hw_models.native import units as cu
 from netsparse_torch.switch import ControlClient, SwitchClient, SwitchServer, configure_request
 
 PROP = 32  # bytes per property (8 float32)

@@ -9,7 +9,7 @@ back silently, so this checks it in a fresh interpreter.
 import subprocess
 import sys
 
-MODULES = ["netsparse_torch.simulate", "hw_models.analysis", "hw_models.simulator", "netsparse_torch.partition",
+MODULES = ["netsparse_torch.cli.simulate", "hw_models.analysis", "hw_models.simulator", "hw_models.mtx",
            "hw_models.analogs", "netsparse_torch.report.collect"]
 
 

@@ -34,7 +34,7 @@ def datasets(tmp_path_factory) -> tuple[list[str], list[str]]:
     """The dataset overrides of the single-process reference (the in-memory graph) and of the
     two-node run (``sum(PROCS)`` METIS shards written by netsparse-partition, each rank reading its own)."""
     out = tmp_path_factory.mktemp("shards") / "cora-metis"
-    proc = run_cli("netsparse_torch.partition", "dataset=cora", "partition=metis", f"parts={sum(PROCS)}",
+    proc = run_cli("netsparse_torch.cli.partition", "dataset=cora", "partition=metis", f"parts={sum(PROCS)}",
                    f"out={out}", f"hydra.run.dir={out.parent / 'run'}")
     assert proc.returncode == 0, proc.stderr[-2000:]
     return ["dataset=cora"], ["dataset=partitioned", f"dataset.path={out}"]
@@ -86,7 +86,7 @@ def _agent(node: int, port: int, tag: str, out_dir: Path, overrides: list[str]) 
            # say which one; a lost peer ends the rendezvous after join_timeout instead of 600 s.
            f"--rdzv-conf=is_host={'true' if node == 0 else 'false'},join_timeout=90",
            "--local-addr=127.0.0.1", "--max-restarts=0",
-           "-m", "netsparse_torch.train", f"hydra.run.dir={out_dir / f'node{node}'}", "timeout_s=90", *overrides]
+           "-m", "netsparse_torch.cli.train", f"hydra.run.dir={out_dir / f'node{node}'}", "timeout_s=90", *overrides]
     env = {k: v for k, v in os.environ.items()
            if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK")}
     env.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo", **{TAG_VAR: tag})

@@ -52,7 +52,7 @@ def test_netsparse_strategy_reports_its_block(tmp_path):
 
 def test_partition_cli_then_train_from_the_shards(tmp_path):
     out = tmp_path / "cora-metis2"
-    proc = run_cli("netsparse_torch.partition", "dataset=cora", "partition=metis", "parts=2", f"out={out}",
+    proc = run_cli("netsparse_torch.cli.partition", "dataset=cora", "partition=metis", "parts=2", f"out={out}",
                    f"hydra.run.dir={tmp_path / 'prun'}")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "edge cut" in proc.stdout and (out / "manifest.json").is_file()

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from hw_models.twoface import ASYNC, LOCAL, SYNC, Coefficients, classify, find_stripes
+from hw_models.twoface.classify import coalesce_distance, default_stripe_width
+from hw_models.twoface.cost import DEFAULT_SOURCE, CostModel
 from netsparse_torch.comm.twoface.layout import coalesced_rows
 from netsparse_torch.errors import ConfigError
-from netsparse_torch.plan.twoface import ASYNC, LOCAL, SYNC, Coefficients, classify, find_stripes
-from netsparse_torch.plan.twoface.classify import coalesce_distance, default_stripe_width
-from netsparse_torch.plan.twoface.cost import DEFAULT_SOURCE, CostModel
 
 # 3 ranks own rows/columns 0-3, 4-7, 8-11. Rank 0's rows; W=2 cuts each megatile into 2 stripes.
 ROWS = {0: [0, 4, 5, 8], 1: [1, 4, 9], 2: [2, 4, 5, 8], 3: [3, 7, 8]}
@@ -133,7 +133,7 @@ def test_profile_roundtrip_and_corrupt(tmp_path):
 
 
 def test_cluster_coefficients_by_hand():
-    from netsparse_torch.plan.twoface.model import cluster_coefficients, model_two_face
+    from hw_models.twoface.model import cluster_coefficients, model_two_face
 
     # 400 Gb/s = 50e9 B/s: beta_S = 4 B / 50e9 = 8e-11 s; alpha_S = 4 x 450 ns + 3 x 300 ns = 2.7e-6 s;
     # Table 3 ratios: beta_A = 8e-11 x 3.61e-9/1.95e-10, alpha_A = 2.7e-6 x 1.02e-5/1.36e-6 = 2.025e-5.
@@ -154,7 +154,7 @@ def test_model_stripes_from_distinct_columns_equal_find_stripes(seed):
     """The model's stripes (from sorted distinct columns and counts, O(distinct)) are the runtime's."""
     import scipy.sparse as sp
 
-    from netsparse_torch.plan.twoface.model import stripes_of_distinct
+    from hw_models.twoface.model import stripes_of_distinct
 
     rng = np.random.default_rng(seed)
     a = sp.random(120, 120, density=0.07, random_state=seed, format="csr")

@@ -6,7 +6,7 @@ import torch
 from graphs import random_graph
 from test_equivalence import HIDDEN, assert_matches_pyg, run_layer
 
-from netsparse_torch.plan.twoface import Coefficients
+from hw_models.twoface import Coefficients
 from netsparse_torch.run.launch import launch
 
 # Options that force every class of stripe to appear: W=4 on a 41-node graph gives several stripes

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from netsparse_torch._C import units
 
 from hw_models import units_config
+from hw_models.native import units
 from hw_models.seeds import netcrafter as nc
 from netsparse_torch import errors
 

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from netsparse_torch._C import units as cu
 
-from hw_models import units_config
+from hw_models import units, units_config
+from hw_models.native import units as cu
 from hw_models.params import HardwareParams
 from hw_models.seeds.netcrafter import LinkConfig
-from netsparse_torch import units
 from netsparse_torch.errors import ConfigError
 
 CSRC = Path(__file__).resolve().parents[1] / "csrc"

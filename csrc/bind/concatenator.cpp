@@ -1,4 +1,4 @@
-// Python binding of the concatenator (paper §6.1.2, §7.2) -> netsparse_torch._C.units.
+// Python binding of the concatenator (paper §6.1.2, §7.2) -> hw_models._C.units.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

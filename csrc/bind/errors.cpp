@@ -1,5 +1,5 @@
-// Typed errors of the units (units/errors.h) -> netsparse_torch._C.units.<Name>, each a subclass of
-// ValueError and of its netsparse_torch.errors class, so Python catches them by class (never by
+// Typed errors of the units (units/errors.h) -> hw_models._C.units.<Name>, each a subclass of
+// ValueError and of its hw_models.errors class, so Python catches them by class (never by
 // message): ConfigInvalid is a ConfigError, OutOfOrder a UnitStateError; the packet errors are
 // PacketErrors whose `kind` is the switch service's error-counter key.
 #include <pybind11/pybind11.h>
@@ -20,7 +20,7 @@ void packet_kind(py::module_& units, const py::object& base, const char* name, c
 }  // namespace
 
 void bind_errors(py::module_& units) {
-  const py::module_ errors = py::module_::import("netsparse_torch.errors");
+  const py::module_ errors = py::module_::import("hw_models.errors");
   py::register_exception<ConfigInvalid>(units, "ConfigInvalid",
                                         py::make_tuple(errors.attr("ConfigError"), py::handle(PyExc_ValueError)));
   py::register_exception<OutOfOrder>(units, "OutOfOrder",

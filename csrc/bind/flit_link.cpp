@@ -1,4 +1,4 @@
-// Python binding of the NetCrafter flit link unit (netsparse_torch._C.units).
+// Python binding of the NetCrafter flit link unit (hw_models._C.units).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

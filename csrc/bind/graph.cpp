@@ -1,5 +1,5 @@
 // Python bindings of the paper-scale analog generators and the streaming workload statistics
-// -> netsparse_torch._C.graph. Called by netsparse_torch/graph/analogs.py and hw_models/definitions.py.
+// -> hw_models._C.graph. Called by hw_models/analogs.py and hw_models/definitions.py.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -86,8 +86,12 @@ py::array_t<int64_t> as_array(const std::vector<int64_t>& v, int64_t rows, int64
 using I64 = py::array_t<int64_t, py::array::c_style>;
 
 py::dict stats(const I64& indptr, const py::array& indices, int64_t n_cols, const I64& rb, const I64& cb,
-               int64_t cores, int64_t window) {
+               int64_t cores, int64_t window, const std::string& rank_partition) {
   const int64_t nodes = rb.size() - 1;
+  if (rank_partition != "rows" && rank_partition != "nnz")
+    throw ConfigInvalid("node_stats: set rank_partition (software.rank_partition) to 'rows' or 'nnz', not '" +
+                        rank_partition + "'");
+  const RankPartition split = rank_partition == "nnz" ? RankPartition::kNnz : RankPartition::kRows;
   if (nodes < 1 || cb.size() != rb.size()) throw ConfigInvalid("node_stats: row_bounds and col_bounds differ");
   if (indptr.size() != rb.at(nodes) + 1) throw ConfigInvalid("node_stats: indptr does not match row_bounds");
   if (!(indices.flags() & py::array::c_style)) throw ConfigInvalid("node_stats: indices must be contiguous");
@@ -96,10 +100,10 @@ py::dict stats(const I64& indptr, const py::array& indices, int64_t n_cols, cons
     py::gil_scoped_release nogil;
     if (indices.dtype().is(py::dtype::of<int32_t>()))
       s = node_stats(indptr.data(), static_cast<const int32_t*>(indices.data()), n_cols, rb.data(), cb.data(), nodes,
-                     cores, window);
+                     cores, window, split);
     else if (indices.dtype().is(py::dtype::of<int64_t>()))
       s = node_stats(indptr.data(), static_cast<const int64_t*>(indices.data()), n_cols, rb.data(), cb.data(), nodes,
-                     cores, window);
+                     cores, window, split);
     else
       throw ConfigInvalid("node_stats: indices must be int32 or int64");
   }
@@ -125,5 +129,5 @@ void bind_graph(py::module_& m) {
   m.def("node_stats", &stats,
         "Per-node workload statistics of a canonical CSR pattern in one streaming pass (hw_models.definitions)",
         py::arg("indptr"), py::arg("indices"), py::arg("n_cols"), py::arg("row_bounds"), py::arg("col_bounds"),
-        py::arg("cores"), py::arg("window"));
+        py::arg("cores"), py::arg("window"), py::arg("rank_partition") = "rows");
 }

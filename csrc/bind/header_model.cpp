@@ -1,4 +1,4 @@
-// Python binding of the header model (Table 5 / Fig. 6 sizes) -> netsparse_torch._C.units.
+// Python binding of the header model (Table 5 / Fig. 6 sizes) -> hw_models._C.units.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

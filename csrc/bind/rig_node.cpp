@@ -1,4 +1,4 @@
-// Python binding of one node's NetSparse pipeline -> netsparse_torch._C.units.RigNode.
+// Python binding of one node's NetSparse pipeline -> hw_models._C.units.RigNode.
 // submit, pump_reads, serve and absorb release the GIL while the units work, so a RIG gather running in
 // a background thread (comm/rig.py InFlight) overlaps the SpMM of the caller's thread.
 #include <pybind11/numpy.h>
@@ -13,6 +13,7 @@
 #include "units/errors.h"
 #include "units/header_model.h"
 #include "units/rig_node.h"
+#include "units/rig_unit.h"
 
 namespace py = pybind11;
 using namespace netsparse::units;
@@ -96,6 +97,12 @@ py::dict stats(const NodeHandle& h) {
 }  // namespace
 
 void bind_rig_node(py::module_& units) {
+  units.attr("AUTO_BATCH") = netsparse::units::kAutoBatch;
+  units.attr("WHOLE_STREAM_BATCH") = netsparse::units::kWholeStreamBatch;
+  units.def("auto_batch_size", &netsparse::units::auto_batch_size,
+            "RIG batch size of batch_size=auto for a node with node_idxs nonzeros when the largest node has "
+            "max_node_idxs (rule in docs/simulator.md)",
+            py::arg("node_idxs"), py::arg("max_node_idxs"), py::arg("client_units"));
   py::class_<NodeHandle>(units, "RigNode",
                          "One node's NetSparse pipeline: client RIG units + Idx Filter + concatenators + server units")
       .def(py::init([](uint32_t node, std::vector<int64_t> row_bounds, int64_t n_units, int64_t n_client_units,

@@ -1,5 +1,5 @@
 // Python binding of one RIG client unit (paper §5.1-5.3) with its node context, for unit tests and
-// tools -> netsparse_torch._C.units.RigClientUnit. (The server unit is exercised through RigNode.serve.)
+// tools -> hw_models._C.units.RigClientUnit. (The server unit is exercised through RigNode.serve.)
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

@@ -1,4 +1,4 @@
-// Python binding of the discrete-event simulator core -> netsparse_torch._C.units.simulate.
+// Python binding of the discrete-event simulator core -> hw_models._C.sim.simulate.
 // Called by hw_models/simulator.py, which builds the SimConfig from HardwareParams and flattens the
 // topology into these arrays. Parameters, counters and event kinds are the X-macro lists of sim/types.h.
 #include <pybind11/numpy.h>
@@ -129,8 +129,8 @@ py::list described(std::initializer_list<std::pair<const char*, const char*>> it
   return out;
 }
 
-void bind_sim(py::module_& units) {
-  auto cfg = py::class_<SimConfig>(units, "SimConfig",
+void bind_sim(py::module_& sim) {
+  auto cfg = py::class_<SimConfig>(sim, "SimConfig",
                                    "Every simulator parameter (csrc/sim/simulator.h); hw_models.simulator.sim_config "
                                    "fills it from HardwareParams. Fields start at zero.");
   cfg.def(py::init<>());
@@ -139,19 +139,13 @@ void bind_sim(py::module_& units) {
 #undef CFG_FIELD
   cfg.def_readwrite("flit", &SimConfig::flit, "NetCrafter flit link parameters (used when flit_layer)");
 #define ITEM(name, meaning) {#name, meaning},
-  units.attr("SIM_COUNTERS") = py::dict(py::arg("nodes") = described({NETSPARSE_NODE_COUNTERS(ITEM)}),
+  sim.attr("SIM_COUNTERS") = py::dict(py::arg("nodes") = described({NETSPARSE_NODE_COUNTERS(ITEM)}),
                                         py::arg("switches") = described({NETSPARSE_SWITCH_COUNTERS(ITEM)}),
                                         py::arg("events_by_kind") = described({NETSPARSE_SIM_EVENTS(ITEM)}));
-  units.attr("SIM_BOUNDS") = described({NETSPARSE_BOUNDS(ITEM)});
-  units.attr("SIM_PIPE_COUNTERS") = described({NETSPARSE_PIPE_COUNTERS(ITEM)});
+  sim.attr("SIM_BOUNDS") = described({NETSPARSE_BOUNDS(ITEM)});
+  sim.attr("SIM_PIPE_COUNTERS") = described({NETSPARSE_PIPE_COUNTERS(ITEM)});
 #undef ITEM
-  units.attr("AUTO_BATCH") = netsparse::units::kAutoBatch;
-  units.attr("WHOLE_STREAM_BATCH") = netsparse::units::kWholeStreamBatch;
-  units.def("auto_batch_size", &netsparse::units::auto_batch_size,
-            "RIG batch size of batch_size=auto for a node with node_idxs nonzeros when the largest node has "
-            "max_node_idxs (rule in docs/simulator.md)",
-            py::arg("node_idxs"), py::arg("max_node_idxs"), py::arg("client_units"));
-  units.def(
+  sim.def(
       "simulate",
       [](const py::array& indptr, const py::array& indices, const I64& row_bounds, const I64& col_bounds,
          const SimConfig& c, const I64& link_src, const I64& link_dst, const F64& link_bytes_per_s,

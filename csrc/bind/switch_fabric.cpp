@@ -1,4 +1,4 @@
-// Switch-fabric client helper -> netsparse_torch._C.units.
+// Switch-fabric client helper -> hw_models._C.units.
 // prs_by_owner counts the PRs of a frame per owner of their idx, so a rank's RIG watchdog can name the
 // peers whose responses are missing (read PRs sent per owner - response PRs received per owner)
 // without a Python loop per packet or PR.

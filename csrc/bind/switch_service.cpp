@@ -1,4 +1,4 @@
-// Frame helpers of the gRPC switch service -> netsparse_torch._C.units.
+// Frame helpers of the gRPC switch service -> hw_models._C.units.
 // The service hands whole frames (back-to-back Fig. 6 packets) to C++ so that no Python loop runs
 // per PR: scan_frame validates a frame completely *before* it reaches the SwitchPipe (whose
 // process() may throw half-way), split_frame routes packets to output ports by destination.

@@ -1,7 +1,7 @@
 // Paper-scale analog generators (see analogs.h for the three families and their layout).
 #include "graph/analogs.h"
 
-#include <ATen/Parallel.h>
+#include "graph/parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -186,7 +186,7 @@ void AnalogGenerator::fem_row(int64_t r, uint64_t& st, std::vector<int64_t>& out
 
 void generate_counts(const AnalogGenerator& g, int64_t n, int64_t* indptr) {
   indptr[0] = 0;
-  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+  parallel_chunks(n, kGrain, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> row, scratch;
     for (int64_t r = begin; r < end; ++r) {
       g.row(r, row, scratch);
@@ -197,7 +197,7 @@ void generate_counts(const AnalogGenerator& g, int64_t n, int64_t* indptr) {
 }
 
 void generate_fill(const AnalogGenerator& g, int64_t n, const int64_t* indptr, int32_t* indices) {
-  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+  parallel_chunks(n, kGrain, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> row, scratch;
     for (int64_t r = begin; r < end; ++r) {
       g.row(r, row, scratch);

@@ -1,7 +1,7 @@
 // Streaming workload statistics (see node_stats.h).
 #include "graph/node_stats.h"
 
-#include <ATen/Parallel.h>
+#include "graph/parallel.h"
 
 #include <algorithm>
 #include <mutex>
@@ -39,10 +39,25 @@ inline int64_t split_start(int64_t len, int64_t parts, int64_t i) {
   return i * base + std::min(i, extra);
 }
 
-// Part holding item y of that split.
-inline int64_t split_part(int64_t len, int64_t parts, int64_t y) {
-  const int64_t base = len / parts, extra = len % parts, big = extra * (base + 1);
-  return y < big ? y / (base + 1) : extra + (y - big) / base;
+// [nodes x (cores + 1)]: the first row of each rank of each node, then the node's end; `bounds` are the
+// nodes' row blocks. Without `indptr`, numpy.array_split shares. With it (RankPartition::kNnz), rank i
+// starts at the first row where the node's running nonzero count reaches i/cores of its total (the rule
+// of the node partition `nnz`, hw_models/bounds.py, without its one-row minimum: a heavy row
+// leaves ranks empty); a node without nonzeros splits its rows into shares.
+std::vector<int64_t> rank_starts(const int64_t* bounds, int64_t nodes, int64_t cores, const int64_t* indptr) {
+  std::vector<int64_t> out(nodes * (cores + 1));
+  for (int64_t p = 0; p < nodes; ++p) {
+    const int64_t lo = bounds[p], hi = bounds[p + 1];
+    const int64_t base = indptr ? indptr[lo] : 0, nnz = indptr ? indptr[hi] - base : 0;
+    int64_t* starts = &out[p * (cores + 1)];
+    for (int64_t i = 0; i < cores; ++i)
+      starts[i] = nnz == 0 ? lo + split_start(hi - lo, cores, i)
+                           : std::partition_point(indptr + lo, indptr + hi, [&](int64_t x) {
+                               return (x - base) * cores < i * nnz;  // counts far below 2^63 / cores
+                             }) - indptr;
+    starts[cores] = hi;
+  }
+  return out;
 }
 
 struct Bitmap {
@@ -63,7 +78,7 @@ struct Bitmap {
 
 template <class Idx>
 NodeStats node_stats(const int64_t* indptr, const Idx* indices, int64_t n_cols, const int64_t* rb,
-                     const int64_t* cb, int64_t nodes, int64_t cores, int64_t window) {
+                     const int64_t* cb, int64_t nodes, int64_t cores, int64_t window, RankPartition rank_partition) {
   if (nodes < 1 || cores < 1 || window < 1 || n_cols < 1)
     throw std::invalid_argument("node_stats: nodes, cores, window and n_cols must be >= 1");
   NodeStats s;
@@ -79,8 +94,12 @@ NodeStats node_stats(const int64_t* indptr, const Idx* indices, int64_t n_cols, 
   s.windows.assign(nodes, 0);
   s.window_distinct.assign(nodes, 0);
   const OwnerLookup owner(cb, nodes, n_cols);
+  const std::vector<int64_t> a_starts =
+      rank_starts(rb, nodes, cores, rank_partition == RankPartition::kNnz ? indptr : nullptr);
+  const std::vector<int64_t> b_starts =
+      std::equal(rb, rb + nodes + 1, cb) ? a_starts : rank_starts(cb, nodes, cores, nullptr);
   std::mutex served_mutex;
-  at::parallel_for(0, nodes, 1, [&](int64_t begin, int64_t end) {
+  parallel_chunks(nodes, 1, [&](int64_t begin, int64_t end) {
     Bitmap node_seen(n_cols), rank_seen(n_cols);
     std::vector<int64_t> served(nodes * cores, 0), stamp(nodes);
     for (int64_t p = begin; p < end; ++p) {
@@ -90,11 +109,10 @@ NodeStats node_stats(const int64_t* indptr, const Idx* indices, int64_t n_cols, 
       int64_t* useful = &s.pair_useful[p * nodes];
       int64_t* rank_useful = &s.rank_pair_useful[p * nodes];
       int64_t win = 0, in_win = 0, distinct = 0;
-      const int64_t rows = rb[p + 1] - rb[p];
       s.node_nnz[p] = indptr[rb[p + 1]] - indptr[rb[p]];
       for (int64_t i = 0; i < cores; ++i) {
-        const int64_t first = indptr[rb[p] + split_start(rows, cores, i)];
-        const int64_t last = indptr[rb[p] + split_start(rows, cores, i + 1)];
+        const int64_t first = indptr[a_starts[p * (cores + 1) + i]];
+        const int64_t last = indptr[a_starts[p * (cores + 1) + i + 1]];
         for (int64_t e = first; e < last; ++e) {
           const int64_t c = static_cast<int64_t>(indices[e]);
           if (c < 0 || c >= n_cols) throw std::out_of_range("node_stats: a column id is outside [0, n_cols)");
@@ -117,7 +135,8 @@ NodeStats node_stats(const int64_t* indptr, const Idx* indices, int64_t n_cols, 
           if (rank_seen.test_set(c)) {  // SAOpt: filtering within this rank only
             ++rank_useful[q];
             ++s.rank_issued[p * cores + i];
-            ++served[q * cores + split_part(cb[q + 1] - cb[q], cores, c - cb[q])];
+            const int64_t* starts = &b_starts[q * (cores + 1)];  // serving rank: the last start <= c
+            ++served[q * cores + (std::upper_bound(starts, starts + cores + 1, c) - starts - 1)];
           }
         }
         for (int64_t e = first; e < last; ++e) rank_seen.reset(static_cast<int64_t>(indices[e]));
@@ -130,8 +149,8 @@ NodeStats node_stats(const int64_t* indptr, const Idx* indices, int64_t n_cols, 
 }
 
 template NodeStats node_stats<int32_t>(const int64_t*, const int32_t*, int64_t, const int64_t*, const int64_t*,
-                                       int64_t, int64_t, int64_t);
+                                       int64_t, int64_t, int64_t, RankPartition);
 template NodeStats node_stats<int64_t>(const int64_t*, const int64_t*, int64_t, const int64_t*, const int64_t*,
-                                       int64_t, int64_t, int64_t);
+                                       int64_t, int64_t, int64_t, RankPartition);
 
 }  // namespace netsparse::graph

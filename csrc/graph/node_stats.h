@@ -21,10 +21,16 @@ struct NodeStats {
   std::vector<int64_t> window_distinct;   // [nodes] sum over those windows of distinct destinations
 };
 
-// Node p owns rows [rb[p], rb[p+1]) of A and rows [cb[p], cb[p+1]) of B; its `cores` ranks own
-// contiguous numpy.array_split shares of both.
+// How a node's rows of A are split among its SAOpt ranks (software.rank_partition): kRows, contiguous
+// numpy.array_split shares; kNnz, contiguous blocks of as equal nonzero counts as contiguity allows.
+enum class RankPartition { kRows, kNnz };
+
+// Node p owns rows [rb[p], rb[p+1]) of A and rows [cb[p], cb[p+1]) of B; its `cores` ranks own contiguous
+// blocks of its rows of A (split by `rank_partition`) and the rows of B with the same ids when every node
+// owns the same ids of both (rb == cb); otherwise numpy.array_split shares of its rows of B.
 template <class Idx>
 NodeStats node_stats(const int64_t* indptr, const Idx* indices, int64_t n_cols, const int64_t* rb,
-                     const int64_t* cb, int64_t nodes, int64_t cores, int64_t window);
+                     const int64_t* cb, int64_t nodes, int64_t cores, int64_t window,
+                     RankPartition rank_partition = RankPartition::kRows);
 
 }  // namespace netsparse::graph

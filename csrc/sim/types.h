@@ -15,7 +15,7 @@ namespace netsparse::sim {
 // Every SimConfig field once: X(type, name, meaning). No value lives here: hw_models/simulator.py
 // (`sim_config`) fills every field from HardwareParams, which names each value's source (NetSparse
 // Table 5 or our assumption); fields are value-initialised (zero) until then. The binding exposes the
-// struct as netsparse_torch._C.units.SimConfig with one attribute per field.
+// struct as hw_models._C.sim.SimConfig with one attribute per field.
 #define NETSPARSE_SIM_CONFIG(X)                                                                                 \
   X(bool, filter, "Idx Filter on (Table 8 stage filter)")                                                      \
   X(bool, coalesce, "Pending PR Table coalescing on (Table 8 stage coalesce)")                                 \

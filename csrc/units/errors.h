@@ -1,7 +1,7 @@
 #pragma once
 // Typed errors of the units, so Python catches them by class, never by message. The binding
 // (csrc/bind/errors.cpp) registers each with py::register_exception as a subclass of ValueError and of
-// the netsparse_torch.errors class it belongs to: ConfigInvalid -> ConfigError; OutOfOrder ->
+// the hw_models.errors class it belongs to: ConfigInvalid -> ConfigError; OutOfOrder ->
 // UnitStateError; the packet errors -> PacketError, whose `kind` is the switch service's
 // error-counter key. Every throw in csrc/units uses one of these.
 #include <stdexcept>

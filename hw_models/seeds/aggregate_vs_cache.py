@@ -1,7 +1,7 @@
 """SmartFuse-style in-switch aggregation (push) against NetSparse's ToR property cache (pull): the
 rows of ``B`` (or partial sums of ``C``) that cross the spine in one SpMM, per mechanism. All modeled.
 
-    python -m hw_models.seeds.aggregate_vs_cache [--graphs ego-twitter ...] [--nodes 128] [--rack-size 16]
+    python -m netsparse_torch.cli.aggregate_vs_cache [--graphs ego-twitter ...] [--nodes 128] [--rack-size 16]
 
 * ``pull``: sparsity-aware gather with perfect filtering, one row per distinct (node, remote column);
 * ``pull + cache``: an infinite ToR property cache, one row per distinct (rack, column) fetched from
@@ -12,17 +12,13 @@ rows of ``B`` (or partial sums of ``C``) that cross the spine in one SpMM, per m
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 import numpy as np
 
+from hw_models.bounds import owner_of
 from hw_models.definitions import workload
+from hw_models.pattern import as_pattern
 from hw_models.seeds.smartfuse import push_traffic
-from netsparse_torch.plan.bounds import owner_of
-from netsparse_torch.plan.pattern import as_pattern
 
-GRAPHS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "graphs"
 DEFAULT_GRAPHS = ("ego-twitter", "soc-slashdot0902", "delaunay_n16", "luxembourg_osm", "cage11")
 
 
@@ -49,24 +45,3 @@ def compare(a, nodes: int, rack_size: int) -> dict:
     push = push_traffic(a, w, rack_size)
     return {"pull": pull, "pull_cache_inf": cached, "push": push.spine_rows,
             "push_switch_aggregate": push.spine_rows_aggregated}
-
-
-def main(argv: list[str] | None = None) -> None:
-    from netsparse_torch.graph.mtx import read_mtx
-    from netsparse_torch.report import markdown as md
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--graphs", nargs="+", default=list(DEFAULT_GRAPHS))
-    ap.add_argument("--nodes", type=int, default=128)
-    ap.add_argument("--rack-size", type=int, default=16)
-    args = ap.parse_args(argv)
-    print(f"Rows crossing the spine in one SpMM, {args.nodes} nodes, racks of {args.rack_size} (modeled)\n")
-    keys = ("pull", "pull_cache_inf", "push", "push_switch_aggregate")
-    results = {name: compare(read_mtx(GRAPHS / f"{name}.mtx.gz"), args.nodes, args.rack_size) for name in args.graphs}
-    rows = ([name] + [f"{r[k]:,}" for k in keys] for name, r in results.items())
-    print("\n".join(md.table(["graph", "pull (SA)", "pull + ToR cache (inf)", "push", "push + ToR sums"], rows,
-                             align="-rrrr")))
-
-
-if __name__ == "__main__":
-    main()

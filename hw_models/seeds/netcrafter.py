@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from netsparse_torch._C import units as _units
+
+from hw_models.native import units as _units
 
 FLIT_BYTES = 16
 """Flit size of NetCrafter Table 1 (16 B; 8 B is the paper's other option)."""
@@ -198,22 +199,6 @@ def pool_sweep(windows: list[int], *, n: int = 20000, seed: int = 0, mean_gap: f
     return rows
 
 
-def _sweep_markdown(windows: list[int], n: int, seed: int) -> str:
-    from netsparse_torch.report import markdown as md
-
-    head = ["W", "selective", "flits", "vs no stitching", "padding", "stitched", "mean latency", "page-table latency"]
-    rows = ([r["W"], "class 1" if selective == 1 else "off", r["flits"], f"-{100 * r['flit_saving']:.1f}%",
-             f"{100 * r['padding_fraction']:.1f}%", f"{100 * r['stitched_fraction']:.1f}%",
-             f"{r['mean_latency']:.1f}", f"{r['class1_latency']:.1f}"]
-            for selective in (-1, 1) for r in pool_sweep(windows, n=n, seed=seed, selective_class=selective))
-    return "\n".join(md.table(head, rows))
-
-
-if __name__ == "__main__":
-    # python -m hw_models.seeds.netcrafter: the W sweep of docs/seeds.md as a Markdown table.
-    print(_sweep_markdown([0, 4, 8, 16, 32, 64, 128], n=20000, seed=0))
-
-
 # --- The flit layer in the cluster simulator (netsparse-simulate link_layer=flit) -------------------
 
 LINK_LAYERS = ("packet", "flit")
@@ -235,7 +220,7 @@ def sim_flit_config(link_layer: dict | None) -> dict:
     matters for ``sequencing`` and ``no_pool_class``). No simulator packet is trimmable: NetSparse
     responses carry whole properties, so ``trimming`` is accepted and has no effect there.
     """
-    from netsparse_torch.errors import ConfigError
+    from hw_models.errors import ConfigError
 
     mode = (link_layer or {}).get("mode", "packet")
     if mode not in LINK_LAYERS:

@@ -89,8 +89,8 @@ def time_us(m: float, n: int, p: LogcNParams = LogcNParams()) -> float:
     return 2 * p.o_us + latency_us(n, p) + m / bandwidth_bytes_per_us(p) + compute_us(m, n, p)
 
 
-from netsparse_torch.plan.bounds import owner_of  # noqa: E402
-from netsparse_torch.plan.pattern import as_pattern  # noqa: E402
+from hw_models.bounds import owner_of  # noqa: E402
+from hw_models.pattern import as_pattern  # noqa: E402
 
 __all__ = ["LogcNParams", "bandwidth_bytes_per_us", "compute_us", "latency_us", "time_us", "tree_depth"]
 
@@ -118,7 +118,7 @@ def push_traffic(a, w, rack_size: int) -> PushTraffic:
     ``(rack, r)`` (the destination ToR does not aggregate further: reduction at the source rack only,
     our reading of the SmartFuse push variant).
 
-    The matrix is read node by node (a :class:`~netsparse_torch.plan.pattern.Pattern` in place):
+    The matrix is read node by node (a :class:`~hw_models.pattern.Pattern` in place):
     within a row, columns ascend, so their owners (and owners' racks) do too, and a new distinct
     ``(q, r)`` starts wherever the owner or the row changes; no sort, no per-matrix array.
     """

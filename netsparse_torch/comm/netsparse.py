@@ -23,13 +23,13 @@ from collections import defaultdict
 import torch
 
 from hw_models import units_config
+from hw_models.units import RigNode
 from netsparse_torch.comm.halo import HostStaging, InFlight, Pending
 from netsparse_torch.comm.rig import gather_columns
 from netsparse_torch.comm.sa import HaloExchange
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.fabric import CollectiveFabric, Fabric
 from netsparse_torch.plan import Plan
-from netsparse_torch.units import RigNode
 
 COUNTERS = ("idxs", "local", "filtered", "coalesced", "prs_issued", "packets", "prs", "header_bytes",
             "payload_bytes", "wire_bytes", "rounds")

@@ -14,9 +14,9 @@ import torch
 import torch.distributed as dist
 
 from hw_models import units_config
+from hw_models.units import CONCAT_HEADER_BYTES, PR_HEADER_BYTES, RigNode
 from netsparse_torch.errors import RigTimeoutError
 from netsparse_torch.fabric import CollectiveFabric, Fabric
-from netsparse_torch.units import CONCAT_HEADER_BYTES, PR_HEADER_BYTES, RigNode
 
 
 def max_columns(element_size: int, mtu: int, upper_bytes: int) -> int:

@@ -22,7 +22,7 @@ class Fabric(Protocol):
     world_size: int
 
     def run_kernel(self, node, prop_bytes: int) -> int:
-        """Drive ``node`` (a :class:`~netsparse_torch.units.RigNode` after ``begin_kernel``/``submit``)
+        """Drive ``node`` (a :class:`~hw_models.units.RigNode` after ``begin_kernel``/``submit``)
         until every rank is done; returns the rounds taken. A watchdog that gives up raises
         :class:`~netsparse_torch.errors.RigTimeoutError`."""
         ...

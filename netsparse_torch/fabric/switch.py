@@ -18,7 +18,7 @@ from collections.abc import Callable
 import grpc
 import numpy as np
 
-from netsparse_torch._C import units as _cu
+from hw_models.native import units as _cu
 from netsparse_torch.errors import ConfigError, RigTimeoutError
 from netsparse_torch.fabric import collective
 from netsparse_torch.switch.client import ControlClient, SwitchClient, SwitchError

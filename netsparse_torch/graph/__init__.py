@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
+from hw_models.mtx import default_data_root, read_mtx
+from hw_models.synthetic import generate
 from netsparse_torch.errors import ConfigError
-from netsparse_torch.graph.mtx import default_data_root, read_mtx
+from netsparse_torch.graph.graph import Graph, csr_from_edges
+from netsparse_torch.graph.loaders import (
+    default_cache_dir,
+    from_pyg,
+    load_mtx,
+    load_npz,
+    load_planetoid,
+    random_split,
+    with_generated_features,
+)
 from netsparse_torch.graph.normalize import gcn_norm, mean_norm
-from netsparse_torch.graph.synthetic import generate
-
-# Names that need torch load on first use, so torch-free tools (netsparse-simulate, hw_models) that
-# read a Matrix Market file or generate a pattern start without importing torch.
-_LAZY = {
-    "Graph": "graph", "csr_from_edges": "graph", "default_cache_dir": "loaders",
-    "from_pyg": "loaders", "load_mtx": "loaders", "load_npz": "loaders", "load_planetoid": "loaders",
-    "random_split": "loaders", "with_generated_features": "loaders",
-}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"netsparse_torch.graph.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 DATASETS = ("cora", "citeseer", "tolokers", "minesweeper", "squirrel", "mtx", "synthetic", "partitioned")
 
@@ -37,14 +31,6 @@ def load_dataset(cfg):
     """Load the dataset a ``dataset`` config group describes (see ``configs/dataset/*.yaml``): a
     :class:`Graph`, or for ``partitioned`` a :class:`~netsparse_torch.partition.PartitionedDataset`
     (only its manifest is read; each rank loads its own shard)."""
-    from netsparse_torch.graph.loaders import (
-        default_cache_dir,
-        load_mtx,
-        load_npz,
-        load_planetoid,
-        with_generated_features,
-    )
-
     name = str(cfg.name).lower()
     if name == "partitioned":
         if not cfg.get("path"):

@@ -15,9 +15,9 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from hw_models.mtx import _existing, read_mtx
 from netsparse_torch.errors import DatasetNotFoundError, GraphInputError
 from netsparse_torch.graph.graph import Graph, csr_from_edges
-from netsparse_torch.graph.mtx import _existing, read_mtx
 from netsparse_torch.graph.normalize import gcn_norm
 
 PLANETOID = {"cora": "Cora", "citeseer": "CiteSeer"}

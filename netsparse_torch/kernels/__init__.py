@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import torch
 
-from netsparse_torch import _C
 from netsparse_torch.kernels import _autograd, _choice, _ops
 from netsparse_torch.kernels._choice import recorded_choices
+from netsparse_torch.native import _C
 
 BACKENDS = ("auto", "cpp", "triton", "torch")
 

@@ -11,7 +11,7 @@ import os
 
 import torch
 
-from netsparse_torch import _C
+from netsparse_torch.native import _C
 
 
 def triton_installed() -> bool:

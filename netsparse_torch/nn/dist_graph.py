@@ -9,6 +9,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from hw_models.bounds import owner_of
 from netsparse_torch.comm import Strategy, make_strategy
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.graph import Graph, from_pyg
@@ -17,7 +18,6 @@ from netsparse_torch.nn import training
 from netsparse_torch.partition import PartitionedDataset, Partitioning, Shard, rank_shard
 from netsparse_torch.partition.source import Source
 from netsparse_torch.plan import build_plan
-from netsparse_torch.plan.bounds import owner_of
 from netsparse_torch.plan.plan import request_rows
 
 

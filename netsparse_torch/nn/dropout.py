@@ -29,8 +29,8 @@ import os
 
 import torch
 
-from netsparse_torch import _C
 from netsparse_torch.errors import ConfigError
+from netsparse_torch.native import _C
 
 IMPL_ENV = "NETSPARSE_DROPOUT_IMPL"
 IMPLS = ("auto", "cpp", "torch")

@@ -1,6 +1,6 @@
 """A partition of a graph's nodes into contiguous blocks of a (possibly new) numbering.
 
-``rows`` and ``nnz`` keep the original numbering and cut it into blocks (:mod:`netsparse_torch.plan.bounds`); ``metis``
+``rows`` and ``nnz`` keep the original numbering and cut it into blocks (:mod:`hw_models.bounds`); ``metis``
 renumbers the nodes so that each METIS part is one block (:mod:`.metis`). Either way part ``p`` owns
 the rows ``[bounds[p], bounds[p+1])`` of the new numbering and ``order[new] = original`` id.
 """
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from hw_models.bounds import ROW_MODES, row_bounds
 from netsparse_torch.errors import ConfigError
-from netsparse_torch.plan.bounds import ROW_MODES, row_bounds
 
 PARTITIONERS = (*ROW_MODES, "metis")
 

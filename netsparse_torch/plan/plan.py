@@ -9,8 +9,8 @@ import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 
+from hw_models.bounds import owner_of
 from netsparse_torch.kernels import CSR
-from netsparse_torch.plan.bounds import owner_of
 
 
 @dataclass

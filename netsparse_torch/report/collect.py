@@ -1,6 +1,6 @@
 """Collect the JSON reports of a ``netsparse-simulate`` sweep into one Markdown table.
 
-    python -m netsparse_torch.report.collect table7 outputs/experiments/fig12 --k 16 [--out fig12_table7.md]
+    python -m netsparse_torch.cli.collect table7 outputs/experiments/fig12 --k 16 [--out fig12_table7.md]
 
 Each experiment config in ``configs/experiment/`` writes its reports to ``report_dir``; the table
 kinds below pick the report keys the paper's table or figure shows. All values are modeled.
@@ -8,11 +8,9 @@ kinds below pick the report keys the paper's table or figure shows. All values a
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
-import sys
 from pathlib import Path
 
 from netsparse_torch.report import markdown as md
@@ -356,32 +354,3 @@ def _plot_ablation(reports: list[dict], out: Path) -> Path:
         ax.set_ylabel("speedup vs SUOpt (modeled)")
         legend_outside(ax)
     return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    """CLI: print (and optionally write) the table."""
-    ap = argparse.ArgumentParser(prog="python -m netsparse_torch.report.collect", description=__doc__.splitlines()[0])
-    ap.add_argument("kind", choices=[*TABLES, *SPECIAL])
-    ap.add_argument("directory", type=Path)
-    ap.add_argument("--out", type=Path, help="also write the Markdown table here")
-    ap.add_argument("--png", type=Path, help="also save figure(s) here (speedup, table8, active_nodes, strong_scaling)")
-    ap.add_argument("--k", type=int, help="only the reports of this property size (e.g. Table 7 at K=16 of a K sweep)")
-    args = ap.parse_args(argv)
-    try:
-        reports = load_reports(args.directory, args.k)
-    except FileNotFoundError as exc:
-        print(f"netsparse_torch.report.collect: error: {exc}", file=sys.stderr)
-        return 2
-    text = "\n".join(markdown(args.kind, reports)) + "\n"
-    print(text, end="")
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
-    if args.png:
-        for p in plot(args.kind, reports, args.png):
-            print(f"figure: {p}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

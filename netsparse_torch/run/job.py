@@ -22,12 +22,13 @@ from netsparse_torch.comm import STRATEGIES
 from netsparse_torch.config_check import check_values
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.graph import load_dataset
+from netsparse_torch.modeled import add_modeled, check_cluster
 from netsparse_torch.partition import PartitionedDataset, partition_graph, partition_settings
 from netsparse_torch.progress import echo, hydra_log_file
 from netsparse_torch.report import build_train_report, summary_lines, write_json
 from netsparse_torch.report.curves import save_curves
 from netsparse_torch.report.metrics import check_logger
-from netsparse_torch.report.modeled import add_modeled, check_cluster, modeled_lines
+from netsparse_torch.report.modeled import modeled_lines
 from netsparse_torch.report.plots import load_matplotlib
 from netsparse_torch.run.device import device_kind
 from netsparse_torch.run.launch import ByName, launch

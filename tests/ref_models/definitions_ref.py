@@ -9,7 +9,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from netsparse_torch.plan.bounds import owner_of, row_bounds
+from hw_models.bounds import owner_of, row_bounds
 
 
 def canonical(a) -> sp.csr_matrix:
@@ -57,24 +57,46 @@ def dest_locality(a, nodes: int, partition: str = "rows", window: int = 64) -> f
     return len(np.unique(win * nodes + dest[keep])) / int(full.sum())
 
 
-def rank_counts(a, nodes: int, cores: int, partition: str = "rows"):
+def rank_of_rows(a, rb, cores: int, rank_partition: str = "rows") -> np.ndarray:
+    """The SAOpt rank of every row of ``a`` (``a`` canonical): ``numpy.array_split`` shares of each node's
+    rows, or (``nnz``) row ``r`` of a node with ``nnz`` nonzeros goes to rank
+    ``min(cores - 1, floor(cores * (nonzeros of the node's rows before r) / nnz))`` (the closed form of
+    "rank i starts where the node's running count reaches i/cores of its total")."""
+    rank = np.zeros(a.shape[0], np.int64)
+    for p in range(len(rb) - 1):
+        lo, hi = int(rb[p]), int(rb[p + 1])
+        nnz = int(a.indptr[hi] - a.indptr[lo])
+        for j, blk in enumerate(np.array_split(np.arange(lo, hi), cores)):
+            rank[blk] = j
+        if rank_partition == "nnz" and nnz > 0:
+            for r in range(lo, hi):
+                rank[r] = min(cores - 1, cores * int(a.indptr[r] - a.indptr[lo]) // nnz)
+    return rank
+
+
+def rank_counts(a, nodes: int, cores: int, partition: str = "rows", rank_partition: str = "rows"):
     """Brute force SAOpt per-rank filtering with Python sets: ``(issued [nodes, cores],
-    served [nodes, cores], rank_pair_useful [nodes, nodes])``."""
+    served [nodes, cores], rank_pair_useful [nodes, nodes])``. A rank owns the rows of ``B`` with the ids
+    of its rows of ``A`` (square ``A``), else ``numpy.array_split`` shares of its node's rows of ``B``."""
     a = canonical(a)
     rb = row_bounds(a.shape[0], nodes, partition, a.indptr)
-    cb = rb if a.shape[0] == a.shape[1] else row_bounds(a.shape[1], nodes, "rows")
+    square = a.shape[0] == a.shape[1]
+    cb = rb if square else row_bounds(a.shape[1], nodes, "rows")
+    row_rank = rank_of_rows(a, rb, cores, rank_partition)
     owner = {}
     for q in range(nodes):
         for j, blk in enumerate(np.array_split(np.arange(cb[q], cb[q + 1]), cores)):
             for c in blk:
-                owner[int(c)] = (q, j)
+                owner[int(c)] = (q, int(row_rank[c]) if square else j)
     issued = np.zeros((nodes, cores), np.int64)
     served = np.zeros((nodes, cores), np.int64)
     pair = np.zeros((nodes, nodes), np.int64)
     for p in range(nodes):
-        for i, rows in enumerate(np.array_split(np.arange(rb[p], rb[p + 1]), cores)):
+        for i in range(cores):
             needed = set()
-            for r in rows:
+            for r in range(rb[p], rb[p + 1]):
+                if row_rank[r] != i:
+                    continue
                 for c in a.indices[a.indptr[r]:a.indptr[r + 1]]:
                     if owner[int(c)][0] != p:
                         needed.add(int(c))

@@ -1,6 +1,6 @@
 """Two-Face (ASPLOS'24) at run time: the stripe layout and the strategy (:class:`TwoFace`).
 
-The stripe classification and the cost model are the plan's (:mod:`netsparse_torch.plan.twoface`),
+The stripe classification and the cost model are the plan's (:mod:`hw_models.twoface`),
 written once for the runtime and the modeled cluster.
 """
 

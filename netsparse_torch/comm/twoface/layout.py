@@ -14,9 +14,9 @@ import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 
+from hw_models.twoface.classify import ASYNC, LOCAL, SYNC, Stripes, coalesce_distance
 from netsparse_torch.kernels import CSR
 from netsparse_torch.plan.plan import request_rows
-from netsparse_torch.plan.twoface.classify import ASYNC, LOCAL, SYNC, Stripes, coalesce_distance
 
 
 @dataclass

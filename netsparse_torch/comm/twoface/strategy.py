@@ -22,11 +22,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from netsparse_torch.comm.base import Strategy, row_bytes
-from netsparse_torch.comm.halo import Done
-from netsparse_torch.comm.twoface.layout import Layout, Transfer, build_layout
-from netsparse_torch.kernels import CSR, gather, spmm
-from netsparse_torch.plan.twoface.classify import (
+from hw_models.twoface.classify import (
     ASYNC,
     KIND_NAMES,
     LOCAL,
@@ -36,7 +32,11 @@ from netsparse_torch.plan.twoface.classify import (
     default_stripe_width,
     find_stripes,
 )
-from netsparse_torch.plan.twoface.cost import CostModel
+from hw_models.twoface.cost import CostModel
+from netsparse_torch.comm.base import Strategy, row_bytes
+from netsparse_torch.comm.halo import Done
+from netsparse_torch.comm.twoface.layout import Layout, Transfer, build_layout
+from netsparse_torch.kernels import CSR, gather, spmm
 
 
 def _start(out: torch.Tensor, inp: torch.Tensor, out_counts: list[int], in_counts: list[int], xfer: Transfer):
@@ -122,7 +122,7 @@ class _TwoFaceGather(torch.autograd.Function):
 class TwoFace(Strategy):
     """Options: ``width`` (stripe width W, default :func:`default_stripe_width`), ``profile`` (a
     ``netsparse-calibrate`` JSON with the coefficients and the measured overlap; default: Two-Face
-    Table 3 and ``overlap=max``, :data:`~netsparse_torch.plan.twoface.cost.DEFAULT_SOURCE`),
+    Table 3 and ``overlap=max``, :data:`~hw_models.twoface.cost.DEFAULT_SOURCE`),
     ``memory_limit_bytes`` (memory guard on synchronously received stripes, default none)."""
 
     name = "twoface"

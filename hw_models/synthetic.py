@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from netsparse_torch.errors import ConfigError
+from hw_models.errors import ConfigError
 
 SHAPES = ("powerlaw", "banded", "road")
 

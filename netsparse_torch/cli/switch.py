@@ -1,4 +1,4 @@
-"""``python -m netsparse_torch.switch --role tor|spine --port N`` (installed as ``netsparse-switch``).
+"""``python -m netsparse_torch.cli.switch --role tor|spine --port N`` (installed as ``netsparse-switch``).
 
 Serves until SIGINT/SIGTERM, then logs the one-line counter summary. Configure it through the control
 plane (``ControlClient(address).configure(configure_request(...))``) or with ``--config`` (YAML, the

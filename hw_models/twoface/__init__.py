@@ -4,7 +4,7 @@ classifies them (:mod:`.cost`), and the same classification on the modeled clust
 Torch-free: the runtime strategy (``comm.twoface``) and ``hw_models`` both build on it.
 """
 
-from netsparse_torch.plan.twoface.classify import ASYNC, LOCAL, SYNC, Stripes, classify, find_stripes
-from netsparse_torch.plan.twoface.cost import Coefficients
+from hw_models.twoface.classify import ASYNC, LOCAL, SYNC, Stripes, classify, find_stripes
+from hw_models.twoface.cost import Coefficients
 
 __all__ = ["ASYNC", "LOCAL", "SYNC", "Coefficients", "Stripes", "classify", "find_stripes"]

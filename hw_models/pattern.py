@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from netsparse_torch.errors import GraphInputError
+from hw_models.errors import GraphInputError
 
 INT32_MAX = np.iinfo(np.int32).max
 

@@ -12,7 +12,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from netsparse_torch.errors import ConfigError
+from hw_models.errors import ConfigError
 
 #: How the two channels combine into a node's communication time. ``max``: they proceed concurrently,
 #: the node takes the longer one (Two-Face §5.1, its cluster and our modeled one); ``sum``: they share

@@ -75,8 +75,7 @@ def _netcrafter_table1() -> list[Row]:
 
 
 def _netsparse_table3() -> list[Row]:
-    from hw_models import units_config
-    from netsparse_torch import units
+    from hw_models import units, units_config
 
     sizes = units.HeaderSizes(**units_config.header_sizes())
     return [Row(f"K={k}", paper, 100.0 * units.sa_header_share(sizes, k, 4)) for k, paper in NETSPARSE_TABLE3.items()]
@@ -86,8 +85,7 @@ def _netsparse_header_formula() -> list[Row]:
     """§6.1.1 header bytes of N PRs: the formula with Table 5 sizes ("paper") vs the C++ header model ("ours")."""
     import numpy as np
 
-    from hw_models import units_config
-    from netsparse_torch import units
+    from hw_models import units, units_config
 
     upper, concat, pr = TABLE5_SIZES
     sizes = units.HeaderSizes(**units_config.header_sizes())

@@ -1,4 +1,4 @@
-"""``netsparse-partition`` (also ``python -m netsparse_torch.partition``): write a partitioned dataset.
+"""``netsparse-partition`` (also ``python -m netsparse_torch.cli.partition``): write a partitioned dataset.
 
     netsparse-partition dataset=mtx dataset.path=G.mtx.gz partition=metis parts=4 out=DIR
     netsparse-train dataset=partitioned dataset.path=DIR world_size=4

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from netsparse_torch.errors import ConfigError
-from netsparse_torch.plan.twoface.cost import Coefficients, check_overlap
+from hw_models.errors import ConfigError
+from hw_models.twoface.cost import Coefficients, check_overlap
 
 LOCAL, SYNC, ASYNC = 0, 1, 2
 KIND_NAMES = {LOCAL: "local", SYNC: "sync", ASYNC: "async"}

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from netsparse_torch.plan.pattern import Pattern, as_pattern
-from netsparse_torch.plan.twoface.classify import (
+from hw_models.pattern import Pattern, as_pattern
+from hw_models.twoface.classify import (
     ASYNC,
     LOCAL,
     SYNC,
@@ -26,7 +26,7 @@ from netsparse_torch.plan.twoface.classify import (
     classify,
     default_stripe_width,
 )
-from netsparse_torch.plan.twoface.cost import Coefficients
+from hw_models.twoface.cost import Coefficients
 
 
 def cluster_coefficients(link_bytes_per_s: float, link_latency_s: float, switch_latency_s: float,
@@ -88,7 +88,7 @@ def _sweep(adj: Pattern, bounds: np.ndarray, k: int, coeffs: Coefficients, width
 
 def stripes_of_distinct(cols: np.ndarray, counts: np.ndarray, bounds: np.ndarray, rank: int, width: int) -> Stripes:
     """The non-empty stripes of a rank from its sorted distinct columns and their nonzero counts: what
-    :func:`~netsparse_torch.plan.twoface.classify.find_stripes` gives, without the per-nonzero map
+    :func:`~hw_models.twoface.classify.find_stripes` gives, without the per-nonzero map
     (``of_nnz`` is empty; the model does not need it). Sorted columns make the stripe ids
     non-decreasing, so stripes are runs: O(distinct columns), no array over the matrix width."""
     width = check_width(width)

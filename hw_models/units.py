@@ -1,4 +1,4 @@
-"""NetSparse hardware units (C++, one implementation each), re-exported from ``netsparse_torch._C.units``.
+"""NetSparse hardware units (C++, one implementation each), re-exported from ``hw_models._C.units``.
 
 Units (paper sections in brackets):
 
@@ -36,16 +36,16 @@ halo buffer from the slot where its property first landed; coalesced idxs get th
 the response arrives. Counters accumulate until ``reset_stats()``. A property must fit one response
 PR: ``prop_bytes <= MTU - upper - 14 - 18`` (1418 B with Table 5's sizes), else ``begin_kernel`` raises.
 Errors are typed, each a ``ValueError`` too, so callers catch them by class, never by message:
-``_C.units.ConfigInvalid`` (a :class:`~netsparse_torch.errors.ConfigError`: a parameter or argument out
-of range), ``_C.units.OutOfOrder`` (a :class:`~netsparse_torch.errors.UnitStateError`: a unit called out
-of order) and the :class:`~netsparse_torch.errors.PacketError` subclasses (``MalformedPacket``,
+``_C.units.ConfigInvalid`` (a :class:`~hw_models.errors.ConfigError`: a parameter or argument out
+of range), ``_C.units.OutOfOrder`` (a :class:`~hw_models.errors.UnitStateError`: a unit called out
+of order) and the :class:`~hw_models.errors.PacketError` subclasses (``MalformedPacket``,
 ``NPrsMismatch``, ``OversizePacket``, ``UnknownDestination``, ``BadSource``, ``WrongPropertySize``,
 ``Misrouted``), whose ``kind`` is the switch service's error-counter key.
 """
 
 from __future__ import annotations
 
-from netsparse_torch._C import units as _units
+from hw_models.native import units as _units
 
 READ: int = _units.READ
 RESPONSE: int = _units.RESPONSE

@@ -9,7 +9,7 @@ from pathlib import Path
 import scipy.io
 import scipy.sparse as sp
 
-from netsparse_torch.errors import DatasetNotFoundError, GraphInputError
+from hw_models.errors import DatasetNotFoundError, GraphInputError
 
 
 def default_data_root() -> Path:
@@ -17,7 +17,7 @@ def default_data_root() -> Path:
     env = os.environ.get("NETSPARSE_DATA")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    return Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 def read_mtx(path: Path) -> sp.csr_matrix:

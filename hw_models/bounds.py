@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from netsparse_torch.errors import ConfigError
+from hw_models.errors import ConfigError
 
 ROW_MODES = ("rows", "nnz")
 

@@ -1,8 +1,8 @@
-"""``netsparse-simulate`` / ``python -m netsparse_torch.simulate``: modeled communication of one sparse
+"""``netsparse-simulate`` / ``python -m netsparse_torch.cli.simulate``: modeled communication of one sparse
 kernel on a NetSparse cluster (Hydra app, ``configs/simulate.yaml``).
 
-    python -m netsparse_torch.simulate matrix=../shared/data/graphs/ego-twitter.mtx.gz k=16 nodes=128
-    python -m netsparse_torch.simulate matrix=synthetic synthetic.shape=road synthetic.n=50000 topology=hyperx
+    python -m netsparse_torch.cli.simulate matrix=../shared/data/graphs/ego-twitter.mtx.gz k=16 nodes=128
+    python -m netsparse_torch.cli.simulate matrix=synthetic synthetic.shape=road synthetic.n=50000 topology=hyperx
 
 Writes a JSON report (schema in docs/simulator.md, all values *modeled*), prints a Markdown summary and
 saves PNG figures beside the report. The workload definitions and the SUOpt/SAOpt optima are
@@ -26,19 +26,20 @@ from omegaconf import DictConfig, OmegaConf
 from hw_models import analogs, analysis, breakdown, compute
 from hw_models.analysis import EXTRA_STRATEGIES, analyze, default_simulator
 from hw_models.hardware import simulate_hardware
+from hw_models.mtx import read_mtx
 from hw_models.params import HardwareParams
+from hw_models.pattern import Pattern, as_pattern
 from hw_models.simulator import STAGES
+from hw_models.synthetic import generate
 from netsparse_torch.config_check import config_dir
 from netsparse_torch.errors import ConfigError, NetsparseError
-from netsparse_torch.graph import generate, read_mtx
-from netsparse_torch.plan.pattern import Pattern, as_pattern
 from netsparse_torch.progress import iterate
 from netsparse_torch.report import markdown as md
 from netsparse_torch.report import write_json
 from netsparse_torch.report.plots import figure, one_x
 from netsparse_torch.report.provenance import provenance
 
-log = logging.getLogger("netsparse_torch.simulate")
+log = logging.getLogger("netsparse_torch.cli.simulate")
 
 
 def load_matrix(cfg: DictConfig) -> tuple[Pattern, str]:
@@ -131,7 +132,7 @@ def strong_scaling_block(a, params: HardwareParams, cfg: DictConfig) -> dict:
     SUOpt and SAOpt analytic, NetSparse simulated (C++ simulator) at every node count.
 
     The SPADE-like model is analytic; the CPU model's rate is *measured* here by timing
-    ``netsparse_torch.kernels.spmm`` (see :func:`netsparse_torch.calibrate.calibrate_cpu`).
+    ``netsparse_torch.kernels.spmm`` (see :func:`netsparse_torch.calibration.calibrate_cpu`).
     """
     counts = [int(n) for n in _container(cfg.strong_scaling)]
     models: dict[str, object] = {}
@@ -159,7 +160,7 @@ def _cpu_model(k: int) -> compute.CPUModel:
     """One CPU calibration per process and K: every job of a sweep (Hydra runs them in this process)
     uses the same measured rate, so load changes on a shared machine do not skew one matrix against
     another."""
-    from netsparse_torch.calibrate import calibrate_cpu  # torch: only when the CPU model is asked for
+    from netsparse_torch.calibration import calibrate_cpu  # torch: only when the CPU model is asked for
 
     return calibrate_cpu(k=k, repeats=20)
 
