@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import GRAPHS, write_result  # noqa: E402
 
 from hw_models import (
+    unit_args,  # noqa: E402
     units,  # noqa: E402
-    units_config,  # noqa: E402
 )
 
 
@@ -65,7 +65,7 @@ def run_pipeline(bounds, streams, x: np.ndarray, check: bool) -> dict:
     xb = x.view(np.uint8)
     # Table 5 apart from the batch: 32768 nonzeros per RIG command (NetSparse's default batch, §8), the
     # setting the numbers in docs/benchmarks.md were measured with (HardwareParams' default is auto)
-    rig = units_config.rig_node(batch_size=32768)
+    rig = unit_args.rig_node(batch_size=32768)
     nodes = [units.RigNode(p, bounds, **rig) for p in range(n_nodes)]
     halos = [np.zeros((len(s[2]), prop_bytes), dtype=np.uint8) for s in streams]
     t0 = time.perf_counter()
@@ -100,7 +100,7 @@ def cache_rate(streams, x: np.ndarray, repeats: int) -> dict:
     props = x.view(np.uint8)
     best = float("inf")
     for _ in range(repeats):
-        cache = units.PropertyCache(prop_bytes=props.shape[1], **units_config.property_cache())
+        cache = units.PropertyCache(prop_bytes=props.shape[1], **unit_args.property_cache())
         t0 = time.perf_counter()
         hits = cache.lookup_or_insert_many(idx, props)
         best = min(best, time.perf_counter() - t0)

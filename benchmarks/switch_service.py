@@ -32,14 +32,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import write_result  # noqa: E402
 
 from hw_models import (
+    unit_args,  # noqa: E402
     units,  # noqa: E402
-    units_config,  # noqa: E402
 )
 from hw_models.native import units as cu  # noqa: E402
 from netsparse_torch.switch import ControlClient, SwitchClient, configure_request  # noqa: E402
 
 N_ROWS = 4096
-WIRE = units_config.wire()  # NetSparse Table 5 packet sizes (MTU, upper-layer header)
+WIRE = unit_args.wire()  # NetSparse Table 5 packet sizes (MTU, upper-layer header)
 BMV2_PACKETS_PER_S = 80_000  # the bmv2 software switch forwards about 80k packets/s
 
 

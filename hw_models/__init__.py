@@ -3,7 +3,7 @@
 * :mod:`hw_models.params` - NetSparse Table 5 parameters (``HardwareParams``), validated.
 * :mod:`hw_models.hardware` - the run's one ``HardwareParams`` from the ``hw`` config group and the
   shortcuts, and the one encoding of ``auto`` and ``inf`` for the C++ units and the simulator.
-* :mod:`hw_models.units_config` - the C++ units' hardware arguments from ``HardwareParams`` (no
+* :mod:`hw_models.unit_args` - the C++ units' hardware arguments from ``HardwareParams`` (no
   hardware number is a default in C++).
 * :mod:`hw_models.topology` - leaf-spine, HyperX, Dragonfly with deterministic minimal routing.
 * :mod:`hw_models.definitions` - useful/SA/SU transfers, Table 1 redundancy, Table 4 locality, Table 3.

@@ -27,6 +27,7 @@ from hw_models.pattern import Pattern, as_pattern
 from hw_models.seeds.bf3 import TABLE2_SLOWDOWNS, TABLE2_TRANSFER_SHARES, snic_sw
 from hw_models.seeds.smartfuse import switch_aggregate
 from hw_models.simulator import STAGES, NetSparseRun, check_mechanisms, mechanisms_up_to, simulate
+from hw_models.simulator import line_util as node_line_util
 from hw_models.twoface.model import model_on_cluster
 
 
@@ -226,17 +227,13 @@ def _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, 
 
 
 def line_util(run: NetSparseRun, params: HardwareParams) -> float | None:
-    """NetSparse Table 7's line utilisation of the run's tail node, as ``link.line_util_direction`` reads it:
-    the wire bytes it receives over ``line rate x its time`` (``rx``), or the bytes it receives and sends over
-    ``2 x line rate x its time`` (``both``); ``None`` without the per-node byte counters (test doubles)."""
+    """The run's tail-node line utilisation (:func:`hw_models.simulator.line_util`); ``None`` without the
+    per-node byte counters (test doubles)."""
     nodes = run.counters.get("nodes")
     if not nodes:
         return None
     tail = int(np.argmax(run.node_time_s))
-    wire, lanes = float(nodes["wire_rx"][tail]), 1
-    if params.link.line_util_direction == "both":
-        wire, lanes = wire + float(nodes["wire_tx"][tail]), 2
-    return _ratio(wire, lanes * params.link.bytes_per_s * float(run.node_time_s[tail]))
+    return node_line_util(nodes, tail, float(run.node_time_s[tail]), params)
 
 
 def _goodput(run: NetSparseRun, useful_bytes: np.ndarray, params: HardwareParams) -> float | None:

@@ -2,7 +2,7 @@
 the ``hw`` config group and the shortcuts, and what every consumer derives from it.
 
 ``netsparse-train`` (:func:`train_hardware`) and ``netsparse-simulate`` (:func:`simulate_hardware`)
-build it once; the RIG node (:func:`hw_models.units_config.rig_node`), the switch service
+build it once; the RIG node (:func:`hw_models.unit_args.rig_node`), the switch service
 (:func:`switch_options`), the modeled block and the simulator's C++ ``SimConfig``
 (:func:`hw_models.simulator.sim_config`) read their numbers from it, and the report carries it once
 as ``hardware``. ``HardwareParams`` validates every field (``hw_models.params``).
@@ -116,9 +116,9 @@ def switch_options(params: HardwareParams) -> dict[str, Any]:
     """The switch service's ``configure_request`` keywords from ``params``: the property cache
     (§6.2.2), the switch concatenation delay (§6.1.2) and the packet sizes (Table 5), so the switches
     expect the packets the RIG nodes of the same run build."""
-    from hw_models import units_config
+    from hw_models import unit_args
 
-    pipe = units_config.switch_pipe(params)
+    pipe = unit_args.switch_pipe(params)
     return {"delay_cycles": pipe["delay_cycles"], "capacity_bytes": pipe["capacity_bytes"], "ways": pipe["ways"],
             "segment_bytes": pipe["segment_bytes"], "max_line_bytes": pipe["max_line_bytes"], "mtu": pipe["mtu"],
             "upper_bytes": pipe["upper_bytes"]}

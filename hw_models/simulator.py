@@ -215,7 +215,7 @@ def _to_run(out: dict, params: HardwareParams) -> NetSparseRun:
         "prs_per_packet": _div(nodes["prs_tx"][tail], nodes["packets_tx"][tail]),
         "pcache_hit_rate": _div(hits, lookups),
         "goodput": _div(nodes["payload_rx"][tail], wire),
-        "line_util": _div(wire, params.link.bytes_per_s * time_s),
+        "line_util": line_util(nodes, tail, time_s, params),
         "wire_bytes": wire,
         "read_prs": float(nodes["read_prs"][tail]),
     }
@@ -236,6 +236,16 @@ def _to_run(out: dict, params: HardwareParams) -> NetSparseRun:
     pipes = {name: np.asarray(v).tolist() for name, v in out["pipes"].items()}
     return NetSparseRun(node_time_s=t, tail=stats, active_nodes=series, counters=counters, critical_path=path,
                         switch_pipes=pipes)
+
+
+def line_util(nodes: dict, node: int, time_s: float, params: HardwareParams) -> float | None:
+    """NetSparse Table 7's line utilisation of ``node``, as ``link.line_util_direction`` reads it: the wire
+    bytes it receives over ``line rate x time_s`` (``rx``), or the bytes it receives and sends over
+    ``2 x line rate x time_s`` (``both``). ``nodes`` holds the per-node counters (``wire_rx``, ``wire_tx``)."""
+    wire, lanes = float(nodes["wire_rx"][node]), 1
+    if params.link.line_util_direction == "both":
+        wire, lanes = wire + float(nodes["wire_tx"][node]), 2
+    return _div(wire, lanes * params.link.bytes_per_s * time_s)
 
 
 def bound_names() -> tuple[str, ...]:

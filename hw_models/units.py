@@ -6,7 +6,7 @@ Units (paper sections in brackets):
   (the deconcatenator), :func:`max_prs_per_packet`; header 14 B + 18 B per PR (+ ``len`` payload
   bytes per response PR), little-endian. Bad packets raise a ``PacketError`` subclass (see below).
 - header model [Table 5, Fig. 6]: :class:`HeaderSizes` (the modeled Table 5 sizes, 50/12/18 B, from
-  ``hw_models.units_config.header_sizes``; ``wire(upper)`` = upper/14/18 B), :func:`packet_bytes`,
+  ``hw_models.unit_args.header_sizes``; ``wire(upper)`` = upper/14/18 B), :func:`packet_bytes`,
   :func:`stream_bytes`, :func:`sa_header_share` (Table 3).
 - :class:`Concatenator` [§6.1.2, §7.2]: queues per (type, destination), expiration FIFO, optional
   virtualised queues; time is a caller-supplied cycle counter.
@@ -18,11 +18,11 @@ Units (paper sections in brackets):
   the round API ``begin_kernel / submit / pump_reads / serve / absorb / done / stats / reset_stats``.
 
 No hardware number is a default here: every size, count and delay is a required keyword, and
-:mod:`hw_models.units_config` gives them all from ``HardwareParams`` (NetSparse Table 5 by default).
+:mod:`hw_models.unit_args` gives them all from ``HardwareParams`` (NetSparse Table 5 by default).
 
 RigNode round loop (what ``strategy=netsparse`` runs per kernel on every rank)::
 
-    node = RigNode(rank, row_bounds, **units_config.rig_node())   # row_bounds: n_ranks + 1 ints
+    node = RigNode(rank, row_bounds, **unit_args.rig_node())   # row_bounds: n_ranks + 1 ints
     node.begin_kernel(prop_bytes, halo_u8, local_u8)     # halo: (n_slots, prop_bytes) writable, C-contiguous;
                                                          # local: owned rows (rows, prop_bytes); filter invalidated
     node.submit(idxs, slots)                             # int64 global column ids + halo slot each

@@ -9,14 +9,14 @@ from hypothesis import strategies as st
 from ref_models.concat_ref import ConcatRef
 from ref_models.wire_ref import decode_stream
 
-from hw_models import units, units_config
+from hw_models import unit_args, units
 
 LEN = 8
 
 
 def _concat(n_dests, len_=0, **hw):
     """A concatenator with NetSparse Table 5's parameters (NIC delay 500 cycles) apart from ``hw``."""
-    return units.Concatenator(n_dests=n_dests, len=len_, **units_config.concatenator(**hw))
+    return units.Concatenator(n_dests=n_dests, len=len_, **unit_args.concatenator(**hw))
 
 
 def _stream(draw_ops, n_dests, seed):
@@ -64,7 +64,7 @@ def test_matches_reference(ops, n_dests, mtu, delay, virtual, pool, seed):
     # Invariants: no packet beyond MTU - upper header, every PR leaves in exactly one packet.
     sent = Counter()
     for data in streams.values():
-        for p in units.decode_stream(data, **units_config.wire(mtu=mtu)):
+        for p in units.decode_stream(data, **unit_args.wire(mtu=mtu)):
             assert 14 + p["n_prs"] * (18 + (LEN if p["type"] else 0)) <= mtu - 50
             for i in range(p["n_prs"]):
                 sent[(p["type"], p["dest"], int(p["src"][i]), int(p["idx"][i]))] += 1

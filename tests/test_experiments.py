@@ -11,8 +11,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from hw_models import analogs
-from netsparse_torch.cli import simulate
 from netsparse_torch.report import collect
+from netsparse_torch.run import simulation as simulate
 
 EXPERIMENTS = sorted(p.stem for p in (ROOT / "configs" / "experiment").glob("*.yaml"))
 KARATE = DATA / "mtx_small" / "karate.mtx"

@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from test_switch_fabric import BarrierMin
 
-from hw_models import definitions, units, units_config
+from hw_models import definitions, unit_args, units
 from hw_models.params import HardwareParams
 from hw_models.pattern import as_pattern
 from hw_models.simulator import simulate
@@ -55,7 +55,7 @@ def run_service(a: sp.csr_matrix, bounds: list[int]) -> tuple[list[dict], dict]:
             uniq, inv = np.unique(idxs[remote], return_inverse=True)
             slots = np.full(idxs.size, -1, np.int64)
             slots[remote] = inv
-            nodes[r] = units.RigNode(r, bounds, **units_config.rig_node(PARAMS))
+            nodes[r] = units.RigNode(r, bounds, **unit_args.rig_node(PARAMS))
             halos[r] = np.zeros((max(uniq.size, 1), prop), np.uint8)
             nodes[r].begin_kernel(prop, halos[r], np.ascontiguousarray(x[bounds[r]:bounds[r + 1]]))
             nodes[r].submit(idxs, slots)

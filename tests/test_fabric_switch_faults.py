@@ -122,7 +122,7 @@ def test_watchdog_names_the_switch_and_peers_and_discards_the_partial_halo():
     import torch
     from test_switch_fabric import BarrierMin
 
-    from hw_models import units_config
+    from hw_models import unit_args
     from hw_models.units import RigNode
     from netsparse_torch.comm.rig import run_kernel
     from netsparse_torch.errors import RigTimeoutError
@@ -140,7 +140,7 @@ def test_watchdog_names_the_switch_and_peers_and_discards_the_partial_halo():
         seen: list = []
 
         def node2():
-            node = RigNode(2, bounds, **units_config.rig_node())
+            node = RigNode(2, bounds, **unit_args.rig_node())
             try:
                 run_kernel(node, f2, x[8:12].contiguous(), np.zeros(0, np.int64), np.zeros(0, np.int64),
                            torch.empty(0, 4))
@@ -149,7 +149,7 @@ def test_watchdog_names_the_switch_and_peers_and_discards_the_partial_halo():
 
         t = threading.Thread(target=node2, daemon=True)
         t.start()
-        node0 = RigNode(0, bounds, **units_config.rig_node())
+        node0 = RigNode(0, bounds, **unit_args.rig_node())
         try:
             with pytest.raises(RigTimeoutError) as err:
                 run_kernel(node0, f0, x[0:4].contiguous(), idxs, np.arange(4, dtype=np.int64), halo)

@@ -139,7 +139,7 @@ def test_a_hardware_number_set_once_reaches_every_consumer_of_a_training_run(cas
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_hardware_number_set_once_reaches_the_simulator_and_the_rig_node_of_a_simulation(case):
-    from hw_models import units_config
+    from hw_models import unit_args
 
     _, override, want = CASES[case]
     want = {k: v for k, v in _expected(want).items() if k.startswith("sim.")}
@@ -149,7 +149,7 @@ def test_a_hardware_number_set_once_reaches_the_simulator_and_the_rig_node_of_a_
     assert {k: got[k] for k in want} == want
     assert {k: v for k, v in got.items() if k not in want} == {k: v for k, v in default.items() if k not in want}
     # the report's `hardware` is this object, and the training path's units read the same fields
-    assert units_config.rig_node(params)["mtu"] == got["sim.mtu"]
+    assert unit_args.rig_node(params)["mtu"] == got["sim.mtu"]
 
 
 def test_the_report_carries_the_hardware_once():

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from hw_models import units, units_config
+from hw_models import unit_args, units
 
 # Paper Table 3: header share of SA traffic (one read + one response packet per PR), K 4-byte elements.
 TABLE3 = {1: 97.6, 2: 95.2, 4: 90.9, 8: 83.3, 16: 71.4, 32: 55.6, 64: 38.5, 128: 23.8, 256: 13.5}
@@ -11,7 +11,7 @@ TABLE3 = {1: 97.6, 2: 95.2, 4: 90.9, 8: 83.3, 16: 71.4, 32: 55.6, 64: 38.5, 128:
 
 def _table5():
     """The modeled sizes of HardwareParams.headers (NetSparse Table 5)."""
-    return units.HeaderSizes(**units_config.header_sizes())
+    return units.HeaderSizes(**unit_args.header_sizes())
 
 
 @pytest.mark.parametrize("k", sorted(TABLE3))

@@ -17,8 +17,9 @@ from hw_models import simulator as sim
 from hw_models.hardware import simulate_hardware
 from hw_models.params import HardwareParams
 from hw_models.simulator import STAGES, NetSparseRun, mechanisms_up_to
-from netsparse_torch.cli import simulate
 from netsparse_torch.errors import ConfigError, DatasetNotFoundError, GraphInputError
+from netsparse_torch.report import simulation as sim_report
+from netsparse_torch.run import simulation as simulate
 
 LUX = DATA / "graphs" / "luxembourg_osm.mtx.gz"
 KARATE = DATA / "mtx_small" / "karate.mtx"
@@ -88,7 +89,7 @@ def test_report_carries_two_face_snic_sw_and_switch_aggregate():
     assert st["switch_aggregate"]["comm_time_s"] == switch_aggregate(a, w, 16, p).comm_time_s
     spmv = A.analyze(a, p, k=16, kernel="spmv")["strategies"]
     assert "unavailable" in spmv["switch_aggregate"]["status"] and "comm_time_s" in spmv["two_face"]
-    lines = "\n".join(simulate.summary_lines(A.analyze(a, p, k=16)))
+    lines = "\n".join(sim_report.summary_lines(A.analyze(a, p, k=16)))
     assert "Two-Face" in lines and "snic_sw" in lines and "switch_aggregate" in lines
 
 def test_simulator_plugs_in_and_ablation_is_cumulative():

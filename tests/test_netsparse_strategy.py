@@ -10,7 +10,7 @@ import torch.distributed as dist
 from graphs import conv_grads, random_graph
 
 import netsparse_torch
-from hw_models import units_config
+from hw_models import unit_args
 from netsparse_torch.comm.netsparse import NetSparse, summarize
 from netsparse_torch.comm.rig import max_columns, rig
 from netsparse_torch.errors import ConfigError, RigTimeoutError
@@ -52,7 +52,7 @@ def test_netsparse_equals_sa(world_size):
 
 
 def test_wide_rows_are_gathered_in_column_kernels():
-    width = max_columns(4, **units_config.wire()) + 7  # one property no longer fits a response PR
+    width = max_columns(4, **unit_args.wire()) + 7  # one property no longer fits a response PR
     graph = random_graph(n=30, m=90, features=width)
     results = launch(compare, 2, (graph, width))
     for per in results.values():

@@ -18,8 +18,9 @@ from cli import ROOT, train_here  # noqa: E402
 from conftest import DATA  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 
-from netsparse_torch.cli import simulate  # noqa: E402
 from netsparse_torch.report import curves  # noqa: E402
+from netsparse_torch.report import simulation as sim_report  # noqa: E402
+from netsparse_torch.run import simulation as simulate  # noqa: E402
 
 KARATE = DATA / "mtx_small" / "karate.mtx"
 
@@ -92,7 +93,7 @@ def drawn(monkeypatch) -> dict:
             figures[Path(path).name] = (fig, axes)
             yield fig, axes
 
-    for module in (simulate, compare):
+    for module in (sim_report, compare):
         monkeypatch.setattr(module, "figure", recording)
     return figures
 
@@ -124,7 +125,7 @@ def test_simulate_figures_show_the_report(tmp_path, drawn):
     assert heights[1:3] == pytest.approx([sp["sa_opt_vs_su_opt"], sp["netsparse_vs_su_opt"]])
     # ablation: one bar per Table 8 stage, its speedup
     labels, heights = _bars(drawn["ablation.png"][1])
-    assert labels == [a["stage"] for a in saved["ablation"]] == list(simulate.STAGES)
+    assert labels == [a["stage"] for a in saved["ablation"]] == list(sim_report.STAGES)
     assert heights == pytest.approx([a["speedup_vs_su_opt"] for a in saved["ablation"]])
     # active nodes: the step line is the report's (time in us, count)
     (line,) = drawn["active_nodes.png"][1].get_lines()
@@ -142,7 +143,7 @@ def test_simulate_figures_show_the_report(tmp_path, drawn):
         assert path.vertices[:, 1].max() == pytest.approx(top.max())
     assert stacked[-1].max() <= 4 + 1e-9 and stacked[-1][0] == pytest.approx(4)  # all 4 start active
     # the plain data the figures are drawn from is the same
-    series = simulate.figure_series(report)
+    series = sim_report.figure_series(report)
     assert {k: v[1] for k, v in series["critical_path.png"].items()} == cp["nodes"]
     assert series["ablation.png"]["speedup vs SUOpt"][1] == pytest.approx(heights)
 

@@ -7,12 +7,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ref_models.cache_ref import CacheRef, UnboundedCacheRef
 
-from hw_models import units, units_config
+from hw_models import unit_args, units
 
 
 def _cache(prop_bytes, **hw):
     """A property cache with NetSparse Table 5's parameters apart from ``hw``."""
-    return units.PropertyCache(prop_bytes=prop_bytes, **units_config.property_cache(**hw))
+    return units.PropertyCache(prop_bytes=prop_bytes, **unit_args.property_cache(**hw))
 
 
 def _prop(idx, n):

@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ref_models.wire_ref import encode as ref_encode
 
-from hw_models import units, units_config
+from hw_models import unit_args, units
 
-WIRE = units_config.wire()  # NetSparse Table 5: MTU 1500 B, upper-layer header 50 B
+WIRE = unit_args.wire()  # NetSparse Table 5: MTU 1500 B, upper-layer header 50 B
 
 
 def _arrays(prs):
@@ -45,7 +45,7 @@ def test_sizes_are_fig6():
 def _resp(n, len_=64, mtu=WIRE["mtu"]):
     z = np.zeros(n, np.int64)
     return units.encode_packet(1, 2, len_, z, z, np.arange(n), z, payload=np.ones((n, len_), np.uint8),
-                               **units_config.wire(mtu=mtu))
+                               **unit_args.wire(mtu=mtu))
 
 
 def test_truncated_header():
@@ -84,7 +84,7 @@ def test_larger_than_mtu():
     big = _resp(20, 64, mtu=9000)  # 14 + 20 * 82 = 1654 B > 1450
     with pytest.raises(ValueError, match="larger than the MTU"):
         units.decode_packet(big, **WIRE)
-    assert units.decode_packet(big, **units_config.wire(mtu=9000))["n_prs"] == 20
+    assert units.decode_packet(big, **unit_args.wire(mtu=9000))["n_prs"] == 20
 
 
 def test_encoder_never_exceeds_mtu():

@@ -11,10 +11,11 @@ from cli import ROOT, run_cli, train
 from conftest import DATA
 from hydra import compose, initialize_config_dir
 
-from netsparse_torch.cli import simulate
 from netsparse_torch.report import collect
+from netsparse_torch.report import simulation as sim_report
 from netsparse_torch.report.modeled import modeled_lines
 from netsparse_torch.report.train_report import strict
+from netsparse_torch.run import simulation as simulate
 
 KARATE = DATA / "mtx_small" / "karate.mtx"
 PROVENANCE = {"package", "version", "git", "python", "torch", "host", "cpu_count", "date", "command"}
@@ -95,12 +96,12 @@ def test_simulate_ablation_and_strategies_when_asked(tmp_path):
     r = simulate.run(_sim_cfg(f"matrix={KARATE}", "nodes=4", "rack_size=2", "ablation=true",
                               "strategies=[two_face,switch_aggregate]", f"report_dir={tmp_path}"))
     # main run = the last (all-mechanisms) stage, simulated once
-    assert r["simulations"] == 5 and [a["stage"] for a in r["ablation"]] == list(simulate.STAGES)
+    assert r["simulations"] == 5 and [a["stage"] for a in r["ablation"]] == list(sim_report.STAGES)
     assert {"two_face", "switch_aggregate"} <= set(r["strategies"]) and "snic_sw" not in r["strategies"]
     t8 = collect.markdown("table8", collect.load_reports(tmp_path))
     assert t8[0] == "| matrix | nodes | K | rig | +filter | +coalesce | +concat_nic | +switch |" and len(t8) == 3
     assert (tmp_path / "ablation.png").is_file()
-    lines = "\n".join(simulate.summary_lines(r))
+    lines = "\n".join(sim_report.summary_lines(r))
     assert "Skipped: the modeled alternatives snic_sw; add strategies=[snic_sw]." in lines
     assert "ablation=true" not in lines
 

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from hw_models import paper_tables as tables
 from netsparse_torch.cli import reproduce as rp
 
 NETCRAFTER_TABLE1 = [  # occupied, needed, padding, flits (16 B flits)
@@ -21,14 +22,14 @@ BF3_TABLE2 = [16, 13, 7.5, 19, 16.3, 9.3, 20, 17, 9.5]  # k = 4.33, 3.28, 3.21 x
 
 
 def test_netsparse_table3_exact_to_the_printed_digit():
-    rows = rp.reproduce("netsparse_table3")
+    rows = tables.reproduce("netsparse_table3")
     assert [r.key for r in rows] == [f"K={k}" for k in (1, 2, 4, 8, 16, 32, 64, 128, 256)]
     assert [r.paper for r in rows] == NETSPARSE_TABLE3
     assert [round(r.ours, 1) for r in rows] == NETSPARSE_TABLE3
 
 
 def test_netsparse_header_formula():
-    rows = rp.reproduce("netsparse_header_formula")
+    rows = tables.reproduce("netsparse_header_formula")
     assert len(rows) == 128  # N = 1..64, separate and concatenated
     by_key = {r.key: r for r in rows}
     # Hand-computed with Table 5 sizes (50 + 12 + 18 B per single-PR packet; 50 + 12 + 18 N concatenated).
@@ -39,24 +40,24 @@ def test_netsparse_header_formula():
 
 
 def test_netcrafter_table1_exact():
-    rows = rp.reproduce("netcrafter_table1")
+    rows = tables.reproduce("netcrafter_table1")
     assert [r.paper for r in rows] == NETCRAFTER_TABLE1
     assert [r.ours for r in rows] == NETCRAFTER_TABLE1
     assert rows[0].key == "Read Req occupied" and rows[-1].key == "Page Table Rsp flits"
 
 
 def test_bf3_table2_within_one_point():
-    rows = rp.reproduce("bf3_table2")
+    rows = tables.reproduce("bf3_table2")
     assert [r.paper for r in rows] == BF3_TABLE2
     for r, paper in zip(rows, BF3_TABLE2, strict=True):
         assert abs(r.ours - paper) <= 1.0, r
 
 
 def test_every_listed_table_runs_within_its_tolerance():
-    for name in rp.names():
-        rows = rp.reproduce(name)
+    for name in tables.names():
+        rows = tables.reproduce(name)
         assert rows, name
-        assert max(abs(r.deviation) for r in rows) <= rp.TABLES[name].tolerance + 1e-9, name
+        assert max(abs(r.deviation) for r in rows) <= tables.TABLES[name].tolerance + 1e-9, name
 
 
 def test_json_output(capsys):
@@ -80,7 +81,7 @@ def test_unknown_name_exits_2(capsys):
     assert rp.main(["no_such_table"]) == 2
     assert "unknown table 'no_such_table'" in capsys.readouterr().err
     with pytest.raises(ValueError, match="known tables"):
-        rp.reproduce("no_such_table")
+        tables.reproduce("no_such_table")
 
 
 def test_module_cli():

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hw_models import units, units_config
+from hw_models import unit_args, units
 
-WIRE = units_config.wire()
+WIRE = unit_args.wire()
 
 
 def _cluster(bounds, streams, x, nodes=None, **kw):
@@ -33,7 +33,7 @@ def _cluster(bounds, streams, x, nodes=None, **kw):
 
 
 def _node_of(p, bounds, **kw):
-    return units.RigNode(p, bounds, **units_config.rig_node(**kw))
+    return units.RigNode(p, bounds, **unit_args.rig_node(**kw))
 
 
 def _streams(rng, bounds, nnz, per_nonzero_slots):

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ref_models.rig_ref import RigClientRef
 
-from hw_models import units, units_config
+from hw_models import unit_args, units
 
 BOUNDS = [0, 10, 25, 40]  # node 1 owns rows 10..24
 PB = 8
@@ -84,7 +84,7 @@ def test_stall_when_pending_table_full():
 
 
 def test_bad_input():
-    u = units.RigClientUnit(node=0, row_bounds=[0, 2, 10], **units_config.rig_client_unit())
+    u = units.RigClientUnit(node=0, row_bounds=[0, 2, 10], **unit_args.rig_client_unit())
     with pytest.raises(ValueError, match="property size must be > 0"):
         u.begin_kernel(0, 4)
     u.begin_kernel(PB, 4)

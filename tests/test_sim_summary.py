@@ -12,7 +12,8 @@ from conftest import DATA
 from hydra import compose, initialize_config_dir
 
 from hw_models import analogs
-from netsparse_torch.cli import simulate
+from netsparse_torch.report import simulation as sim_report
+from netsparse_torch.run import simulation as simulate
 
 KARATE = DATA / "mtx_small" / "karate.mtx"
 
@@ -40,7 +41,7 @@ def _speed(ratio: float, a: str, b: str) -> str:
     (None, "n/a"), (float("nan"), "n/a"), (0.0, "n/a"),
 ])
 def test_speed_in_words(ratio, want):
-    assert simulate.faster(ratio, "NetSparse", "SUOpt") == want
+    assert sim_report.faster(ratio, "NetSparse", "SUOpt") == want
 
 
 @pytest.mark.parametrize(("ratio", "want"), [
@@ -50,7 +51,7 @@ def test_speed_in_words(ratio, want):
     (None, "n/a"),
 ])
 def test_amounts_in_words(ratio, want):
-    assert simulate.more(ratio, "SUOpt", "NetSparse", "moves", "bytes") == want
+    assert sim_report.more(ratio, "SUOpt", "NetSparse", "moves", "bytes") == want
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +76,18 @@ def test_each_written_file_is_announced_once(cli_run):
 def test_ranks_per_node_come_from_the_run(cli_run):
     stdout, report, _ = cli_run
     assert report["config"]["hw"]["software"]["cores"] == 8 and report["strategies"]["sa_opt"]["cores"] == 8
-    assert _row(stdout, "SAOpt ranks") == "8 per node x 4 nodes = 32"
+    assert _row(stdout, "SAOpt ranks").startswith("8 per node x 4 nodes = 32; ")
     assert "64" not in _row(stdout, "SAOpt ranks")
+
+
+def test_the_summary_names_the_assumptions_it_read_with(cli_run):
+    stdout, report, _ = cli_run
+    hw, tail = report["hardware"], report["strategies"]["netsparse"]["tail"]
+    assert hw["software"]["rank_partition"] == "rows"
+    assert "split among them by equal rows" in _row(stdout, "SAOpt ranks")
+    assert hw["link"]["line_util_direction"] == "rx"
+    assert _row(stdout, "line utilisation at the tail node") == \
+        f"{100 * tail['line_util']:.4g} % (received bytes, hw.link.line_util_direction)"
 
 
 def test_ratios_read_with_their_direction(cli_run):
@@ -107,7 +118,7 @@ def test_the_tail_bound_is_named_in_plain_words(cli_run):
     scan = sum(v for k, v in b.items() if k.startswith("scan_"))
     loads = sum(v for k, v in b.items() if k.startswith("filter_"))
     shares = {"the RIG client idx scan": scan, "Idx Filter loads": loads,
-              **{simulate.breakdown.WORDS[k]: v for k, v in b.items() if not k.startswith(("scan_", "filter_"))}}
+              **{sim_report.breakdown.WORDS[k]: v for k, v in b.items() if not k.startswith(("scan_", "filter_"))}}
     first = max(shares, key=shares.__getitem__)
     row = _row(stdout, "what bounds the tail node")
     assert row.startswith(f"tail node {node} is bound by {first} ({100 * shares[first] / sum(b.values()):.0f} %)")

@@ -28,8 +28,8 @@ from hw_models import analysis, definitions
 from hw_models.hardware import simulate_hardware
 from hw_models.params import HardwareParams
 from hw_models.simulator import simulate
-from netsparse_torch.cli import simulate as cli
 from netsparse_torch.errors import ConfigError
+from netsparse_torch.run import simulation as cli
 
 ONE_PR = {"concat_nic": False, "switch": False}
 LONG_POOL = 100_000  # flit cycles (32 us at 400 Gb/s): the two responses to node 0 meet in the pool

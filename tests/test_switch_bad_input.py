@@ -9,11 +9,11 @@ import time
 import grpc
 import pytest
 
-from hw_models import units, units_config
+from hw_models import unit_args, units
 from netsparse_torch.switch import ControlClient, SwitchClient, SwitchError, SwitchServer, configure_request
 
 PROP = 16
-WIRE = units_config.wire()  # NetSparse Table 5 packet sizes (MTU, upper-layer header)
+WIRE = unit_args.wire()  # NetSparse Table 5 packet sizes (MTU, upper-layer header)
 TOKEN = "s3cret"
 
 

@@ -8,7 +8,7 @@ from ref_models.cache_ref import CacheRef, UnboundedCacheRef
 from ref_models.concat_ref import ConcatRef
 from ref_models.wire_ref import decode_stream, encode
 
-from hw_models import units, units_config
+from hw_models import unit_args, units
 
 LEN, N = 16, 4
 CACHE = {"capacity_bytes": 2 * 512 * 2, "ways": 2}  # 64 sets of 2 ways at 16 B lines: evictions happen
@@ -17,7 +17,7 @@ UNBOUNDED = {"capacity_bytes": None, "ways": 2}  # sized by what is inserted (ca
 
 def _pipe(n_dests, prop_bytes, **hw):
     """A switch pipe with NetSparse Table 5's parameters apart from ``hw``."""
-    return units.SwitchPipe(n_dests=n_dests, prop_bytes=prop_bytes, **units_config.switch_pipe(**hw))
+    return units.SwitchPipe(n_dests=n_dests, prop_bytes=prop_bytes, **unit_args.switch_pipe(**hw))
 
 
 def _prop(idx):

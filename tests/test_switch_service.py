@@ -14,12 +14,12 @@ from contextlib import ExitStack, contextmanager
 import numpy as np
 import pytest
 
-from hw_models import units, units_config
+from hw_models import unit_args, units
 from hw_models.native import units as cu
 from netsparse_torch.switch import ControlClient, SwitchClient, SwitchServer, configure_request
 
 PROP = 32  # bytes per property (8 float32)
-WIRE = units_config.wire()  # NetSparse Table 5 packet sizes (MTU, upper-layer header)
+WIRE = unit_args.wire()  # NetSparse Table 5 packet sizes (MTU, upper-layer header)
 
 
 @contextmanager
@@ -107,7 +107,7 @@ def rig_nodes(x: np.ndarray, bounds: list[int], wants: dict[int, np.ndarray]):
     """RigNodes for every rank, kernel started; returns (nodes, halos)."""
     nodes, halos = {}, {}
     for r in range(len(bounds) - 1):
-        node = units.RigNode(r, bounds, **units_config.rig_node())
+        node = units.RigNode(r, bounds, **unit_args.rig_node())
         idxs = wants.get(r, np.zeros(0, dtype=np.int64))
         halos[r] = np.zeros((max(len(idxs), 1), x.shape[1]), dtype=np.uint8)
         node.begin_kernel(x.shape[1], halos[r], np.ascontiguousarray(x[bounds[r]:bounds[r + 1]]))
@@ -261,7 +261,7 @@ def test_load_8_clients_20k_prs_each_answered_exactly_once():
     max_prs = units.max_prs_per_packet(WIRE["mtu"], WIRE["upper_bytes"], units.READ, PROP)
     rng = np.random.default_rng(7)
     with fabric(racks, capacity_bytes=64 * 1024, delay_cycles=units.INFINITE_DELAY) as (servers, addrs):
-        server_node = units.RigNode(owner, bounds, **units_config.rig_node())
+        server_node = units.RigNode(owner, bounds, **unit_args.rig_node())
         server_node.begin_kernel(PROP, np.zeros((1, PROP), np.uint8), x)
         server_client = SwitchClient(addrs[owner], owner)
         clients = {r: SwitchClient(addrs[r], r) for r in range(n_req)}

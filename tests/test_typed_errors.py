@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hw_models import units_config
+from hw_models import unit_args
 from hw_models.native import units
 from hw_models.seeds import netcrafter as nc
 from netsparse_torch import errors
 
 PROP = 16
-WIRE = units_config.wire()  # NetSparse Table 5 packet sizes (MTU, upper-layer header)
+WIRE = unit_args.wire()  # NetSparse Table 5 packet sizes (MTU, upper-layer header)
 
 
 def header(type_: int, dest: int, len_: int, n_prs: int) -> bytes:
@@ -59,15 +59,15 @@ def test_bad_parameters_are_config_errors():
 # ---- every unit: a sample of bad inputs, each checked by its class (never its message) -------------
 
 def _concat(**hw):
-    return units.Concatenator(n_dests=2, len=0, **units_config.concatenator(**hw))
+    return units.Concatenator(n_dests=2, len=0, **unit_args.concatenator(**hw))
 
 
 def _pipe(**hw):
-    return units.SwitchPipe(n_dests=3, prop_bytes=PROP, **units_config.switch_pipe(**hw))
+    return units.SwitchPipe(n_dests=3, prop_bytes=PROP, **unit_args.switch_pipe(**hw))
 
 
 def _node(**kw):
-    return units.RigNode(0, [0, 4, 8], **units_config.rig_node(**kw))
+    return units.RigNode(0, [0, 4, 8], **unit_args.rig_node(**kw))
 
 
 def _node_in_kernel():
@@ -77,7 +77,7 @@ def _node_in_kernel():
 
 
 def _client(**kw):
-    return units.RigClientUnit(node=0, row_bounds=[0, 2, 10], **units_config.rig_client_unit(**kw))
+    return units.RigClientUnit(node=0, row_bounds=[0, 2, 10], **unit_args.rig_client_unit(**kw))
 
 
 def _push(c, dest, now):
@@ -110,16 +110,16 @@ CONFIG, STATE = errors.ConfigError, errors.UnitStateError
 BAD = {  # unit: [(bad call, C++ class in _C.units, netsparse_torch.errors class)]
     "protocol": [(lambda: units.max_prs_per_packet(60, 50, 0, PROP), "ConfigInvalid", CONFIG)],
     "header model": [(lambda: units.HeaderSizes(upper=-1, concat=12, pr=18), "ConfigInvalid", CONFIG),
-                     (lambda: units.sa_header_share(units.HeaderSizes(**units_config.header_sizes()), 0, 4),
+                     (lambda: units.sa_header_share(units.HeaderSizes(**unit_args.header_sizes()), 0, 4),
                       "ConfigInvalid", CONFIG)],
     "concatenator": [(lambda: _concat(mtu=60), "ConfigInvalid", CONFIG),
                      (lambda: _push(_concat(), 5, 0), "UnknownDestination", errors.PacketError),
                      (_backwards, "OutOfOrder", STATE)],
-    "property cache": [(lambda: units.PropertyCache(prop_bytes=4, **units_config.property_cache(capacity_bytes=1000)),
+    "property cache": [(lambda: units.PropertyCache(prop_bytes=4, **unit_args.property_cache(capacity_bytes=1000)),
                         "ConfigInvalid", CONFIG),
-                       (lambda: units.PropertyCache(prop_bytes=0, **units_config.property_cache()), "ConfigInvalid",
+                       (lambda: units.PropertyCache(prop_bytes=0, **unit_args.property_cache()), "ConfigInvalid",
                         CONFIG),
-                       (lambda: units.PropertyCache(prop_bytes=4, **units_config.property_cache(
+                       (lambda: units.PropertyCache(prop_bytes=4, **unit_args.property_cache(
                            capacity_bytes=None, max_line_bytes=500)), "ConfigInvalid", CONFIG)],
     "switch pipe": [(lambda: _pipe().process(_packet(0, 1, 3, len_=2 * PROP), 0), "WrongPropertySize",
                      errors.PacketError),
@@ -130,7 +130,7 @@ BAD = {  # unit: [(bad call, C++ class in _C.units, netsparse_torch.errors class
     "RIG client unit": [(lambda: _client(pending_capacity=0), "ConfigInvalid", CONFIG),
                         (lambda: _client().enqueue(np.array([5]), np.array([0])), "OutOfOrder", STATE),
                         (lambda: units.auto_batch_size(10, 5, 16), "ConfigInvalid", CONFIG)],
-    "RIG node": [(lambda: units.RigNode(5, [0, 4, 8], **units_config.rig_node()), "ConfigInvalid", CONFIG),
+    "RIG node": [(lambda: units.RigNode(5, [0, 4, 8], **unit_args.rig_node()), "ConfigInvalid", CONFIG),
                  (lambda: _node(n_units=1), "ConfigInvalid", CONFIG),
                  (lambda: _node().submit(np.array([5]), np.array([0])), "OutOfOrder", STATE),
                  (lambda: _node_in_kernel().submit(np.array([9]), np.array([0])), "ConfigInvalid", CONFIG),

@@ -13,7 +13,7 @@ using namespace netsparse::units;
 
 void bind_header_model(py::module_& units) {
   py::class_<HeaderSizes>(units, "HeaderSizes",
-                          "Header sizes per layer (the modeled Table 5 sizes: hw_models.units_config.header_sizes)")
+                          "Header sizes per layer (the modeled Table 5 sizes: hw_models.unit_args.header_sizes)")
       .def(py::init([](int64_t upper, int64_t concat, int64_t pr) {
              HeaderSizes h{upper, concat, pr};
              h.validate();

@@ -22,7 +22,7 @@
 
 namespace netsparse::units {
 
-// No value lives here: the bindings set every field (from hw_models/units_config.py, which names each
+// No value lives here: the bindings set every field (from hw_models/unit_args.py, which names each
 // value's source in HardwareParams); fields are value-initialised (zero, no virtual queues) until then.
 // The one C++ encoding of an infinite concatenation delay (units and simulator alike;
 // hw_models/hardware.py writes HardwareParams' inf in it).

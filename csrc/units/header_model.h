@@ -3,7 +3,7 @@
 //
 // Two size sets are kept explicit because the paper uses both:
 //   * the modeled sizes of paper Table 5 (upper layers 50 B, concatenation header 12 B, PR header 18 B),
-//     which the paper's analytic numbers (Table 3 header share) use: hw_models/units_config.py builds
+//     which the paper's analytic numbers (Table 3 header share) use: hw_models/unit_args.py builds
 //     them from HardwareParams.headers;
 //   * wire(upper): the encoded format of paper Fig. 6 (protocol.h) -- concatenation header 14 B
 //     (u16 type + u32 dest + u32 len + u32 n_prs), PR header 18 B, plus the given upper layers.

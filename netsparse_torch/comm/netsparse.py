@@ -22,7 +22,7 @@ from collections import defaultdict
 
 import torch
 
-from hw_models import units_config
+from hw_models import unit_args
 from hw_models.units import RigNode
 from netsparse_torch.comm.halo import HostStaging, InFlight, Pending
 from netsparse_torch.comm.rig import gather_columns
@@ -110,7 +110,7 @@ class _Staged:
 class NetSparse(HaloExchange):
     """``sa``'s exchange with the RIG transport. Options: ``hardware`` (the run's
     :class:`~hw_models.params.HardwareParams`; default NetSparse Table 5), from which the RIG node takes
-    its settings (:func:`hw_models.units_config.rig_node`), RigNode's keywords (:data:`RIG_OPTIONS`, which
+    its settings (:func:`hw_models.unit_args.rig_node`), RigNode's keywords (:data:`RIG_OPTIONS`, which
     replace single settings: a library caller's; the run layer gives none), ``fabric`` (a
     :class:`~netsparse_torch.fabric.base.Fabric` over the ranks of ``group``, e.g. the SwitchFabric
     the run layer attached; default: a :class:`~netsparse_torch.fabric.CollectiveFabric` on ``group``),
@@ -138,7 +138,7 @@ def rig_node(rank: int, bounds: list[int], hardware=None, **options) -> RigNode:
     if unknown:
         raise ConfigError(f"unknown netsparse option(s) {sorted(unknown)}; known: {', '.join(RIG_OPTIONS)}")
     rig = {k: v for k, v in options.items() if v is not None}
-    return RigNode(rank, bounds, **units_config.rig_node(hardware, **rig))
+    return RigNode(rank, bounds, **unit_args.rig_node(hardware, **rig))
 
 
 def _fabric(fabric, plan: Plan, group) -> Fabric | None:

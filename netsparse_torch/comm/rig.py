@@ -13,7 +13,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from hw_models import units_config
+from hw_models import unit_args
 from hw_models.units import CONCAT_HEADER_BYTES, PR_HEADER_BYTES, RigNode
 from netsparse_torch.errors import RigTimeoutError
 from netsparse_torch.fabric import CollectiveFabric, Fabric
@@ -66,7 +66,7 @@ def rig(x_local: torch.Tensor, idxs: torch.Tensor, row_bounds, *, group=None, fa
     ``X`` is split in contiguous row blocks, rank ``p`` of ``group`` (None: WORLD) holding rows
     ``[row_bounds[p], row_bounds[p+1])`` as ``x_local``. Every rank of the group calls it together.
     Remote rows travel as NetSparse packets through the RIG units, built from ``hardware`` (a
-    :class:`~hw_models.params.HardwareParams`; None: NetSparse Table 5, :func:`hw_models.units_config.rig_node`)
+    :class:`~hw_models.params.HardwareParams`; None: NetSparse Table 5, :func:`hw_models.unit_args.rig_node`)
     with single settings replaced by ``options`` (RigNode's keywords, e.g. ``filter``, ``coalesce``,
     ``pending_capacity``, ``delay_cycles``) over ``fabric`` (default:
     a :class:`~netsparse_torch.fabric.CollectiveFabric` on ``group``). The returned future is
@@ -85,7 +85,7 @@ node's counters.
     uniq, inverse = np.unique(ids[remote], return_inverse=True)
     slots = np.full(ids.size, -1, dtype=np.int64)
     slots[remote] = inverse
-    node = RigNode(rank, bounds, **units_config.rig_node(hardware, **options))
+    node = RigNode(rank, bounds, **unit_args.rig_node(hardware, **options))
     x = x_local.detach().to("cpu").contiguous()  # the RIG units read host memory (NetSparse §5)
     halo, _ = gather_columns(node, fabric or CollectiveFabric(group), x, ids, slots, uniq.size)
     out = x.new_empty(ids.size, x.size(1))

@@ -2,7 +2,7 @@
 
 ``SwitchConfig`` is the validated form of a ``ConfigureRequest``; ``PortCounters`` and
 ``SwitchCounters`` hold what ``ReadCounters`` returns. A field a request leaves at 0 takes its value
-from :mod:`hw_models.units_config` (the SwitchPipe's arguments from ``HardwareParams``, which names
+from :mod:`hw_models.unit_args` (the SwitchPipe's arguments from ``HardwareParams``, which names
 each source: property cache §6.2.2 / Table 5, switch concatenation delay §6.1.2, MTU and upper-layer
 header Table 5).
 """
@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from hw_models import units_config
+from hw_models import unit_args
 from netsparse_torch.switch._proto import pb
 
-DEFAULT_DELAY_CYCLES = units_config.switch_pipe()["delay_cycles"]
-DEFAULT_CACHE = units_config.property_cache()
-_WIRE = units_config.wire()
+DEFAULT_DELAY_CYCLES = unit_args.switch_pipe()["delay_cycles"]
+DEFAULT_CACHE = unit_args.property_cache()
+_WIRE = unit_args.wire()
 DEFAULT_MTU, DEFAULT_UPPER_BYTES = _WIRE["mtu"], _WIRE["upper_bytes"]
 
 

@@ -1,5 +1,5 @@
 """No hardware number is a default in C++: every unit binding requires its hardware arguments, and
-hw_models.units_config, the one place that gives them, takes each from HardwareParams."""
+hw_models.unit_args, the one place that gives them, takes each from HardwareParams."""
 
 from __future__ import annotations
 
@@ -10,27 +10,27 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hw_models import units, units_config
+from hw_models import unit_args, units
 from hw_models.native import units as cu
 from hw_models.params import HardwareParams
 from hw_models.seeds.netcrafter import LinkConfig
 from netsparse_torch.errors import ConfigError
 
 CSRC = Path(__file__).resolve().parents[1] / "csrc"
-WIRE = units_config.wire()
+WIRE = unit_args.wire()
 READ = units.encode_packet(units.READ, 1, 8, [0], [0], [5], [0], **WIRE)
 
 # binding -> (a call with everything but the hardware arguments, the hardware arguments)
 BINDINGS = {
-    "RigNode": (lambda **hw: units.RigNode(0, [0, 4, 8], **hw), units_config.rig_node()),
+    "RigNode": (lambda **hw: units.RigNode(0, [0, 4, 8], **hw), unit_args.rig_node()),
     "RigClientUnit": (lambda **hw: units.RigClientUnit(node=0, row_bounds=[0, 4, 8], **hw),
-                      units_config.rig_client_unit()),
-    "Concatenator": (lambda **hw: units.Concatenator(n_dests=2, **hw), units_config.concatenator()),
-    "PropertyCache": (lambda **hw: units.PropertyCache(prop_bytes=8, **hw), units_config.property_cache()),
-    "SwitchPipe": (lambda **hw: units.SwitchPipe(n_dests=2, prop_bytes=8, **hw), units_config.switch_pipe()),
-    "HeaderSizes": (lambda **hw: units.HeaderSizes(**hw), units_config.header_sizes()),
+                      unit_args.rig_client_unit()),
+    "Concatenator": (lambda **hw: units.Concatenator(n_dests=2, **hw), unit_args.concatenator()),
+    "PropertyCache": (lambda **hw: units.PropertyCache(prop_bytes=8, **hw), unit_args.property_cache()),
+    "SwitchPipe": (lambda **hw: units.SwitchPipe(n_dests=2, prop_bytes=8, **hw), unit_args.switch_pipe()),
+    "HeaderSizes": (lambda **hw: units.HeaderSizes(**hw), unit_args.header_sizes()),
     "HeaderSizes.wire": (lambda **hw: units.HeaderSizes.wire(**hw), {"upper": 50}),
-    "sa_header_share": (lambda **hw: units.sa_header_share(units.HeaderSizes(**units_config.header_sizes()), 16,
+    "sa_header_share": (lambda **hw: units.sa_header_share(units.HeaderSizes(**unit_args.header_sizes()), 16,
                                                            **hw), {"elem_bytes": 4}),
     "FlitLinkConfig": (lambda **hw: cu.FlitLinkConfig(**hw), asdict(LinkConfig())),
     "encode_packet": (lambda **hw: units.encode_packet(units.READ, 1, 8, [0], [0], [5], [0], **hw), WIRE),
@@ -77,28 +77,28 @@ def test_values_come_from_hardware_params():
                                        "rig_batch_size": 64, "concat_phys_queues": 3},
                                  headers={"mtu_bytes": 9000, "upper_bytes": 40, "concat_bytes": 10},
                                  property_cache={"size_bytes": 2**20, "ways": 4}, switch={"concat_delay_cycles": 7})
-    node = units_config.rig_node(p)
+    node = unit_args.rig_node(p)
     assert (node["n_units"], node["pending_capacity"], node["batch_size"], node["delay_cycles"]) == (8, 4, 64, -1)
     assert (node["mtu"], node["upper_bytes"], node["cycles_per_pr"]) == (9000, 40, p.snic.rig_cycles_per_pr)
-    assert units_config.concatenator(p)["phys_queues"] == 3
-    assert units_config.header_sizes(p) == {"upper": 40, "concat": 10, "pr": p.headers.pr_bytes}
-    pipe = units_config.switch_pipe(p)
+    assert unit_args.concatenator(p)["phys_queues"] == 3
+    assert unit_args.header_sizes(p) == {"upper": 40, "concat": 10, "pr": p.headers.pr_bytes}
+    pipe = unit_args.switch_pipe(p)
     assert (pipe["capacity_bytes"], pipe["ways"], pipe["delay_cycles"]) == (2**20, 4, 7)
-    assert units_config.rig_node()["mtu"] == HardwareParams().headers.mtu_bytes
+    assert unit_args.rig_node()["mtu"] == HardwareParams().headers.mtu_bytes
 
 
 def test_an_infinite_cache_is_the_unbounded_unit():
     inf = HardwareParams().replace(property_cache={"size_bytes": "inf"})
-    assert units_config.property_cache(inf)["capacity_bytes"] is None
-    assert units.PropertyCache(prop_bytes=8, **units_config.property_cache(inf)).unbounded
+    assert unit_args.property_cache(inf)["capacity_bytes"] is None
+    assert units.PropertyCache(prop_bytes=8, **unit_args.property_cache(inf)).unbounded
 
 
 def test_overrides_and_what_a_unit_cannot_take():
-    assert units_config.rig_node(n_units=4, filter=False)["n_units"] == 4
+    assert unit_args.rig_node(n_units=4, filter=False)["n_units"] == 4
     with pytest.raises(ConfigError, match=r"unknown RigNode argument\(s\) \['mtus'\]"):
-        units_config.rig_node(mtus=9000)
+        unit_args.rig_node(mtus=9000)
     with pytest.raises(ConfigError, match="headers.mtu_bytes=60 is smaller than one packet's headers"):
-        units_config.rig_node(mtu=60)  # a hardware keyword is validated as the field it replaces
+        unit_args.rig_node(mtu=60)  # a hardware keyword is validated as the field it replaces
 
 
 def test_one_encoding_of_auto_and_inf_for_the_units_and_the_simulator():
@@ -109,18 +109,18 @@ def test_one_encoding_of_auto_and_inf_for_the_units_and_the_simulator():
     for batch, want in (("auto", cu.AUTO_BATCH), ("inf", cu.WHOLE_STREAM_BATCH), (".inf", cu.WHOLE_STREAM_BATCH),
                         (4096, 4096)):
         p = HardwareParams().replace(snic={"rig_batch_size": batch, "concat_delay_cycles": "inf"})
-        node = units.RigNode(0, [0, 4, 8], **units_config.rig_node(p))
+        node = units.RigNode(0, [0, 4, 8], **unit_args.rig_node(p))
         assert node.hardware["batch_size"] == sim_config(p, 4, check_mechanisms(None)).batch == want
-        assert units_config.rig_node(batch_size=batch)["batch_size"] == want
+        assert unit_args.rig_node(batch_size=batch)["batch_size"] == want
         assert node.hardware["delay_cycles"] == sim_config(p, 4, check_mechanisms(None)).nic_delay_cycles \
-            == units_config.concatenator(p)["delay_cycles"] == cu.INFINITE_DELAY
+            == unit_args.concatenator(p)["delay_cycles"] == cu.INFINITE_DELAY
     assert {cu.AUTO_BATCH, cu.WHOLE_STREAM_BATCH} == {-1, 0} and cu.INFINITE_DELAY == -1  # never a size (> 0)
     with pytest.raises(ValueError, match=r"concatenation delay_cycles must be >= 0 or -1 \(infinite\), got -2"):
-        units.RigNode(0, [0, 4, 8], **{**units_config.rig_node(), "delay_cycles": -2})
+        units.RigNode(0, [0, 4, 8], **{**unit_args.rig_node(), "delay_cycles": -2})
     with pytest.raises(ConfigError, match="SNICParams.concat_delay_cycles must be a number, got None"):
-        units_config.rig_node(delay_cycles=None)  # null is "not given" in the configs, never infinite
+        unit_args.rig_node(delay_cycles=None)  # null is "not given" in the configs, never infinite
     with pytest.raises(ValueError, match="RIG batch size must be > 0, -1 .auto. or 0 .inf, one command., got -2"):
-        units.RigNode(0, [0, 4, 8], **{**units_config.rig_node(), "batch_size": -2})
+        units.RigNode(0, [0, 4, 8], **{**unit_args.rig_node(), "batch_size": -2})
 
 
 def test_a_whole_stream_batch_gathers_like_a_batch_larger_than_the_stream():
@@ -132,7 +132,7 @@ def test_a_whole_stream_batch_gathers_like_a_batch_larger_than_the_stream():
         idxs = np.array([rng.randrange(8) for _ in range(rng.randrange(1, 40))], np.int64)
         stats = []
         for batch in ("inf", 64):
-            node = units.RigNode(0, [0, 4, 8], **units_config.rig_node(batch_size=batch, n_units=4))
+            node = units.RigNode(0, [0, 4, 8], **unit_args.rig_node(batch_size=batch, n_units=4))
             halo = np.zeros((8, 4), np.uint8)
             node.begin_kernel(4, halo, np.zeros((4, 4), np.uint8))
             node.submit(idxs, np.where(idxs >= 4, idxs - 4, -1))

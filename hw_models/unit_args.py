@@ -1,17 +1,17 @@
 """The hardware arguments of the C++ units, from :class:`~hw_models.params.HardwareParams`.
 
 No hardware number is a default in C++: every size, count and delay a unit of
-``netsparse_torch._C.units`` takes is a required keyword of its binding. This module is the one place
+``hw_models._C.units`` takes is a required keyword of its binding. This module is the one place
 that turns :class:`HardwareParams` (which names each value's source: NetSparse Table 5, a section, or
 our assumption) into those keywords; each function returns the keyword dict of the binding it is
 named after::
 
-    units.RigNode(rank, row_bounds, **units_config.rig_node())
-    units.SwitchPipe(n_dests=4, prop_bytes=64, **units_config.switch_pipe(capacity_bytes=4096))
+    units.RigNode(rank, row_bounds, **unit_args.rig_node())
+    units.SwitchPipe(n_dests=4, prop_bytes=64, **unit_args.switch_pipe(capacity_bytes=4096))
 
 ``params`` (default: Table 5) is the run's hardware (:mod:`hw_models.hardware`); ``overrides`` replace
 single keywords (a test's small cache), and a name the binding does not take raises
-:class:`~netsparse_torch.errors.ConfigError`. ``rig_node``'s hardware keywords (``mtu``,
+:class:`~hw_models.errors.ConfigError`. ``rig_node``'s hardware keywords (``mtu``,
 ``batch_size``, ...) are fields of ``params``: an override of one is validated and encoded as the field.
 The simulator's ``SimConfig`` is built by
 :func:`hw_models.simulator.sim_config`, NetCrafter's ``FlitLinkConfig`` by
