@@ -4,6 +4,10 @@ Run it alternately on two trees to compare the simulator's speed (docs/benchmark
 
     PYTHONPATH=<tree> .venv/bin/python benchmarks/sim_event_rate.py ego-twitter
     PYTHONPATH=<tree> .venv/bin/python benchmarks/sim_event_rate.py paper:arabic 0.1
+    PYTHONPATH=<tree> .venv/bin/python benchmarks/sim_event_rate.py ego-twitter --flit   # link_layer=flit
+
+--flit runs the flit network (NetCrafter flits on the inter-rack links, the settings'
+defaults) instead of the packet network.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ GRAPHS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "graph
 def main(argv: list[str]) -> None:
     from hw_models.native import sim as units
 
+    flit = "--flit" in argv
+    argv = [a for a in argv if a != "--flit"]
     name = argv[0]
     if name.startswith("paper:"):
         a = analogs.generate(name.removeprefix("paper:"), float(argv[1]))
@@ -41,7 +47,8 @@ def main(argv: list[str]) -> None:
         return out
 
     units.simulate = timed
-    r = simulate(a, definitions.workload(a, hw.cluster.nodes), hw, 16)
+    link_layer = {"mode": "flit", "flit": {}} if flit else None
+    r = simulate(a, definitions.workload(a, hw.cluster.nodes), hw, 16, link_layer=link_layer)
     c = r.counters
     print(json.dumps({"events": c["events"], "loop_s": c["wall_clock_s"],
                       "events_per_s": c["events"] / c["wall_clock_s"], "cpu_s": cpu["s"],

@@ -264,7 +264,7 @@ COUNTER_TABLE_END = "<!-- end of counter table -->"
 def counter_table() -> str:
     """The Markdown table of every simulator counter, event kind and critical-path resource, from the
     C++ lists (``NETSPARSE_NODE_COUNTERS``, ``NETSPARSE_SWITCH_COUNTERS``, ``NETSPARSE_SIM_EVENTS``,
-    ``NETSPARSE_PIPE_COUNTERS``, ``NETSPARSE_BOUNDS`` in ``csrc/sim/simulator.h``), where each is
+    ``NETSPARSE_PIPE_COUNTERS``, ``NETSPARSE_BOUNDS`` in ``csrc/sim/types.h``), where each is
     declared once with its meaning."""
     where = {"nodes": "`counters.nodes.{}` (per node)", "switches": "`counters.switches.{}` (per switch)",
              "events_by_kind": "`counters.events_by_kind.{}`",

@@ -1,10 +1,11 @@
 // Python binding of the discrete-event simulator core -> hw_models._C.sim.simulate.
 // Called by hw_models/simulator.py, which builds the SimConfig from HardwareParams and flattens the
-// topology into these arrays. Parameters, counters and event kinds are the X-macro lists of simulator.h.
+// topology into these arrays. Parameters, counters and event kinds are the X-macro lists of sim/types.h.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -50,6 +51,14 @@ py::dict flit_dict(const std::vector<FlitLinkResult>& v) {
   FCOL("trimmed_bytes", x.stats.trimmed_bytes);
 #undef FCOL
   return d;
+}
+
+// The hop log as [rows, 8] int64 (HopRow's fields in order).
+py::array_t<int64_t> hop_rows(const std::vector<HopRow>& rows) {
+  static_assert(sizeof(HopRow) == 8 * sizeof(int64_t), "a hop row is 8 int64 fields");
+  py::array_t<int64_t> a({static_cast<py::ssize_t>(rows.size()), py::ssize_t{8}});
+  if (!rows.empty()) std::memcpy(a.mutable_data(), rows.data(), rows.size() * sizeof(HopRow));
+  return a;
 }
 
 py::dict to_dict(const SimResult& r) {
@@ -140,7 +149,7 @@ void bind_sim(py::module_& sim) {
       "simulate",
       [](const py::array& indptr, const py::array& indices, const I64& row_bounds, const I64& col_bounds,
          const SimConfig& c, const I64& link_src, const I64& link_dst, const F64& link_bytes_per_s,
-         const I64& link_latency_ps, const I64& switch_is_tor, const I64& routes) {
+         const I64& link_latency_ps, const I64& switch_is_tor, const I64& routes, bool log_hops) {
         if (routes.ndim() != 3) throw ConfigInvalid("simulator: routes must be [hosts, hosts, max_hops]");
         Csr a;
         a.indptr = static_cast<const int64_t*>(int_array(indptr, "indptr", nullptr));
@@ -168,13 +177,16 @@ void bind_sim(py::module_& sim) {
         SimResult r;
         {
           py::gil_scoped_release nogil;
-          r = run(a, rb, cb, c, t);
+          r = run(a, rb, cb, c, t, log_hops);
         }
-        return to_dict(r);
+        py::dict out = to_dict(r);
+        if (log_hops) out["hops"] = hop_rows(r.hops);
+        return out;
       },
       "Packet-level discrete-event simulation of NetSparse (docs/simulator.md); see hw_models.simulator. indptr "
-      "(int64) and indices (int32 or int64) are read in place.",
+      "(int64) and indices (int32 or int64) are read in place. log_hops=True adds the network's hop log, "
+      "\"hops\": [rows, 8] (kind, serial, where, wire, queued, start, arrive, avail; csrc/sim/types.h HopRow).",
       py::arg("indptr"), py::arg("indices"), py::arg("row_bounds"), py::arg("col_bounds"), py::arg("cfg"),
       py::arg("link_src"), py::arg("link_dst"), py::arg("link_bytes_per_s"), py::arg("link_latency_ps"),
-      py::arg("switch_is_tor"), py::arg("routes"));
+      py::arg("switch_is_tor"), py::arg("routes"), py::arg("log_hops") = false);
 }

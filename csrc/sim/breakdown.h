@@ -1,7 +1,7 @@
 #pragma once
 // The critical-path breakdown (docs/simulator.md, "Where a node's time goes"): what each client unit's
 // Logic Engine clock and each read PR's journey were held up by, so that a node's time splits exactly
-// into resources (NETSPARSE_BOUNDS of simulator.h).
+// into resources (NETSPARSE_BOUNDS of types.h).
 //
 // A client unit's commands follow one another, so its timeline is host round trip, command, host round
 // trip, ... and its last completion notification is the node's finish. A command's critical path goes
@@ -11,7 +11,7 @@
 // per packet hop and folded into the PR at each unit that takes the packet apart.
 #include <cstdint>
 
-#include "sim/simulator.h"
+#include "sim/types.h"
 
 namespace netsparse::sim {
 

@@ -7,7 +7,7 @@
 #include "sim/breakdown.h"
 #include "sim/event_queue.h"
 #include "sim/packets.h"
-#include "sim/simulator.h"
+#include "sim/types.h"
 #include "units/rig_unit.h"
 
 namespace netsparse::sim {

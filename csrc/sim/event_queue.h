@@ -1,6 +1,6 @@
 #pragma once
-// The one event queue the simulator's parts share (workload, nodes, switches, network), its event
-// kinds, and the clock domains. Events are ordered by (time, seq), seq a global insertion counter, so
+// The one event queue the simulator's parts share (workload, nodes, switches, network) (event kinds
+// and clock domains: types.h). Events are ordered by (time, seq), seq a global insertion counter, so
 // ties resolve in insertion order and a config always gives the same report.
 #include <algorithm>
 #include <cmath>
@@ -10,19 +10,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "sim/simulator.h"
+#include "sim/types.h"
 
 namespace netsparse::sim {
-
-constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
-
-// In the order of NETSPARSE_SIM_EVENTS (simulator.h), which names them in the report.
-enum Kind : uint8_t {
-  kIssue, kNicPush, kNicTimer, kSwitchTimer, kTxDone, kArrive, kSwitchDone, kWrite, kServe, kCredit, kFlitTick,
-  kLinkArrive
-};
-static_assert(kLinkArrive + 1 == kEventKinds, "one Kind per entry of NETSPARSE_SIM_EVENTS");
-static_assert(kEventKinds <= 16, "an event key holds its kind in 4 bits");
 
 // A heap entry is 24 bytes: the payload of a PR never rides in the heap (the heap stays in cache).
 // key = seq << 4 | kind; seq is unique, so ordering by (t, key) is ordering by (t, seq).
@@ -116,25 +106,6 @@ class Events {
  private:
   EventQueue heap_;
   uint64_t seq_ = 0;
-};
-
-// Integer cycle <-> picosecond conversion of one clock domain (monotone, exact round trip).
-struct Clock {
-  double ghz;
-  // The cycle that has started by `ps`.
-  int64_t cycle(int64_t ps) const { return static_cast<int64_t>(std::floor(static_cast<long double>(ps) * ghz / 1000.0L)); }
-  // The first picosecond of cycle `cyc`.
-  int64_t ps(int64_t cyc) const {
-    int64_t p = static_cast<int64_t>(std::ceil(static_cast<long double>(cyc) * 1000.0L / ghz));
-    while (cycle(p) < cyc) ++p;
-    while (p > 0 && cycle(p - 1) >= cyc) --p;
-    return p;
-  }
-  // The first cycle that starts at or after `ps`.
-  int64_t up(int64_t ps_) const {
-    const int64_t c = cycle(ps_);
-    return this->ps(c) == ps_ ? c : c + 1;
-  }
 };
 
 }  // namespace netsparse::sim

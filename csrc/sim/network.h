@@ -1,20 +1,16 @@
 #pragma once
-// The network (ASTRA-sim's network layer): links, their egress queues, the vertices' buffers with
-// credit flow control, routing, and the NetCrafter flit layer on switch -> switch links. A packet that
-// reaches a host goes to the nodes; one that reaches an extended ToR goes to its middle pipes; a plain
-// switch forwards it on its route.
+// The packet network (ASTRA-sim's network layer), one implementation of NetworkApi: links that
+// serialise whole packets, their egress queues, the vertices' buffers with credit flow control, and
+// plain switches forwarding on their route. A packet that reaches a host goes to the nodes; one that
+// reaches an extended ToR goes to its middle pipes. FlitNetwork (flit_network.h) builds on it.
 #include <cstdint>
 #include <deque>
 #include <utility>
 #include <vector>
 
-#include "sim/context.h"
-#include "units/flit_link.h"
+#include "sim/network_api.h"
 
 namespace netsparse::sim {
-
-class Nodes;
-class Switches;
 
 // A vertex's buffer as its senders see it (credit flow control with delayed credit returns).
 struct Pool {
@@ -25,56 +21,44 @@ struct Pool {
   int64_t armed = kNever;
 };
 
-class Network {
+class PacketNetwork : public NetworkApi {
  public:
-  explicit Network(SimContext& x);  // validates the topology against the hosts
-  void attach(Nodes* nodes, Switches* switches) {
-    nodes_ = nodes;
-    switches_ = switches;
-  }
-  void handle(const Event& e);  // tx_done, link_arrive, arrive, credit, flit_tick
-  void enqueue(int64_t link, uint32_t p, int64_t t);
-  void occupy(int64_t v, int64_t bytes);
-  void release(int64_t v, int64_t bytes, int64_t at);
-  int64_t used(int64_t v) const { return pool_[v].used; }
-  int64_t route(int64_t src, int64_t dst, int32_t hop) const {
-    return x_.topo.routes[(src * x_.nodes + dst) * x_.topo.max_hops + hop];
-  }
-  int64_t down_link(int64_t host) const { return down_link_[host]; }  // its ToR -> host link
-  int64_t port(int64_t link) const { return out_port_[link]; }        // the link's port at its source switch
-  const std::vector<int64_t>& hosts_of(int64_t s) const { return sw_hosts_[s]; }
-  void finish();  // the flit units' statistics into the report
+  PacketNetwork(SimContext& ctx, bool log_hops);
+  void send(int64_t link, uint32_t p, int64_t t) override;
+  void occupy(int64_t v, int64_t bytes) override;
+  void release(int64_t v, int64_t bytes, int64_t at) override;
+  int64_t used(int64_t v) const override { return pool_[v].used; }
+  void handle(const Event& e) override;  // tx_done, link_arrive, credit
+  void finish() override {}
+
+ protected:
+  // The head of link's queue may go on the link now: whole packets here, flits in FlitNetwork.
+  virtual void start(int64_t link, int64_t t) { serialise(link, t); }
+  void serialise(int64_t link, int64_t t);
+  void leave_queue(int64_t link, int64_t t);
+  void arrive(uint32_t p, int64_t link, int64_t t);
+
+  std::vector<std::deque<uint32_t>> out_q_;  // per link: its egress queue
+  std::vector<int64_t> deliver_ps_;          // link latency, plus switch latency when it ends at a switch
 
  private:
-  void try_start(int64_t link, int64_t t);
+  void enqueue(int64_t link, uint32_t p, int64_t t);
   bool credit(int64_t link, int64_t wire, int64_t t);
-  void leave_queue(int64_t link, int64_t t);
   void refresh(Pool& pl, int64_t t);
   void retry_blocked(int64_t v, int64_t t);
-  void arrive(uint32_t p, int64_t link, int64_t t);
   void hop(Hops& h, int64_t link, int64_t t) const;
-  void flit_setup();
-  void flit_start(int64_t link, int64_t t);
-  void flit_tick(int64_t link, int64_t t);
+  bool waits_for_credit(int64_t link) const {
+    return ctx_.topo.link_dst[link] < ctx_.nodes || ctx_.topo.link_src[link] < ctx_.nodes;
+  }
 
-  SimContext& x_;
-  Nodes* nodes_ = nullptr;
-  Switches* switches_ = nullptr;
-  std::vector<int64_t> down_link_, out_port_;
-  std::vector<std::vector<int64_t>> sw_hosts_;
-  std::vector<std::deque<uint32_t>> out_q_;
   std::vector<std::deque<Timed>> in_flight_;  // per link: packets on it, by arrival time
   std::vector<int64_t> link_free_;    // when the packet on the link has been serialised
-  std::vector<int64_t> deliver_ps_;   // link latency, plus switch latency when it ends at a switch
   std::vector<uint8_t> tx_armed_, link_blocked_;
   std::vector<Pool> pool_;  // per vertex
-  // Flit layer: per link its slot in res.flit_links or -1; per slot the flit unit's state, the
-  // simulator packet of each flit-unit packet id, the flit clock and the armed tick.
-  std::vector<int64_t> flit_slot_;
-  std::vector<units::FlitLinkState> flit_state_;
-  std::vector<std::vector<uint32_t>> flit_ids_;
-  std::vector<Clock> flit_clock_;
-  std::vector<int64_t> flit_armed_;
+  // The hop log (tests): per packet id its serial and open hop row, by the log's rows.
+  bool log_ = false;
+  int64_t serials_ = 0;
+  std::vector<int64_t> serial_, open_row_;
 };
 
 }  // namespace netsparse::sim

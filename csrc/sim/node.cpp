@@ -9,35 +9,64 @@
 
 #include "units/errors.h"
 
-#include "sim/network.h"
+#include "sim/network_api.h"
 
 namespace netsparse::sim {
 using namespace netsparse::units;
 
 // The Timing policy RigClientUnit::issue asks before each idx (see the top of simulator.cpp).
-struct Engine {
+struct LogicEngineTiming {
   Nodes& nodes;
   Node& n;
   Client& u;
   int64_t now, limit;  // SNIC cycles: decisions are >= now; a decision at or after limit waits
-  bool admit(uint64_t idx, bool mem);
-  void consumed(Outcome o);
+  // Both run once per idx inside RigClientUnit::run: inlined there (an out-of-line admit was a call per idx).
+  __attribute__((always_inline)) inline bool admit(uint64_t idx, bool mem);
+  __attribute__((always_inline)) inline void consumed(Outcome o);
+  inline int64_t local_run(int64_t k);
 };
+
+// A run of k local idxs behind a local idx, taken as k calls of admit and consumed(kLocal) would take
+// them, in closed form: first those read behind the last decision (reads run ahead after a filter
+// load) are decided in its cycle, already charged; then each of the rest streams, read one cycle after
+// the last and decided the cycle after its read, one scan_local cycle each, up to the call's limit.
+// Declines (0) in any other state: the idxs then go one by one.
+inline int64_t LogicEngineTiming::local_run(int64_t k) {
+  Path& pa = u.path;
+  const int64_t c = u.decided;
+  if (u.head || now > c || c >= limit || pa.fr < c) return 0;
+  int64_t n = std::min(k, std::max<int64_t>(c - u.next_in, 0));
+  if (n > 0) {  // decided at c <= fr: nothing to charge
+    u.next_in += n;
+    pa.head_read = u.next_in - 1;
+    u.head_d = c;
+    u.head_mem = false;
+    pa.idle = kBounds;
+  }
+  if (n == k || pa.idle != kBounds || pa.fr != c || u.next_in != c) return n;
+  const int64_t m = std::min(k - n, limit - 1 - c);  // the i-th is decided at c + i + 1 < limit
+  if (m <= 0) return n;
+  u.next_in = u.decided = u.head_d = pa.fr = c + m;
+  pa.head_read = c + m - 1;
+  u.head_mem = false;
+  pa.scan[kScanLocal] += m;
+  return n + m;
+}
 
 // The cycles from the last decision charged to this one go, in order, to the idx's read (one per cycle),
 // its wait for an LSQ entry, its filter load, and the rest to why the unit's call came late.
-inline void Engine::consumed(Outcome o) {
+inline void LogicEngineTiming::consumed(Outcome o) {
   u.head = false;
   Path& pa = u.path;
   const int64_t d = u.decided;
   const int scan = kScanLocal + static_cast<int>(o);
-  if (d <= pa.fr) {  // decided in a cycle already charged (reads run ahead of decisions)
-    pa.idle = kBounds;
-    return;
-  }
   if (d == pa.fr + 1 && pa.head_read == pa.fr && pa.idle == kBounds) {  // streaming: one idx this cycle
     ++pa.scan[scan];
     pa.fr = d;
+    return;
+  }
+  if (d <= pa.fr) {  // decided in a cycle already charged (reads run ahead of decisions)
+    pa.idle = kBounds;
     return;
   }
   const int64_t s = u.head_mem ? pa.head_s : pa.head_read, lat = u.head_mem ? pa.head_lat : 0;
@@ -53,13 +82,13 @@ inline void Engine::consumed(Outcome o) {
   upto(s + 1 + lat, pa.head_level);
   if (a < d) {
     pa.scan[pa.idle == kBounds ? scan : pa.idle] += d - a;
-    if (pa.idle == kPendingFull) nodes.stalled_on(pa, n.rig.node(), static_cast<uint32_t>(&u - n.cl.data()), d - a);
+    if (pa.idle == kPendingFull) nodes.stalled_on(pa, n.rig.node(), static_cast<uint32_t>(&u - n.clients.data()), d - a);
   }
   pa.idle = kBounds;
   pa.fr = d;
 }
 
-bool Engine::admit(uint64_t idx, bool mem) {
+inline bool LogicEngineTiming::admit(uint64_t idx, bool mem) {
   if (!u.head) {  // read the idx: its filter load (if any) goes out now
     int64_t s = u.next_in, lat = 0;
     u.path.head_read = s;
@@ -83,14 +112,14 @@ bool Engine::admit(uint64_t idx, bool mem) {
   return true;
 }
 
-Nodes::Nodes(SimContext& x, Workload& work, Network& net) : x_(x), cfg_(x.cfg), work_(work), net_(net) {
+Nodes::Nodes(SimContext& ctx, Workload& work, NetworkApi& net) : ctx_(ctx), cfg_(ctx.cfg), work_(work), net_(net) {
   const SimConfig& cfg = cfg_;
-  cycle_ps_ = x.snic.ps(1);
-  dram_cycles_ = x.snic.up(cfg.dram_ps);
+  cycle_ps_ = ctx.snic.ps(1);
+  dram_cycles_ = ctx.snic.up(cfg.dram_ps);
   horizon_ps_ = std::max(cfg.pcie_ps, cycle_ps_);
-  const std::vector<int64_t>& cb = x.map.bounds;
+  const std::vector<int64_t>& cb = ctx.map.bounds;
   int64_t max_owned = 1;
-  for (int64_t p = 0; p < x.nodes; ++p) max_owned = std::max(max_owned, cb[p + 1] - cb[p]);
+  for (int64_t p = 0; p < ctx.nodes; ++p) max_owned = std::max(max_owned, cb[p + 1] - cb[p]);
   local_.assign(static_cast<size_t>(max_owned * cfg.prop_bytes), 0);
   halo_.assign(static_cast<size_t>(cfg.prop_bytes), 0);
   RigNodeConfig rc;
@@ -107,7 +136,7 @@ Nodes::Nodes(SimContext& x, Workload& work, Network& net) : x_(x), cfg_(x.cfg), 
                            : cfg.nic_delay_cycles < 0 ? units::kInfiniteDelay
                                                       : cfg.nic_delay_cycles;
   rc.event_driven = true;
-  const int64_t n_cols = x.map.n_cols();
+  const int64_t n_cols = ctx.map.n_cols();
   const int64_t lines_per_filter = (n_cols + 8 * cfg.line_bytes - 1) / (8 * cfg.line_bytes);
   if (lines_per_filter > int64_t{UINT32_MAX})
     throw units::ConfigInvalid("simulator: the Idx Filter has more than 2^32 lines (too many columns)");
@@ -115,16 +144,16 @@ Nodes::Nodes(SimContext& x, Workload& work, Network& net) : x_(x), cfg_(x.cfg), 
   // hits and misses exactly like the full cache, with a fraction of the memory (set = line mod sets).
   const int64_t llc_lines = std::min(cfg.llc_bytes / cfg.line_bytes,
                                      (lines_per_filter + cfg.llc_ways - 1) / cfg.llc_ways * cfg.llc_ways);
-  node_.resize(x.nodes);
-  for (int64_t p = 0; p < x.nodes; ++p) {
+  node_.resize(ctx.nodes);
+  for (int64_t p = 0; p < ctx.nodes; ++p) {
     auto nd = std::make_unique<Node>(static_cast<uint32_t>(p), cb, rc);
     // Property values are irrelevant to timing: every idx lands in one shared halo slot, and every
     // node serves from one zero array.
     const int64_t owned_bytes = (cb[p + 1] - cb[p]) * cfg.prop_bytes;
     nd->rig.begin_kernel(cfg.prop_bytes, halo_.data(), cfg.prop_bytes, local_.data(), owned_bytes);
-    nd->cl.resize(cfg.client_units);
+    nd->clients.resize(cfg.client_units);
     nd->paths.resize(cfg.client_units);
-    for (auto& u : nd->cl) {
+    for (auto& u : nd->clients) {
       u.lsq.assign(cfg.lsq_entries, 0);
       if (cfg.filter) {
         u.l1 = LineCache(cfg.l1_bytes / cfg.line_bytes, cfg.l1_ways);
@@ -132,15 +161,15 @@ Nodes::Nodes(SimContext& x, Workload& work, Network& net) : x_(x), cfg_(x.cfg), 
       }
     }
     if (cfg.filter) nd->llc = LineCache(std::max<int64_t>(1, llc_lines), cfg.llc_ways);
-    nd->sv.resize(cfg.server_units);
-    for (auto& s : nd->sv) s.lsq.assign(cfg.lsq_entries, 0);
-    x.res.nodes[p].batch = work.batch(p);
+    nd->servers.resize(cfg.server_units);
+    for (auto& s : nd->servers) s.lsq.assign(cfg.lsq_entries, 0);
+    ctx.res.nodes[p].batch = work.batch(p);
     node_[p] = std::move(nd);
   }
 }
 
 void Nodes::start() {
-  for (int64_t p = 0; p < x_.nodes; ++p) {
+  for (int64_t p = 0; p < ctx_.nodes; ++p) {
     Node& n = *node_[p];
     for (int64_t u = 0; u < cfg_.client_units && work_.has_command(p); ++u) {
       ++n.active_units;
@@ -158,10 +187,10 @@ bool Nodes::running() const {
 void Nodes::handle(const Event& e) {
   switch (e.kind()) {
     case kIssue: {
-      Client& u = node_[e.a]->cl[e.b];
+      Client& u = node_[e.a]->clients[e.b];
       if (u.has_pr) {  // the fused NIC push of the PR issued at this time counts as its own event
         u.has_pr = false;
-        ++x_.res.events;
+        ++ctx_.res.events;
         nic_push(e.a, kReadType, u.pr_dest, u.pr, e.t);
       }
       issue(e.a, e.b, e.t);
@@ -172,7 +201,7 @@ void Nodes::handle(const Event& e) {
       Node& n = *node_[e.a];
       if (n.timer != e.t) break;  // superseded by an earlier timer
       n.timer = kNever;
-      n.rig.nic().advance(std::max(x_.snic.cycle(e.t), n.rig.nic().now()));
+      n.rig.nic().advance(std::max(ctx_.snic.cycle(e.t), n.rig.nic().now()));
       nic_send(e.a, e.t);
       arm_nic(e.a, e.t);
       break;
@@ -193,7 +222,7 @@ void Nodes::handle(const Event& e) {
 // the SNIC's LLC, else DRAM; every level on the way keeps the line (LRU).
 int64_t Nodes::filter_load(Node& n, Client& u, uint64_t idx) {
   const uint32_t line = static_cast<uint32_t>(idx / static_cast<uint64_t>(8 * cfg_.line_bytes));
-  NodeCounters& c = x_.res.nodes[n.rig.node()];
+  NodeCounters& c = ctx_.res.nodes[n.rig.node()];
   if (u.l1.access(line)) {
     ++c.mem_l1;
     u.path.head_level = kFilterL1;
@@ -217,7 +246,7 @@ int64_t Nodes::filter_load(Node& n, Client& u, uint64_t idx) {
 // The host hands unit `unit` the next command at t_host: MMIO write, then the unit's idx DMA.
 void Nodes::assign(uint32_t node, uint32_t unit, int64_t t_host) {
   Node& n = *node_[node];
-  Client& u = n.cl[unit];
+  Client& u = n.clients[unit];
   const int64_t len = work_.next_command(node, n.rig.clients()[unit]);
   const int64_t at_host = t_host + 2 * cfg_.pcie_ps;  // MMIO lands, the unit's DMA request reaches the host
   const int64_t start = std::max(at_host, n.dma_free);
@@ -225,24 +254,24 @@ void Nodes::assign(uint32_t node, uint32_t unit, int64_t t_host) {
   n.dma_free = start + static_cast<int64_t>(std::ceil(ser - 1e-6));
   const int64_t ready = n.dma_free + cfg_.pcie_ps;  // the last idx byte reached the SNIC
   u.active = true;
-  u.next_in = std::max(u.next_in, x_.snic.up(ready));
+  u.next_in = std::max(u.next_in, ctx_.snic.up(ready));
   u.busy = true;
-  x_.events.push(ready, kIssue, node, unit);
+  ctx_.events.push(ready, kIssue, node, unit);
   // The path: the round trip up to the command's first scan cycle, then a fresh scan.
   Path& pa = u.path;
-  pa.cmd_c = pa.fr = x_.snic.up(ready);
+  pa.cmd_c = pa.fr = ctx_.snic.up(ready);
   std::fill(std::begin(pa.scan), std::end(pa.scan), 0);
   pa.last_resp = -1;
   PathLog& log = n.paths[unit];
   int64_t host[kBounds] = {};
-  host[kHost] = x_.snic.ps(pa.cmd_c) - log.t;
-  log.charge(x_.snic.ps(pa.cmd_c), host);
+  host[kHost] = ctx_.snic.ps(pa.cmd_c) - log.t;
+  log.charge(ctx_.snic.ps(pa.cmd_c), host);
 }
 
 // The unit's command completed at t: its completion notification reaches the host one PCIe latency later.
 void Nodes::complete(uint32_t node, uint32_t unit, int64_t t) {
   Node& n = *node_[node];
-  n.cl[unit].active = false;
+  n.clients[unit].active = false;
   command_path(node, unit, t);
   const int64_t seen = t + cfg_.pcie_ps;
   if (!work_.has_command(node)) {  // the unit's last notification: its path ends when the host has it
@@ -252,13 +281,13 @@ void Nodes::complete(uint32_t node, uint32_t unit, int64_t t) {
   }
   n.host_seen = std::max(n.host_seen, seen);
   if (work_.has_command(node)) return assign(node, unit, seen);
-  if (--n.active_units == 0) x_.res.node_done_ps[node] = n.host_seen;
+  if (--n.active_units == 0) ctx_.res.node_done_ps[node] = n.host_seen;
 }
 
 // A read PR leaves at pr_cycle: one PR per cycle may hold it past its decision. Its journey starts,
 // with the scan charges up to it (a command's scan fits 2^32 cycles: over 2 s at Table 5's clock).
 void Nodes::issued(uint32_t node, uint32_t unit, const PR& pr, int64_t pr_cycle, int64_t pr_ps) {
-  Path& pa = node_[node]->cl[unit].path;
+  Path& pa = node_[node]->clients[unit].path;
   if (pr_cycle > pa.fr) {
     pa.scan[kScanIssued] += pr_cycle - pa.fr;
     pa.fr = pr_cycle;
@@ -266,8 +295,8 @@ void Nodes::issued(uint32_t node, uint32_t unit, const PR& pr, int64_t pr_cycle,
   if (pa.fr - pa.cmd_c > int64_t{UINT32_MAX})
     throw std::logic_error("simulator: a RIG command scanned for 2^32 SNIC cycles; use a smaller batch");
   const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
-  std::vector<PrJourney>& js = x_.trace[slot];
-  std::vector<PrScan>& ss = x_.scans[slot];
+  std::vector<PrJourney>& js = ctx_.trace[slot];
+  std::vector<PrScan>& ss = ctx_.scans[slot];
   if (pr.id >= js.size()) {  // a unit's ids reach its most PRs in flight: Table 5's 256 in one allocation
     const size_t n = std::min<size_t>(static_cast<size_t>(cfg_.pending_entries),
                                       std::max<size_t>({pr.id + 1, 2 * js.size(), 256}));
@@ -310,15 +339,15 @@ void spread(const T* cyc, int64_t t0, int64_t t1, int fallback, int64_t (&out)[k
 
 // The unit's command completed at t: its critical path since the command's first scan cycle.
 void Nodes::command_path(uint32_t node, uint32_t unit, int64_t t) {
-  const Path& pa = node_[node]->cl[unit].path;
+  const Path& pa = node_[node]->clients[unit].path;
   PathLog& log = node_[node]->paths[unit];
-  const int64_t start = x_.snic.ps(pa.cmd_c);
+  const int64_t start = ctx_.snic.ps(pa.cmd_c);
   int64_t add[kBounds] = {};
-  if (pa.last_resp >= 0 && pa.last_resp_t >= x_.snic.ps(pa.fr)) {  // a response came last
+  if (pa.last_resp >= 0 && pa.last_resp_t >= ctx_.snic.ps(pa.fr)) {  // a response came last
     const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
-    const PrJourney& tr = x_.trace[slot][pa.last_resp];
-    const PrScan& sc = x_.scans[slot][pa.last_resp];
-    const int64_t issued = x_.snic.ps(pa.cmd_c + sc.issued);
+    const PrJourney& tr = ctx_.trace[slot][pa.last_resp];
+    const PrScan& sc = ctx_.scans[slot][pa.last_resp];
+    const int64_t issued = ctx_.snic.ps(pa.cmd_c + sc.issued);
     spread(sc.scan, start, issued, kScanIssued, add);
     log.charge(issued, add);
     std::fill(std::begin(add), std::end(add), 0);
@@ -341,9 +370,9 @@ void Nodes::command_path(uint32_t node, uint32_t unit, int64_t t) {
 void Nodes::stalled_on(const Path& pa, uint32_t node, uint32_t unit, int64_t cycles) {
   if (pa.last_resp < 0) return;
   const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
-  const PrJourney& tr = x_.trace[slot][pa.last_resp];
+  const PrJourney& tr = ctx_.trace[slot][pa.last_resp];
   // its issue to within a ps (a diagnostic: no exact clock conversion on this path)
-  const double issued = static_cast<double>(pa.cmd_c + x_.scans[slot][pa.last_resp].issued) * 1000.0 / x_.snic.ghz;
+  const double issued = static_cast<double>(pa.cmd_c + ctx_.scans[slot][pa.last_resp].issued) * 1000.0 / ctx_.snic.ghz;
   const double total = static_cast<double>(pa.last_resp_t) - issued;
   double* on = node_[node]->paths[unit].stalled_on;
   if (total <= 0) return;
@@ -380,10 +409,10 @@ void PathLog::charge(int64_t t1, const int64_t (&add)[kBounds]) {
 // Each node's critical path is that of its client unit whose last completion notification reached the
 // host last (the node's finish); it must tile [0, finish] exactly.
 void Nodes::critical_paths() {
-  SimResult& r = x_.res;
-  r.bound_ps.assign(static_cast<size_t>(x_.nodes * kBounds), 0);
-  r.stalled_on.assign(static_cast<size_t>(x_.nodes * kBounds), 0.0);
-  for (int64_t p = 0; p < x_.nodes; ++p) {
+  SimResult& r = ctx_.res;
+  r.bound_ps.assign(static_cast<size_t>(ctx_.nodes * kBounds), 0);
+  r.stalled_on.assign(static_cast<size_t>(ctx_.nodes * kBounds), 0.0);
+  for (int64_t p = 0; p < ctx_.nodes; ++p) {
     const PathLog* last = nullptr;
     for (const PathLog& u : node_[p]->paths)
       if (!last || u.t > last->t) last = &u;
@@ -409,69 +438,69 @@ void Nodes::critical_paths() {
 
 void Nodes::issue(uint32_t node, uint32_t unit, int64_t t) {
   Node& n = *node_[node];
-  Client& u = n.cl[unit];
+  Client& u = n.clients[unit];
   RigClientUnit& ru = n.rig.clients()[unit];
   if (n.tx_bytes >= cfg_.tx_buffer_bytes && ru.scanning()) {  // Tx full: no new PRs (busy stays set)
     n.tx_waiters.push_back(unit);
-    ++x_.res.nodes[node].tx_waits;
+    ++ctx_.res.nodes[node].tx_waits;
     u.path.idle = kTxLink;
     return;
   }
   const int64_t limit_ps = std::min(t + horizon_ps_, n.writes.empty() ? kNever : n.writes.front());
-  Engine clk{*this, n, u, x_.snic.up(t), x_.snic.up(limit_ps)};
+  LogicEngineTiming timing{*this, n, u, ctx_.snic.up(t), ctx_.snic.up(limit_ps)};
   int64_t pr_cycle = -1, pr_ps = 0;
   ru.issue(
       n.rig.context(),
       [&](uint32_t dest, const PR& pr) {
         pr_cycle = std::max(u.decided, u.last_pr + 1);  // one read PR per cycle
         u.decided = u.last_pr = pr_cycle;
-        pr_ps = x_.snic.ps(pr_cycle);
+        pr_ps = ctx_.snic.ps(pr_cycle);
         issued(node, unit, pr, pr_cycle, pr_ps);
         u.pr = pr;
         u.pr_dest = dest;
         u.has_pr = true;
       },
-      1, clk);
+      1, timing);
   if (pr_cycle >= 0) {  // the PR enters the NIC concatenator at its decision, in the next call's event
-    x_.events.push(pr_ps, kIssue, node, unit);
+    ctx_.events.push(pr_ps, kIssue, node, unit);
     return;
   }
   if (u.head && !ru.stalled()) {  // the call reached the horizon: go on from the idx it read
-    x_.events.push(x_.snic.ps(std::max(u.head_d, clk.limit)), kIssue, node, unit);
+    ctx_.events.push(ctx_.snic.ps(std::max(u.head_d, timing.limit)), kIssue, node, unit);
     return;
   }
   u.busy = false;  // stalled or waiting for responses: a response write wakes the unit
   if (ru.stalled()) u.path.idle = kPendingFull;
   if (u.active && ru.commands_done() == ru.commands_enqueued())
-    complete(node, unit, std::max(t, x_.snic.ps(u.decided)));
+    complete(node, unit, std::max(t, ctx_.snic.ps(u.decided)));
 }
 
 void Nodes::write_back(uint32_t p, int64_t t) {
-  const Packet& k = x_.pkts[p];
+  const Packet& k = ctx_.pkts[p];
   const uint32_t host = k.dst;
   const int64_t wire = k.wire;
   Node& n = *node_[host];
   if (n.writes.empty() || n.writes.front() != t) throw std::logic_error("simulator: response writes out of order");
   n.writes.pop_front();
-  const PacketView v = x_.pkts.view(p);
-  Packet& pk = x_.pkts[p];
-  x_.fold_packet(pk, v, t);
+  const PacketView v = ctx_.pkts.view(p);
+  Packet& pk = ctx_.pkts[p];
+  ctx_.fold_packet(pk, v, t);
   for (int64_t i = 0; i < v.n_prs; ++i) {
     const PR pr = v.pr(i);
     if (pr.src != host || pr.src_tid >= cfg_.client_units)
       throw std::logic_error("simulator: response delivered to the wrong node or unit");
     n.rig.clients()[pr.src_tid].on_response(n.rig.context(), pr, v.payload(i));
-    Client& u = n.cl[pr.src_tid];
+    Client& u = n.clients[pr.src_tid];
     u.path.last_resp = pr.id;
     u.path.last_resp_t = t;
     u.path.last_resp_rx = t - pk.h.mark;  // deconcatenation and DMA into host memory
     if (!u.busy) {  // wake an idle unit: it may resume, finish its command, or complete it
       u.busy = true;
-      x_.events.push(t, kIssue, host, pr.src_tid);
+      ctx_.events.push(t, kIssue, host, pr.src_tid);
     }
   }
   net_.release(host, wire, t);  // the packet leaves the Rx buffer
-  x_.pkts.free(p);
+  ctx_.pkts.free(p);
 }
 
 // Read packets waiting in the Rx buffer go to the server unit free first, while one is free and the
@@ -484,7 +513,7 @@ void Nodes::serve_ready(uint32_t host, int64_t t) {
       return;
     }
     int64_t first = kNever;
-    for (const Server& s : n.sv) first = std::min(first, s.free);
+    for (const Server& s : n.servers) first = std::min(first, s.free);
     if (first > t) return arm_serve(host, first);
     const uint32_t p = n.rx_wait.front();
     n.rx_wait.pop_front();
@@ -496,19 +525,19 @@ void Nodes::arm_serve(uint32_t host, int64_t t) {
   Node& n = *node_[host];
   if (t < n.serve_at) {
     n.serve_at = t;
-    x_.events.push(t, kServe, host);
+    ctx_.events.push(t, kServe, host);
   }
 }
 
 void Nodes::serve(uint32_t host, uint32_t p, int64_t t) {
   Node& n = *node_[host];
   uint32_t u = 0;
-  for (uint32_t i = 1; i < n.sv.size(); ++i)
-    if (n.sv[i].free < n.sv[u].free) u = i;
-  Server& s = n.sv[u];
-  const PacketView v = x_.pkts.view(p);
-  const Packet& pk = x_.pkts[p];
-  x_.fold_packet(pk, v, pk.h.mark);  // from its arrival to its push into the NIC: the server
+  for (uint32_t i = 1; i < n.servers.size(); ++i)
+    if (n.servers[i].free < n.servers[u].free) u = i;
+  Server& s = n.servers[u];
+  const PacketView v = ctx_.pkts.view(p);
+  const Packet& pk = ctx_.pkts[p];
+  ctx_.fold_packet(pk, v, pk.h.mark);  // from its arrival to its push into the NIC: the server
   n.rig.servers()[u].serve(n.rig.context(), v, [&](uint32_t dest, const PR& pr, const uint8_t*) {
     // One property read per SNIC cycle, at most lsq_entries PCIe reads in flight (Table 5 LSQ).
     int64_t start = std::max(t, s.free) + cycle_ps_;
@@ -519,31 +548,31 @@ void Nodes::serve(uint32_t host, uint32_t p, int64_t t) {
     s.lsq_pos = s.lsq_pos + 1 == s.lsq.size() ? 0 : s.lsq_pos + 1;
     if (dest != pr.src) throw std::logic_error("simulator: a response must go back to its requester");
     if (!s.q.empty() && slot <= s.q.back().t) throw std::logic_error("simulator: server unit push times must increase");
-    PrJourney& tr = x_.journey_of(pr);
+    PrJourney& tr = ctx_.journey_of(pr);
     tr.j[journey(kRemoteServer)] += slot - tr.mark;
     tr.mark = slot;
-    const uint64_t seq = x_.events.next_seq();
-    if (s.q.empty()) x_.events.push_seq(slot, seq, kNicPush, host, u);
+    const uint64_t seq = ctx_.events.next_seq();
+    if (s.q.empty()) ctx_.events.push_seq(slot, seq, kNicPush, host, u);
     s.q.push_back(Response{slot, seq, pr});
   });
-  x_.res.nodes[host].served += v.n_prs;
-  net_.release(host, x_.pkts[p].wire, s.free);  // the packet leaves the Rx buffer once its last read started
-  x_.pkts.free(p);
+  ctx_.res.nodes[host].served += v.n_prs;
+  net_.release(host, ctx_.pkts[p].wire, s.free);  // the packet leaves the Rx buffer once its last read started
+  ctx_.pkts.free(p);
 }
 
 // The head response of server unit `unit` enters the NIC concatenator; the next one becomes the head.
 void Nodes::respond(uint32_t node, uint32_t unit, const Event& e) {
-  auto& q = node_[node]->sv[unit].q;
+  auto& q = node_[node]->servers[unit].q;
   const Response r = q.front();
   if (r.seq != e.seq() || r.t != e.t) throw std::logic_error("simulator: response stream out of order");
   q.pop_front();
-  if (!q.empty()) x_.events.push_seq(q.front().t, q.front().seq, kNicPush, node, unit);
+  if (!q.empty()) ctx_.events.push_seq(q.front().t, q.front().seq, kNicPush, node, unit);
   nic_push(node, kResponseType, r.pr.src, r.pr, e.t);
 }
 
 void Nodes::receive(uint32_t host, uint32_t p, int64_t t) {
-  const Packet& k = x_.pkts[p];
-  NodeCounters& nc = x_.res.nodes[host];
+  const Packet& k = ctx_.pkts[p];
+  NodeCounters& nc = ctx_.res.nodes[host];
   ++nc.packets_rx;
   nc.header_rx += k.header;
   nc.payload_rx += k.payload;
@@ -551,7 +580,7 @@ void Nodes::receive(uint32_t host, uint32_t p, int64_t t) {
   Node& n = *node_[host];
   if (k.type == kResponseType) {
     n.writes.push_back(t + cfg_.pcie_ps);
-    x_.events.push(t + cfg_.pcie_ps, kWrite, p, host);
+    ctx_.events.push(t + cfg_.pcie_ps, kWrite, p, host);
     return;
   }
   n.rx_wait.push_back(p);
@@ -568,7 +597,7 @@ void Nodes::tx_left(uint32_t host, int64_t wire, int64_t t) {
 // The host's Tx buffer went below its size: waiting client units and read packets go on.
 void Nodes::tx_drained(uint32_t host, int64_t t) {
   Node& n = *node_[host];
-  for (uint32_t u : n.tx_waiters) x_.events.push(t, kIssue, host, u);
+  for (uint32_t u : n.tx_waiters) ctx_.events.push(t, kIssue, host, u);
   n.tx_waiters.clear();
   if (n.serve_on_drain) {
     n.serve_on_drain = false;
@@ -579,7 +608,7 @@ void Nodes::tx_drained(uint32_t host, int64_t t) {
 void Nodes::nic_push(uint32_t node, uint16_t type, uint32_t dest, const PR& pr, int64_t t) {
   Node& n = *node_[node];
   const uint8_t* payload = type == kResponseType ? local_.data() : nullptr;
-  n.rig.nic().push(type, dest, pr, payload, x_.snic.cycle(t));
+  n.rig.nic().push(type, dest, pr, payload, ctx_.snic.cycle(t));
   nic_send(node, t);
   arm_nic(node, t);
 }
@@ -587,11 +616,11 @@ void Nodes::nic_push(uint32_t node, uint16_t type, uint32_t dest, const PR& pr, 
 // Sends every packet the node's NIC concatenator flushed into the Tx buffer and onto the uplink.
 void Nodes::nic_send(uint32_t node, int64_t t) {
   Node& n = *node_[node];
-  x_.pkts.take(n.rig.nic(), [&](uint32_t p) {
-    Packet& k = x_.pkts[p];
+  ctx_.pkts.take(n.rig.nic(), [&](uint32_t p) {
+    Packet& k = ctx_.pkts[p];
     k.route_src = node;
     k.h.born = k.h.mark = t;
-    NodeCounters& nc = x_.res.nodes[node];
+    NodeCounters& nc = ctx_.res.nodes[node];
     ++nc.packets_tx;
     nc.prs_tx += k.n_prs;
     nc.header_tx += k.header;
@@ -599,7 +628,7 @@ void Nodes::nic_send(uint32_t node, int64_t t) {
     nc.wire_tx += k.wire;
     n.tx_bytes += k.wire;
     nc.tx_peak = std::max(nc.tx_peak, n.tx_bytes);
-    net_.enqueue(net_.route(node, k.dst, 0), p, t);
+    net_.send(net_.routes().route(node, k.dst, 0), p, t);
   });
 }
 
@@ -607,25 +636,25 @@ void Nodes::arm_nic(uint32_t node, int64_t t) {
   Node& n = *node_[node];
   const int64_t e = n.rig.nic().next_expiration();
   if (e == INT64_MAX) return;
-  const int64_t at = std::max(t, x_.snic.ps(e));
+  const int64_t at = std::max(t, ctx_.snic.ps(e));
   if (at < n.timer) {
     n.timer = at;
-    x_.events.push(at, kNicTimer, node);
+    ctx_.events.push(at, kNicTimer, node);
   }
 }
 
 void Nodes::drain_all(int64_t t) {
-  for (int64_t x = 0; x < x_.nodes; ++x) {
-    Concatenator& nic = node_[x]->rig.nic();
-    nic.flush_all(std::max(x_.snic.cycle(t), nic.now()));
-    nic_send(static_cast<uint32_t>(x), t);
+  for (int64_t p = 0; p < ctx_.nodes; ++p) {
+    Concatenator& nic = node_[p]->rig.nic();
+    nic.flush_all(std::max(ctx_.snic.cycle(t), nic.now()));
+    nic_send(static_cast<uint32_t>(p), t);
   }
 }
 
 void Nodes::finish() {
-  for (int64_t p = 0; p < x_.nodes; ++p) {
+  for (int64_t p = 0; p < ctx_.nodes; ++p) {
     const RigCounters rc = node_[p]->rig.stats().rig;
-    NodeCounters& nc = x_.res.nodes[p];
+    NodeCounters& nc = ctx_.res.nodes[p];
     nc.idxs = rc.idxs;
     nc.local = rc.local;
     nc.filtered = rc.filtered;

@@ -17,7 +17,7 @@
 
 namespace netsparse::sim {
 
-class Network;
+class NetworkApi;
 
 // Set-associative LRU cache of line ids (tags only: the bits themselves are the functional Idx
 // Filter). Each set keeps its ways most-recent first; set = line mod sets.
@@ -107,9 +107,9 @@ struct Node {
   Node(uint32_t p, const std::vector<int64_t>& col_bounds, const units::RigNodeConfig& c)
       : rig(p, col_bounds, c) {}
   units::RigNode rig;
-  std::vector<Client> cl;  // per client unit
+  std::vector<Client> clients;  // per client unit
   std::vector<PathLog> paths;  // per client unit
-  std::vector<Server> sv;  // per server unit
+  std::vector<Server> servers;  // per server unit
   LineCache llc;
   int64_t timer = kNever, serve_at = kNever;
   int64_t dma_free = 0, host_seen = 0, active_units = 0;
@@ -122,7 +122,7 @@ struct Node {
 
 class Nodes {
  public:
-  Nodes(SimContext& x, Workload& work, Network& net);
+  Nodes(SimContext& ctx, Workload& work, NetworkApi& net);
   void start();                      // the host hands a command to every client unit it can
   void handle(const Event& e);       // issue, nic_push, nic_timer, write, serve
   void receive(uint32_t host, uint32_t p, int64_t t);  // a packet reached the host's SNIC
@@ -132,7 +132,7 @@ class Nodes {
   void finish();                      // the RIG units' counters into the report
 
  private:
-  friend struct Engine;
+  friend struct LogicEngineTiming;
   int64_t filter_load(Node& n, Client& u, uint64_t idx);
   void assign(uint32_t node, uint32_t unit, int64_t t_host);
   void complete(uint32_t node, uint32_t unit, int64_t t);
@@ -151,10 +151,10 @@ class Nodes {
   void nic_send(uint32_t node, int64_t t);
   void arm_nic(uint32_t node, int64_t t);
 
-  SimContext& x_;
+  SimContext& ctx_;
   const SimConfig& cfg_;
   Workload& work_;
-  Network& net_;
+  NetworkApi& net_;
   int64_t cycle_ps_ = 0, dram_cycles_ = 0, horizon_ps_ = 0;
   std::vector<uint8_t> local_;  // property values are irrelevant to timing: one zero array
   std::vector<uint8_t> halo_;   // one scratch halo row (prop_bytes) shared by all nodes

@@ -1,8 +1,9 @@
 // Packet-level discrete-event simulator of NetSparse; design in
 // docs/simulator.md. Split like the hardware, after ASTRA-sim's workload / system / network layers,
 // around one event queue (event_queue.h): the workload (workload.*: each node's idx stream as RIG
-// commands), the nodes (node.*: host, RIG units, NIC), the extended switches (switch.*: middle pipes)
-// and the network (network.*: links, buffers, credits, routing, flits). This file checks the config,
+// commands), the system side: the nodes (node.*: host, RIG units, NIC) and the extended switches
+// (switch.*: middle pipes), and the network behind its interface (network_api.h: routes; network.*:
+// links, buffers, credits; flit_network.*: NetCrafter flit links between switches). This file checks the config,
 // builds the parts and runs the event loop. Timing rules (hw_models/analytic.py gives the same for a
 // lone PR):
 //
@@ -47,10 +48,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "sim/context.h"
-#include "sim/network.h"
+#include "sim/network_api.h"
 #include "sim/node.h"
 #include "sim/switch.h"
 #include "sim/workload.h"
@@ -98,17 +100,18 @@ void check_partition(const std::vector<int64_t>& rb, const std::vector<int64_t>&
                         std::to_string(nodes) + " nodes");
 }
 
-// The parts around one event queue; each event goes to the part that owns its kind.
+// The parts around one event queue; each event goes to the part that owns its kind. The system side
+// (nodes, switches) reaches the network only through NetworkApi (network_api.h).
 class Sim {
  public:
   Sim(const Csr& a, const std::vector<int64_t>& rb, const std::vector<int64_t>& cb, const SimConfig& cfg,
-      const Topo& topo)
-      : x_(cfg, topo, cb),
+      const Topo& topo, bool log_hops)
+      : ctx_(cfg, topo, cb),
         work_(a, rb, cb, cfg),
-        net_(x_),
-        switches_(x_, net_),
-        nodes_(x_, work_, net_) {
-    net_.attach(&nodes_, &switches_);
+        net_(make_network(ctx_, log_hops)),
+        switches_(ctx_, *net_),
+        nodes_(ctx_, work_, *net_) {
+    net_->attach(&nodes_, &switches_);
   }
   SimResult run();
 
@@ -117,9 +120,9 @@ class Sim {
   void drain_all(int64_t t);  // infinite concatenation delays: nothing else can happen (end of round)
   void report_active_nodes();
 
-  SimContext x_;
+  SimContext ctx_;
   Workload work_;
-  Network net_;
+  std::unique_ptr<NetworkApi> net_;
   Switches switches_;
   Nodes nodes_;
 };
@@ -128,21 +131,21 @@ void Sim::handle(const Event& e) {
   switch (e.kind()) {
     case kIssue: case kNicPush: case kNicTimer: case kWrite: case kServe: return nodes_.handle(e);
     case kSwitchTimer: case kSwitchDone: return switches_.handle(e);
-    case kTxDone: case kArrive: case kLinkArrive: case kCredit: case kFlitTick: return net_.handle(e);
+    case kTxDone: case kArrive: case kLinkArrive: case kCredit: case kFlitTick: return net_->handle(e);
     default: throw std::logic_error("simulator: unknown event");
   }
 }
 
 void Sim::drain_all(int64_t t) {
-  ++x_.res.drains;
+  ++ctx_.res.drains;
   nodes_.drain_all(t);
   switches_.drain_all(t);
 }
 
 SimResult Sim::run() {
   const auto t0 = std::chrono::steady_clock::now();
-  SimResult& res = x_.res;
-  Events& events = x_.events;
+  SimResult& res = ctx_.res;
+  Events& events = ctx_.events;
   nodes_.start();
   int64_t now = 0;
   for (;;) {
@@ -159,9 +162,9 @@ SimResult Sim::run() {
     if (events.empty()) throw std::logic_error("simulator: deadlock, nodes cannot finish");
   }
   nodes_.finish();
-  net_.finish();
+  net_->finish();
   switches_.finish();
-  res.max_packet_wire = x_.pkts.max_wire();
+  res.max_packet_wire = ctx_.pkts.max_wire();
   report_active_nodes();
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return std::move(res);
@@ -169,8 +172,8 @@ SimResult Sim::run() {
 
 // Active nodes over time: a step down at every node's completion (ties in node order).
 void Sim::report_active_nodes() {
-  SimResult& res = x_.res;
-  const int64_t n = x_.nodes;
+  SimResult& res = ctx_.res;
+  const int64_t n = ctx_.nodes;
   std::vector<int64_t> order(n);
   for (int64_t p = 0; p < n; ++p) order[p] = p;
   std::stable_sort(order.begin(), order.end(),
@@ -186,10 +189,10 @@ void Sim::report_active_nodes() {
 }  // namespace
 
 SimResult run(const Csr& a, const std::vector<int64_t>& row_bounds, const std::vector<int64_t>& col_bounds,
-              const SimConfig& cfg, const Topo& topo) {
+              const SimConfig& cfg, const Topo& topo, bool log_hops) {
   check_partition(row_bounds, col_bounds, topo);
   check_config(cfg);
-  Sim s(a, row_bounds, col_bounds, cfg, topo);
+  Sim s(a, row_bounds, col_bounds, cfg, topo, log_hops);
   return s.run();
 }
 

@@ -4,22 +4,22 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "sim/network.h"
+#include "sim/network_api.h"
 
 namespace netsparse::sim {
 using namespace netsparse::units;
 
-Switches::Switches(SimContext& x, Network& net) : x_(x), net_(net) {
-  const SimConfig& cfg = x.cfg;
+Switches::Switches(SimContext& ctx, NetworkApi& net) : ctx_(ctx), net_(net) {
+  const SimConfig& cfg = ctx.cfg;
   pipes_ = cfg.switch_pipes;
   ports_per_pipe_ = std::max<int64_t>(1, cfg.switch_ports / cfg.switch_pipes);
   lookup_cycles_ = cfg.cache_latency_cycles;
   ConcatConfig sc;
-  sc.n_dests = x.nodes;
+  sc.n_dests = ctx.nodes;
   sc.mtu = cfg.mtu;
   sc.upper_bytes = cfg.upper_bytes;
   sc.delay_cycles = cfg.switch_delay_cycles < 0 ? units::kInfiniteDelay : cfg.switch_delay_cycles;
-  pipe_.resize(x.topo.n_switches * pipes_);
+  pipe_.resize(ctx.topo.n_switches * pipes_);
   pipe_timer_.assign(pipe_.size(), kNever);
   pipe_free_.assign(pipe_.size(), 0);
   pipe_out_.resize(pipe_.size());
@@ -29,8 +29,8 @@ Switches::Switches(SimContext& x, Network& net) : x_(x), net_(net) {
   // The simulator's properties are zeros and nobody reads a hit's payload: the caches keep no data.
   CacheConfig cc{cfg.cache_bytes, cfg.cache_ways, cfg.cache_segment, cfg.cache_max_line};
   cc.no_data = true;
-  for (int64_t s = 0; s < x.topo.n_switches; ++s) {
-    if (!x.topo.switch_is_tor[s]) continue;
+  for (int64_t s = 0; s < ctx.topo.n_switches; ++s) {
+    if (!ctx.topo.switch_is_tor[s]) continue;
     for (int64_t i = 0; i < pipes_; ++i) {
       auto& sp = pipe_[s * pipes_ + i];
       sp = std::make_unique<SwitchPipe>(cc, sc);
@@ -46,12 +46,12 @@ void Switches::handle(const Event& e) {
       if (pipe_timer_[e.a] != e.t) break;
       pipe_timer_[e.a] = kNever;
       SwitchPipe& sp = *pipe_[e.a];
-      sp.advance(std::max(x_.sw.cycle(e.t), sp.concatenator().now()));
-      x_.pkts.take(sp.concatenator(), [&](uint32_t p) { out(e.a, p, e.t); });
+      sp.advance(std::max(ctx_.sw.cycle(e.t), sp.concatenator().now()));
+      ctx_.pkts.take(sp.concatenator(), [&](uint32_t p) { out(e.a, p, e.t); });
       arm(e.a, e.t);
       break;
     }
-    case kSwitchDone: run_pipe(e.a, x_.events.stream_pop(pipe_out_[e.a], e), e.t); break;
+    case kSwitchDone: run_pipe(e.a, ctx_.events.stream_pop(pipe_out_[e.a], e), e.t); break;
     default: throw std::logic_error("simulator: not a switch event");
   }
 }
@@ -59,15 +59,15 @@ void Switches::handle(const Event& e) {
 // The packet's PRs go through one middle pipe, one per switch cycle, each entering the pipe's
 // concatenator after the cache lookup.
 void Switches::arrive(int64_t s, uint32_t p, int64_t in_link, int64_t t) {
-  const Packet& k = x_.pkts[p];
+  const Packet& k = ctx_.pkts[p];
   const int64_t pipe = s * pipes_ + pipe_of(s, k, in_link);
-  const int64_t in = x_.sw.cycle(t);
+  const int64_t in = ctx_.sw.cycle(t);
   const int64_t start = std::max(in, pipe_free_[pipe]);
   pipe_free_[pipe] = start + k.n_prs;
-  SwitchCounters& sc = x_.res.switches[s];
+  SwitchCounters& sc = ctx_.res.switches[s];
   sc.pipe_prs += k.n_prs;
   sc.pipe_wait_cycles += start - in;
-  PipeCounters& pc = x_.res.pipes[pipe];
+  PipeCounters& pc = ctx_.res.pipes[pipe];
   ++pc.packets;
   pc.prs += k.n_prs;
   if (pc.packets == 1) pc.first_cycle = in;
@@ -83,7 +83,7 @@ void Switches::arrive(int64_t s, uint32_t p, int64_t in_link, int64_t t) {
   }
   window_prs_[pipe] += k.n_prs;
   pc.peak_window_prs = std::max(pc.peak_window_prs, window_prs_[pipe]);
-  x_.events.stream_push(pipe_out_[pipe], x_.sw.ps(start + k.n_prs - 1 + lookup_cycles_), kSwitchDone,
+  ctx_.events.stream_push(pipe_out_[pipe], ctx_.sw.ps(start + k.n_prs - 1 + lookup_cycles_), kSwitchDone,
                         static_cast<uint32_t>(pipe), p);
 }
 
@@ -91,36 +91,36 @@ void Switches::arrive(int64_t s, uint32_t p, int64_t in_link, int64_t t) {
 int64_t Switches::pipe_of(int64_t s, const Packet& k, int64_t in_link) const {
   int64_t port;
   if (k.type == kResponseType) {
-    port = net_.port(in_link ^ 1);
+    port = net_.routes().port(in_link ^ 1);
   } else {
-    const int64_t out = k.route_src < 0 ? net_.down_link(k.dst) : net_.route(k.route_src, k.dst, k.hop + 1);
-    if (out < 0 || x_.topo.link_src[out] != x_.nodes + s) throw std::logic_error("simulator: read packet off its route");
-    port = net_.port(out);
+    const int64_t out = k.route_src < 0 ? net_.routes().down_link(k.dst) : net_.routes().route(k.route_src, k.dst, k.hop + 1);
+    if (out < 0 || ctx_.topo.link_src[out] != ctx_.nodes + s) throw std::logic_error("simulator: read packet off its route");
+    port = net_.routes().port(out);
   }
   return std::min(port / ports_per_pipe_, pipes_ - 1);
 }
 
 void Switches::run_pipe(uint32_t pipe, uint32_t p, int64_t t) {
   const int64_t s = pipe / pipes_;
-  Packet& k = x_.pkts[p];
-  net_.release(x_.nodes + s, k.wire, t);  // the pipe consumed the packet
+  Packet& k = ctx_.pkts[p];
+  net_.release(ctx_.nodes + s, k.wire, t);  // the pipe consumed the packet
   k.h.middle += t - k.h.mark;  // queued for the pipe, one PR per cycle, cache lookup
-  const PacketView v = x_.pkts.view(p);
-  x_.fold_packet(k, v, t);
+  const PacketView v = ctx_.pkts.view(p);
+  ctx_.fold_packet(k, v, t);
   SwitchPipe& sp = *pipe_[pipe];
   const SwitchPipeCounters before = sp.counters;
-  sp.process(k.bytes.data(), static_cast<int64_t>(k.bytes.size()), std::max(x_.sw.cycle(t), sp.concatenator().now()));
-  SwitchCounters& sc = x_.res.switches[s];
+  sp.process(k.bytes.data(), static_cast<int64_t>(k.bytes.size()), std::max(ctx_.sw.cycle(t), sp.concatenator().now()));
+  SwitchCounters& sc = ctx_.res.switches[s];
   sc.read_lookups += sp.counters.read_prs - before.read_prs;
   sc.read_hits += sp.counters.hits - before.hits;
   sc.inserts += sp.counters.inserted - before.inserted;
-  PipeCounters& pc = x_.res.pipes[pipe];
+  PipeCounters& pc = ctx_.res.pipes[pipe];
   pc.read_prs += sp.counters.read_prs - before.read_prs;
   pc.hits += sp.counters.hits - before.hits;
   pc.misses += sp.counters.misses - before.misses;
   pc.inserts += sp.counters.inserted - before.inserted;
-  x_.pkts.free(p);
-  x_.pkts.take(sp.concatenator(), [&](uint32_t q) { out(pipe, q, t); });
+  ctx_.pkts.free(p);
+  ctx_.pkts.take(sp.concatenator(), [&](uint32_t q) { out(pipe, q, t); });
   arm(pipe, t);
 }
 
@@ -128,31 +128,31 @@ void Switches::run_pipe(uint32_t pipe, uint32_t p, int64_t t) {
 // first PR: from the requester (read) or the property's owner (response).
 void Switches::out(uint32_t pipe, uint32_t p, int64_t t) {
   const int64_t s = pipe / pipes_;
-  Packet& k = x_.pkts[p];
+  Packet& k = ctx_.pkts[p];
   k.h.born = k.h.mark = t;
   k.h.born_pipe = static_cast<int32_t>(pipe);
-  ++x_.res.switches[s].packets_out;
-  k.at = x_.nodes + s;
+  ++ctx_.res.switches[s].packets_out;
+  k.at = ctx_.nodes + s;
   net_.occupy(k.at, k.wire);
-  SwitchCounters& sc = x_.res.switches[s];
+  SwitchCounters& sc = ctx_.res.switches[s];
   sc.buffer_peak = std::max(sc.buffer_peak, net_.used(k.at));
-  const int64_t down = net_.down_link(k.dst);
-  if (x_.topo.link_src[down] == x_.nodes + s) {  // the destination hangs off this switch
+  const int64_t down = net_.routes().down_link(k.dst);
+  if (ctx_.topo.link_src[down] == ctx_.nodes + s) {  // the destination hangs off this switch
     k.route_src = -1;
-    return net_.enqueue(down, p, t);
+    return net_.send(down, p, t);
   }
-  const PR first = x_.pkts.view(p).pr(0);
-  int64_t rep = k.type == kResponseType ? x_.map.owner(first.idx) : static_cast<int64_t>(first.src);
+  const PR first = ctx_.pkts.view(p).pr(0);
+  int64_t rep = k.type == kResponseType ? ctx_.map.owner(first.idx) : static_cast<int64_t>(first.src);
   for (int pass = 0; pass < 2; ++pass) {
-    for (int32_t hop = 0; hop < x_.topo.max_hops; ++hop) {
-      const int64_t l = net_.route(rep, k.dst, hop);
-      if (l >= 0 && x_.topo.link_src[l] == x_.nodes + s) {
+    for (int32_t hop = 0; hop < ctx_.topo.max_hops; ++hop) {
+      const int64_t l = net_.routes().route(rep, k.dst, hop);
+      if (l >= 0 && ctx_.topo.link_src[l] == ctx_.nodes + s) {
         k.route_src = rep;
         k.hop = hop;
-        return net_.enqueue(l, p, t);
+        return net_.send(l, p, t);
       }
     }
-    rep = net_.hosts_of(s).front();  // the first PR's route does not pass here: a local host's route
+    rep = net_.routes().hosts_of(s).front();  // the first PR's route does not pass here: a local host's route
   }
   throw std::logic_error("simulator: no route from a switch pipe to the packet's destination");
 }
@@ -160,32 +160,32 @@ void Switches::out(uint32_t pipe, uint32_t p, int64_t t) {
 void Switches::arm(uint32_t pipe, int64_t t) {
   const int64_t e = pipe_[pipe]->concatenator().next_expiration();
   if (e == INT64_MAX) return;
-  const int64_t at = std::max(t, x_.sw.ps(e));
+  const int64_t at = std::max(t, ctx_.sw.ps(e));
   if (at < pipe_timer_[pipe]) {
     pipe_timer_[pipe] = at;
-    x_.events.push(at, kSwitchTimer, pipe);
+    ctx_.events.push(at, kSwitchTimer, pipe);
   }
 }
 
 void Switches::drain_all(int64_t t) {
   for (size_t i = 0; i < pipe_.size(); ++i)
     if (pipe_[i]) {
-      pipe_[i]->flush_all(std::max(x_.sw.cycle(t), pipe_[i]->concatenator().now()));
-      x_.pkts.take(pipe_[i]->concatenator(), [&](uint32_t p) { out(static_cast<uint32_t>(i), p, t); });
+      pipe_[i]->flush_all(std::max(ctx_.sw.cycle(t), pipe_[i]->concatenator().now()));
+      ctx_.pkts.take(pipe_[i]->concatenator(), [&](uint32_t p) { out(static_cast<uint32_t>(i), p, t); });
     }
 }
 
 void Switches::finish() {
   std::vector<PipeCounters> kept;
-  for (size_t i = 0; i < pipe_.size() && !x_.res.pipes.empty(); ++i) {
+  for (size_t i = 0; i < pipe_.size() && !ctx_.res.pipes.empty(); ++i) {
     if (!pipe_[i]) continue;
-    PipeCounters pc = x_.res.pipes[i];
+    PipeCounters pc = ctx_.res.pipes[i];
     pc.switch_id = static_cast<int64_t>(i) / pipes_;
     pc.pipe = static_cast<int64_t>(i) % pipes_;
     if (pc.packets == 0) pc.first_cycle = pc.last_in_cycle = pc.last_cycle = -1;
     kept.push_back(pc);
   }
-  x_.res.pipes = std::move(kept);
+  ctx_.res.pipes = std::move(kept);
 }
 
 }  // namespace netsparse::sim

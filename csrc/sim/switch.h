@@ -12,11 +12,11 @@
 
 namespace netsparse::sim {
 
-class Network;
+class NetworkApi;
 
 class Switches {
  public:
-  Switches(SimContext& x, Network& net);
+  Switches(SimContext& ctx, NetworkApi& net);
   bool extended(int64_t s) const { return pipe_[s * pipes_] != nullptr; }
   void arrive(int64_t s, uint32_t p, int64_t in_link, int64_t t);  // a packet at extended switch s
   void handle(const Event& e);  // switch_timer, pipe_done
@@ -29,8 +29,8 @@ class Switches {
   void out(uint32_t pipe, uint32_t p, int64_t t);
   void arm(uint32_t pipe, int64_t t);
 
-  SimContext& x_;
-  Network& net_;
+  SimContext& ctx_;
+  NetworkApi& net_;
   int64_t pipes_ = 1, ports_per_pipe_ = 1, lookup_cycles_ = 0;
   std::vector<std::unique_ptr<units::SwitchPipe>> pipe_;  // pipe s * pipes_ + i of switch s
   std::vector<int64_t> pipe_timer_, pipe_free_;

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/simulator.h"
+#include "sim/types.h"
 #include "units/rig_unit.h"
 
 namespace netsparse::sim {

@@ -19,8 +19,10 @@
 // in place: 4 B per nonzero, no widened copy); its slots may be null (timing-only users: every idx
 // lands in halo slot 0). issue() takes an optional Timing policy (the simulator's Logic Engine clock):
 // admit(idx, filter_access) is asked before each idx is processed and may stop the call there (the
-// idx is then processed first on the next call); consumed(outcome) follows every processed idx. The training
-// path uses NoTiming, which admits everything.
+// idx is then processed first on the next call); consumed(outcome) follows every processed idx.
+// local_run(k) follows the first idx of a run of local idxs, with the k local idxs right behind it:
+// the policy takes the first n <= k of them at once, as k calls of admit + consumed(kLocal) would
+// (n = 0: it declines, and they go one by one). The training path uses NoTiming, which admits everything.
 //
 // Server unit: answers read PRs from the local property array (owner-local row = idx - row_start)
 // with response PRs that keep {src, src_tid, idx, id} and go back to src.
@@ -105,6 +107,7 @@ enum class Outcome : uint8_t { kLocal, kFiltered, kCoalesced, kIssued };
 struct NoTiming {
   bool admit(uint64_t, bool) { return true; }
   void consumed(Outcome) {}
+  int64_t local_run(int64_t k) { return k; }
 };
 
 struct RigCounters {
@@ -195,6 +198,7 @@ RigClientUnit::Stop RigClientUnit::run(const RigContext& c, const Command& cm, E
   const Idx* idxs = static_cast<const Idx*>(cm.idx);
   Stop stop = Stop::kDone;
   int64_t pos = pos_;
+  int64_t run_end = pos;  // the local idxs before it were offered to timing.local_run
   for (; pos < cm.n; ++pos) {
     const uint64_t idx = static_cast<uint64_t>(static_cast<int64_t>(idxs[pos]));
     const bool local = idx - lo < span;  // unsigned wrap makes one compare
@@ -205,6 +209,12 @@ RigClientUnit::Stop RigClientUnit::run(const RigContext& c, const Command& cm, E
     if (local) {  // dropped: the kernel reads local rows directly
       ++counters.local;
       timing.consumed(Outcome::kLocal);
+      if (pos + 1 < run_end) continue;
+      run_end = pos + 1;  // the local idxs right behind this one, offered once
+      while (run_end < cm.n && static_cast<uint64_t>(static_cast<int64_t>(idxs[run_end])) - lo < span) ++run_end;
+      const int64_t n = timing.local_run(run_end - pos - 1);
+      counters.local += n;
+      pos += n;
       continue;
     }
     const int64_t slot = cm.slot ? cm.slot[pos] : 0;
