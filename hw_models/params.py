@@ -210,7 +210,12 @@ class SNICParams(_Validated):
     clock_ghz: float = _p(2.2)
     """SNIC clock. NetSparse Table 5 (2.2 GHz)."""
     rig_units: int = _p(32)
-    """RIG units per SNIC (half client, half server, as in ``units.RigNode``). NetSparse Table 5 (32)."""
+    """RIG units per SNIC. NetSparse Table 5 (32)."""
+    rig_client_units: int | None = None
+    """How many of the RIG units are clients during a gather; the rest serve. ``None`` (default): half,
+    ``rig_units // 2``. Our assumption: §5 has every RIG unit able to act as either, and §5.3's Q Control
+    assigns server work as reads arrive; a fixed half/half split is the static reading of that, used by
+    ``units.RigNode`` and the simulator alike. Sensitivity in docs/experiments.md."""
     pending_pr_table: int = _p(256)
     """Pending PR Table entries per RIG unit. NetSparse Table 5 (256)."""
     lsq_entries: int = _p(64)
@@ -252,6 +257,10 @@ class SNICParams(_Validated):
     while it is full, client units issue no PR and server units take no read packet."""
 
     def _check(self) -> None:
+        c = self.rig_client_units
+        if c is not None and not (isinstance(c, int) and 1 <= c < self.rig_units):
+            raise ConfigError(f"snic.rig_client_units must be null (half the RIG units) or a whole number from 1 to "
+                              f"rig_units - 1 = {self.rig_units - 1} (at least one unit serves), got {c!r}")
         if self.rig_local_idxs not in RIG_LOCAL_IDXS:
             raise ConfigError(f"snic.rig_local_idxs must be one of {RIG_LOCAL_IDXS}, got {self.rig_local_idxs!r}")
         b = self.rig_batch_size

@@ -153,7 +153,8 @@ def auto_batch_size(node_nnz: int, max_node_nnz: int, params: HardwareParams | N
 
 
 def _client_units(params: HardwareParams) -> int:
-    return max(1, params.snic.rig_units // 2)
+    """``snic.rig_client_units``, or half the RIG units (as ``units.RigNode`` splits them)."""
+    return params.snic.rig_client_units or max(1, params.snic.rig_units // 2)
 
 
 def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], flit=None):

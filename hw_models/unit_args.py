@@ -70,8 +70,8 @@ def switch_pipe(params: HardwareParams | None = None, **overrides: Any) -> dict[
 
 def rig_node(params: HardwareParams | None = None, **overrides: Any) -> dict[str, Any]:
     """``units.RigNode``: the SNIC's RIG units, Pending PR Tables, RIG batch size and concatenation
-    delay (Table 5), the packet sizes and the round clock (``snic.rig_cycles_per_pr``). Half the units
-    are clients (``n_client_units=-1``), as in the simulator. An override of a hardware keyword
+    delay (Table 5), the packet sizes and the round clock (``snic.rig_cycles_per_pr``). The clients are
+    ``snic.rig_client_units`` of the units, or half (``n_client_units=-1``), as in the simulator. An override of a hardware keyword
     (:data:`~hw_models.hardware.RIG_NODE_FIELDS`, e.g. ``delay_cycles=math.inf``) replaces that field
     of ``params``."""
     p = params or HardwareParams()
@@ -83,7 +83,8 @@ def rig_node(params: HardwareParams | None = None, **overrides: Any) -> dict[str
             sections.setdefault(section, {})[field] = value
         p = p.replace(**sections)
     snic = p.snic
-    base = {"n_units": snic.rig_units, "n_client_units": -1, "batch_size": cxx_batch(snic.rig_batch_size),
+    clients = -1 if snic.rig_client_units is None else snic.rig_client_units
+    base = {"n_units": snic.rig_units, "n_client_units": clients, "batch_size": cxx_batch(snic.rig_batch_size),
             "pending_capacity": snic.pending_pr_table, **wire(p), "delay_cycles": cxx_delay(snic.concat_delay_cycles),
             "cycles_per_pr": snic.rig_cycles_per_pr}
     return _merge("RigNode", base, overrides, RIG_SWITCHES)

@@ -310,6 +310,34 @@ def test_fewer_rig_units_or_a_smaller_batch_take_longer():
     assert time(rig_units=1, rig_batch_size=16) > 2 * time(rig_batch_size=16)
 
 
+def test_the_client_unit_count_is_the_runs_one_setting():
+    """``snic.rig_client_units`` reaches the simulator's SimConfig and the training path's RigNode alike, and
+    one client working through many small commands takes longer than four."""
+    from hw_models import unit_args, units
+    from hw_models.simulator import sim_config
+
+    p = P8.replace(snic={"rig_units": 8, "rig_client_units": 2})
+    mech = mechanisms_up_to(STAGES[-1])
+    c = sim_config(p, 16, mech)
+    assert (c.client_units, c.server_units) == (2, 6)
+    assert units.RigNode(0, [0, 4, 8], **unit_args.rig_node(p)).n_client_units == 2
+    half = sim_config(P8.replace(snic={"rig_units": 8}), 16, mech)
+    assert (half.client_units, half.server_units) == (4, 4)
+    a = random_matrix(n=2000, nnz=6000, seed=5)
+
+    def time(clients: int) -> float:
+        snic = {"rig_units": 8, "rig_client_units": clients, "rig_batch_size": 16}
+        return run(a, params=P8.replace(snic=snic)).node_time_s.max()
+
+    assert time(1) > 2 * time(4)
+
+
+@pytest.mark.parametrize("bad", [0, 8, 2.5, -1])
+def test_a_client_unit_count_that_leaves_no_server_is_one_error(bad):
+    with pytest.raises(ConfigError, match="snic.rig_client_units must be"):
+        P8.replace(snic={"rig_units": 8, "rig_client_units": bad})
+
+
 def test_infinite_cache_hits_at_least_as_often():
     a = random_matrix(n=3000, nnz=12000, seed=1)
     w = definitions.workload(a, 8)
