@@ -48,6 +48,7 @@ static_assert(sizeof(PrJourney) == 64, "a PR's journey is one cache line");
 // only for the response that completes a command).
 struct PrScan {
   uint32_t issued = 0;
+  int64_t at = 0;  // its issue (ps): before the command's start, an older command's PR (overlapping commands)
   uint32_t scan[kScanBounds] = {};
 };
 
