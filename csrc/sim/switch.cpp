@@ -74,7 +74,7 @@ void Switches::arrive(int64_t s, uint32_t p, int64_t in_link, int64_t t) {
   const int64_t r = prs_per_cycle_, n = k.n_prs;
   const int64_t in = ctx_.sw.cycle(t);
   const int64_t slot = std::max(in * r, pipe_free_[pipe]);
-  const int64_t start = slot / r, last = (slot + n - 1) / r;
+  const int64_t start = r == 1 ? slot : slot / r, last = r == 1 ? slot + n - 1 : (slot + n - 1) / r;  // no division at 1
   pipe_free_[pipe] = slot + n;
   SwitchCounters& sc = ctx_.res.switches[s];
   sc.pipe_prs += n;
@@ -86,7 +86,8 @@ void Switches::arrive(int64_t s, uint32_t p, int64_t in_link, int64_t t) {
   pc.last_in_cycle = in;
   pc.last_cycle = last + lookup_cycles_;
   pc.wait_cycles += start - in;
-  pc.pr_wait_cycles += floor_sum(slot + n, r) - floor_sum(slot, r) - n * in;  // the i-th waits to its slot's cycle
+  pc.pr_wait_cycles += r == 1 ? n * (start - in) + n * (n - 1) / 2  // the i-th waits i more
+                              : floor_sum(slot + n, r) - floor_sum(slot, r) - n * in;  // to its slot's cycle
   pc.max_wait_cycles = std::max(pc.max_wait_cycles, start - in);
   pc.max_backlog = std::max(pc.max_backlog, pipe_free_[pipe] - in * r);  // slots not taken yet = PRs queued
   if (in >> 10 != window_[pipe]) {
