@@ -254,6 +254,7 @@ void Nodes::assign(uint32_t node, uint32_t unit, int64_t t_host) {
   const double ser = static_cast<double>(len * cfg_.idx_bytes) * 1e12 / cfg_.pcie_bytes_per_s;
   n.dma_free = start + static_cast<int64_t>(std::ceil(ser - 1e-6));
   const int64_t ready = n.dma_free + cfg_.pcie_ps;  // the last idx byte reached the SNIC
+  if (cfg_.overlap_commands) age_scans(node, unit);
   u.active = true;
   u.next_in = std::max(u.next_in, ctx_.snic.up(ready));
   u.busy = true;
@@ -267,6 +268,20 @@ void Nodes::assign(uint32_t node, uint32_t unit, int64_t t_host) {
   int64_t host[kBounds] = {};
   host[kHost] = ctx_.snic.ps(pa.cmd_c) - log.t;
   log.charge(ctx_.snic.ps(pa.cmd_c), host);
+}
+
+// Overlapping commands: the unit's next command starts, so its PRs so far are an older command's
+// (breakdown.h, PrScan); once per command, never per PR.
+void Nodes::age_scans(uint32_t node, uint32_t unit) {
+  const Path& pa = node_[node]->clients[unit].path;
+  const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
+  for (PrScan& sc : ctx_.scans[slot]) {
+    if (sc.issued == PrScan::kOlder) continue;
+    const int64_t at = ctx_.snic.ps(pa.cmd_c + sc.issued);  // as issued() had it
+    sc.issued = PrScan::kOlder;
+    sc.scan[0] = static_cast<uint32_t>(at);
+    sc.scan[1] = static_cast<uint32_t>(at >> 32);
+  }
 }
 
 // The unit's command completed at t: its completion notification reaches the host one PCIe latency later.
@@ -293,7 +308,7 @@ void Nodes::issued(uint32_t node, uint32_t unit, const PR& pr, int64_t pr_cycle,
     pa.scan[kScanIssued] += pr_cycle - pa.fr;
     pa.fr = pr_cycle;
   }
-  if (pa.fr - pa.cmd_c > int64_t{UINT32_MAX})
+  if (pa.fr - pa.cmd_c >= int64_t{PrScan::kOlder})
     throw std::logic_error("simulator: a RIG command scanned for 2^32 SNIC cycles; use a smaller batch");
   const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
   std::vector<PrJourney>& js = ctx_.trace[slot];
@@ -309,7 +324,6 @@ void Nodes::issued(uint32_t node, uint32_t unit, const PR& pr, int64_t pr_cycle,
   tr.mark = pr_ps;
   PrScan& sc = ss[pr.id];
   sc.issued = static_cast<uint32_t>(pr_cycle - pa.cmd_c);
-  sc.at = pr_ps;
   for (int b = 0; b < kScanBounds; ++b) sc.scan[b] = static_cast<uint32_t>(pa.scan[b]);
 }
 
@@ -350,9 +364,9 @@ void Nodes::command_path(uint32_t node, uint32_t unit, int64_t t, bool scan_only
     const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
     const PrJourney& tr = ctx_.trace[slot][pa.last_resp];
     const PrScan& sc = ctx_.scans[slot][pa.last_resp];
-    if (sc.at < start) {  // an older command's PR (overlapping commands): its journey spans the whole command
+    if (sc.issued == PrScan::kOlder) {  // an older command's PR (overlapping commands): its journey spans this one
       int64_t piece[kBounds] = {};
-      int64_t rest = pa.last_resp_t - sc.at - pa.last_resp_rx;
+      int64_t rest = pa.last_resp_t - sc.older_at() - pa.last_resp_rx;
       for (int j = 0; j < kJourney; ++j) {
         piece[kJourneySlots[j]] += tr.j[j];
         rest -= tr.j[j];
@@ -389,8 +403,8 @@ void Nodes::stalled_on(const Path& pa, uint32_t node, uint32_t unit, int64_t cyc
   const PrJourney& tr = ctx_.trace[slot][pa.last_resp];
   // its issue to within a ps (a diagnostic: no exact clock conversion on this path)
   const PrScan& sc = ctx_.scans[slot][pa.last_resp];
-  const double issued = sc.at < ctx_.snic.ps(pa.cmd_c) ? static_cast<double>(sc.at)  // an older command's PR
-                                                       : static_cast<double>(pa.cmd_c + sc.issued) * 1000.0 / ctx_.snic.ghz;
+  const double issued = sc.issued == PrScan::kOlder ? static_cast<double>(sc.older_at())
+                                                    : static_cast<double>(pa.cmd_c + sc.issued) * 1000.0 / ctx_.snic.ghz;
   const double total = static_cast<double>(pa.last_resp_t) - issued;
   double* on = node_[node]->paths[unit].stalled_on;
   if (total <= 0) return;
@@ -490,10 +504,10 @@ void Nodes::issue(uint32_t node, uint32_t unit, int64_t t) {
   u.busy = false;  // stalled or waiting for responses: a response write wakes the unit
   if (ru.stalled()) u.path.idle = kPendingFull;
   if (!u.active) return;
-  const int64_t done = std::max(t, ctx_.snic.ps(u.decided));
-  if (ru.commands_done() == ru.commands_enqueued()) return complete(node, unit, done);
+  if (ru.commands_done() == ru.commands_enqueued()) return complete(node, unit, std::max(t, ctx_.snic.ps(u.decided)));
   if (cfg_.overlap_commands && !ru.scanning() && ru.commands_done() + 1 == ru.commands_enqueued() &&
       work_.has_command(node)) {  // scanned, its PRs pending: the unit asks for its next command now
+    const int64_t done = std::max(t, ctx_.snic.ps(u.decided));
     command_path(node, unit, done, true);
     assign(node, unit, done + cfg_.pcie_ps);
   }
