@@ -171,6 +171,9 @@ class SwitchParams(_Validated):
     flight are bounded by the Pending PR Tables, docs/simulator.md)."""
 
     def _check(self) -> None:
+        if self.middle_pipe_prs_per_cycle > 1024:
+            raise ConfigError(f"switch.middle_pipe_prs_per_cycle={self.middle_pipe_prs_per_cycle} must be at most 1024 "
+                              "(Table 5's 4 ports per pipe bring at most 6 read PRs per cycle, docs/simulator.md)")
         if self.ports < self.pipes:
             raise ConfigError(f"switch.ports={self.ports} must be >= switch.pipes={self.pipes} (ports per pipe)")
 

@@ -267,7 +267,7 @@ def test_simulator_knobs_reach_the_simulator():
     with pytest.raises(ConfigError, match="snic.rig_command_overlap must be one of") as e:
         HardwareParams.from_dict({"snic": {"rig_command_overlap": "yes"}})
     assert "\n" not in str(e.value)
-    for bad in (0, 1.5, -2):
+    for bad in (0, 1.5, -2, 2048):
         with pytest.raises(ConfigError, match="middle_pipe_prs_per_cycle") as e:
             HardwareParams.from_dict({"switch": {"middle_pipe_prs_per_cycle": bad}})
         assert "\n" not in str(e.value)

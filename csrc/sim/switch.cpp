@@ -58,7 +58,7 @@ void Switches::handle(const Event& e) {
 }
 
 namespace {
-// The sum of floor(x / r) over 0 <= x < m.
+// The sum of floor(x / r) over 0 <= x < m (m: a pipe's backlog, so no overflow).
 int64_t floor_sum(int64_t m, int64_t r) {
   const int64_t q = m / r;
   return r * q * (q - 1) / 2 + (m % r) * q;
@@ -87,7 +87,7 @@ void Switches::arrive(int64_t s, uint32_t p, int64_t in_link, int64_t t) {
   pc.last_cycle = last + lookup_cycles_;
   pc.wait_cycles += start - in;
   pc.pr_wait_cycles += r == 1 ? n * (start - in) + n * (n - 1) / 2  // the i-th waits i more
-                              : floor_sum(slot + n, r) - floor_sum(slot, r) - n * in;  // to its slot's cycle
+                              : floor_sum(slot - in * r + n, r) - floor_sum(slot - in * r, r);  // to its slot's cycle
   pc.max_wait_cycles = std::max(pc.max_wait_cycles, start - in);
   pc.max_backlog = std::max(pc.max_backlog, pipe_free_[pipe] - in * r);  // slots not taken yet = PRs queued
   if (in >> 10 != window_[pipe]) {
