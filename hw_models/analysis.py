@@ -210,7 +210,8 @@ def _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, 
         ns["per_node"] = breakdown.per_node(full.critical_path, full.node_time_s)
         report["critical_path"] = breakdown.active_by_bound(full.critical_path)
     if full.switch_pipes:
-        ns["switch_pipes"] = breakdown.switch_pipes(full.switch_pipes, params.switch.clock_ghz)
+        ns["switch_pipes"] = breakdown.switch_pipes(full.switch_pipes, params.switch.clock_ghz,
+                                                    params.switch.middle_pipe_prs_per_cycle)
     report["strategies"]["netsparse"]["simulator"] = _simulator_speed(full.counters)
     if "link_layer" in full.counters:  # link_layer=flit only: packet-mode reports stay as they were
         report["strategies"]["netsparse"]["link_layer"] = full.counters["link_layer"]

@@ -79,14 +79,14 @@ def active_by_bound(cp: CriticalPath, bins: int = BINS) -> dict:
             "nodes": {b: per_bin[i].tolist() for i, b in enumerate(cp.bounds) if per_bin[i].any()}}
 
 
-def switch_pipes(pipes: dict[str, list[int]], switch_ghz: float) -> dict:
+def switch_pipes(pipes: dict[str, list[int]], switch_ghz: float, prs_per_cycle: int = 1) -> dict:
     """The ``switch_pipes`` block: per ToR middle pipe the PRs arriving per switch cycle (mean from its
-    first to its last arrival, and peak over 1024-cycle windows; the pipe takes one per cycle), its
-    occupancy (busy fraction from first arrival to last PR done), queue (mean PRs waiting by Little's
-    law, longest wait, deepest queue), cache hits and misses and the concatenation wait, and a summary
-    of the busiest pipe and the totals."""
+    first to its last arrival, and peak over 1024-cycle windows; the pipe takes ``prs_per_cycle``,
+    ``switch.middle_pipe_prs_per_cycle``), its occupancy (busy fraction from first arrival to last PR
+    done), queue (mean PRs waiting by Little's law, longest wait, deepest queue), cache hits and misses
+    and the concatenation wait, and a summary of the busiest pipe and the totals."""
     rows = [dict(zip(pipes, v, strict=True)) for v in zip(*pipes.values(), strict=True)]
-    out = [_pipe_row(r, switch_ghz) for r in rows]
+    out = [_pipe_row(r, switch_ghz, prs_per_cycle) for r in rows]
     used = [r for r in out if r["prs"]]
     busiest = max(used, key=lambda r: r["prs"]) if used else None
     hits, misses = sum(r["hits"] for r in out), sum(r["misses"] for r in out)
@@ -102,14 +102,14 @@ def switch_pipes(pipes: dict[str, list[int]], switch_ghz: float) -> dict:
     }}
 
 
-def _pipe_row(r: dict, switch_ghz: float) -> dict:
+def _pipe_row(r: dict, switch_ghz: float, prs_per_cycle: int) -> dict:
     span = r["last_cycle"] - r["first_cycle"] + 1 if r["packets"] else 0
     arriving = r["last_in_cycle"] - r["first_cycle"] + 1 if r["packets"] else 0
     return {
         "switch": r["switch_id"], "pipe": r["pipe"], "packets": r["packets"], "prs": r["prs"],
-        "prs_per_cycle_mean": r["prs"] / arriving if arriving else None,  # offered: capacity is 1
+        "prs_per_cycle_mean": r["prs"] / arriving if arriving else None,  # offered: capacity prs_per_cycle
         "prs_per_cycle_peak": r["peak_window_prs"] / 1024,
-        "occupancy": r["prs"] / span if span else None,  # one PR per busy cycle: the pipe's busy fraction
+        "occupancy": r["prs"] / (prs_per_cycle * span) if span else None,  # the pipe's busy fraction
         "mean_queue_prs": r["pr_wait_cycles"] / span if span else None,  # Little's law
         "mean_queue_cycles": r["wait_cycles"] / r["packets"] if r["packets"] else None,
         "max_queue_cycles": r["max_wait_cycles"], "max_queue_prs": r["max_backlog"],

@@ -160,12 +160,20 @@ class SwitchParams(_Validated):
     """NetSparse extensions (property cache, concatenation) in ToR switches. NetSparse Table 5 / §6.2."""
     netsparse_in_spine: bool = False
     """Extensions in non-ToR switches: off, as in NetSparse Table 5 (only ToRs are extended)."""
+    middle_pipe_prs_per_cycle: int = _p(1)
+    """PRs a ToR middle pipe (property cache lookup, switch concatenator) takes per switch cycle
+    (simulator only). Our assumption: 1, the pipelined cache and shift queue of §6.2 read as taking
+    one PR per cycle. A 400 Gb/s port brings 25 B per 2 GHz switch cycle, several 18 B read PRs, so
+    a pipe serving several ports may need more; sensitivity in docs/experiments.md."""
     buffer_bytes: int = _p(96 * 2**20)
     """Packet buffer per switch, shared by its ports. NetSparse Table 5 (96 MB). Links from and to hosts
     wait for room (credit flow control, lossless); with Table 5's numbers it cannot fill (the bytes in
     flight are bounded by the Pending PR Tables, docs/simulator.md)."""
 
     def _check(self) -> None:
+        if self.middle_pipe_prs_per_cycle > 1024:
+            raise ConfigError(f"switch.middle_pipe_prs_per_cycle={self.middle_pipe_prs_per_cycle} must be at most 1024 "
+                              "(Table 5's 4 ports per pipe bring at most 6 read PRs per cycle, docs/simulator.md)")
         if self.ports < self.pipes:
             raise ConfigError(f"switch.ports={self.ports} must be >= switch.pipes={self.pipes} (ports per pipe)")
 
@@ -201,6 +209,8 @@ class PropertyCacheParams(_Validated):
 
 RIG_LOCAL_IDXS = ("scan", "host_filtered")
 """The values of ``SNICParams.rig_local_idxs``."""
+RIG_COMMAND_OVERLAP = ("wait_last_response", "overlap")
+"""The values of ``SNICParams.rig_command_overlap``."""
 
 
 @dataclass(frozen=True)
@@ -246,6 +256,14 @@ class SNICParams(_Validated):
     remote idxs, because the host knows the partition: local idxs cost no scan cycle, no DMA byte and
     no batch slot (a batch counts the idxs a command carries). Our assumption for the default: §5.3
     has the unit, not the host, tell local idxs apart. Sensitivity in docs/experiments.md."""
+    rig_command_overlap: str = "wait_last_response"
+    """When a client unit asks for its next RIG command (simulator only): ``"wait_last_response"``
+    (default), once its command completed (every response written), so a command's last responses
+    and the host round trip are not overlapped with any scan; ``"overlap"``, as soon as its command
+    is scanned: the next command's scan runs while the last one's PRs are pending (one Pending PR
+    Table and Idx Filter for both), and the unit's last command completes when its last response
+    lands. Our assumption: §5.1 has the host hand a unit its next command after the completion
+    notification; §5.3 stalls a unit only on a full Pending PR Table, LSQ or Tx queue (docs/simulator.md)."""
     idx_bytes: int = _p(4)
     """Bytes per idx a RIG command's DMA brings from host memory. Our assumption: 32-bit column ids
     (enough for the paper's matrices, at most 51M columns, NetSparse Table 6)."""
@@ -263,6 +281,9 @@ class SNICParams(_Validated):
                               f"rig_units - 1 = {self.rig_units - 1} (at least one unit serves), got {c!r}")
         if self.rig_local_idxs not in RIG_LOCAL_IDXS:
             raise ConfigError(f"snic.rig_local_idxs must be one of {RIG_LOCAL_IDXS}, got {self.rig_local_idxs!r}")
+        if self.rig_command_overlap not in RIG_COMMAND_OVERLAP:
+            raise ConfigError(f"snic.rig_command_overlap must be one of {RIG_COMMAND_OVERLAP}, "
+                              f"got {self.rig_command_overlap!r}")
         b = self.rig_batch_size
         if isinstance(b, str):
             if b != "auto":

@@ -174,12 +174,13 @@ def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], flit=None)
     c.pending_entries, c.lsq_entries = snic.pending_pr_table, snic.lsq_entries
     c.batch = cxx_batch(snic.rig_batch_size)
     c.host_filters_local = snic.rig_local_idxs == "host_filtered"
+    c.overlap_commands = snic.rig_command_overlap == "overlap"
     c.snic_ghz, c.switch_ghz = snic.clock_ghz, sw.clock_ghz
     c.nic_delay_cycles, c.switch_delay_cycles = cxx_delay(snic.concat_delay_cycles), cxx_delay(sw.concat_delay_cycles)
     c.cache_latency_cycles = int(pc.latency_cycles)
     c.cache_bytes = _cache_bytes(pc.size_bytes, sw.pipes)
     c.cache_ways, c.cache_segment, c.cache_max_line = pc.ways, pc.segment_bytes, pc.max_line_bytes
-    c.switch_pipes, c.switch_ports = sw.pipes, sw.ports
+    c.switch_pipes, c.switch_ports, c.pipe_prs_per_cycle = sw.pipes, sw.ports, sw.middle_pipe_prs_per_cycle
     c.pcie_ps, c.pcie_bytes_per_s = round(params.pcie.latency_ns * 1000), params.pcie.bandwidth_gbytes_per_s * 1e9
     c.idx_bytes, c.line_bytes = snic.idx_bytes, mem.line_bytes
     c.l1_bytes, c.l1_ways, c.l1_cycles = mem.l1_bytes, mem.l1_ways, mem.l1_cycles

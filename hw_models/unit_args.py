@@ -71,9 +71,9 @@ def switch_pipe(params: HardwareParams | None = None, **overrides: Any) -> dict[
 def rig_node(params: HardwareParams | None = None, **overrides: Any) -> dict[str, Any]:
     """``units.RigNode``: the SNIC's RIG units, Pending PR Tables, RIG batch size and concatenation
     delay (Table 5), the packet sizes and the round clock (``snic.rig_cycles_per_pr``). The clients are
-    ``snic.rig_client_units`` of the units, or half (``n_client_units=-1``), as in the simulator. An override of a hardware keyword
-    (:data:`~hw_models.hardware.RIG_NODE_FIELDS`, e.g. ``delay_cycles=math.inf``) replaces that field
-    of ``params``."""
+    ``snic.rig_client_units`` of the units, or half (``n_client_units=-1``), as in the simulator. An
+    override of a hardware keyword (:data:`~hw_models.hardware.RIG_NODE_FIELDS`, e.g.
+    ``delay_cycles=math.inf``) replaces that field of ``params``."""
     p = params or HardwareParams()
     fields = {name: overrides.pop(name) for name in list(overrides) if name in RIG_NODE_FIELDS}
     if fields:

@@ -253,6 +253,26 @@ def test_rig_local_idxs_reaches_the_simulator():
         HardwareParams.from_dict({"snic": {"rig_local_idxs": "filtered"}})
 
 
+def test_simulator_knobs_reach_the_simulator():
+    """snic.rig_command_overlap and switch.middle_pipe_prs_per_cycle (simulator only): ``+hw`` sets them,
+    SimConfig carries them, the defaults are today's behaviour, a bad value is one error."""
+    from netsparse_torch.errors import ConfigError
+
+    c = sim_config(simulate_hardware(compose("simulate")), 16, check_mechanisms(None))
+    assert not c.overlap_commands and c.pipe_prs_per_cycle == 1
+    params = simulate_hardware(compose("simulate", "+hw.snic.rig_command_overlap=overlap",
+                                       "+hw.switch.middle_pipe_prs_per_cycle=3"))
+    c = sim_config(params, 16, check_mechanisms(None))
+    assert c.overlap_commands and c.pipe_prs_per_cycle == 3
+    with pytest.raises(ConfigError, match="snic.rig_command_overlap must be one of") as e:
+        HardwareParams.from_dict({"snic": {"rig_command_overlap": "yes"}})
+    assert "\n" not in str(e.value)
+    for bad in (0, 1.5, -2, 2048):
+        with pytest.raises(ConfigError, match="middle_pipe_prs_per_cycle") as e:
+            HardwareParams.from_dict({"switch": {"middle_pipe_prs_per_cycle": bad}})
+        assert "\n" not in str(e.value)
+
+
 def test_report_knobs_are_validated_with_one_line_errors():
     """software.rank_partition and link.line_util_direction: a typo is one error naming the values."""
     from netsparse_torch.errors import ConfigError

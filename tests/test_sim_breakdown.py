@@ -278,6 +278,113 @@ def test_pipe_queue_by_hand():
         assert [pipes[key][i] for i in used] == [want, want], key
 
 
+@pytest.mark.parametrize("rate", [1, 2, 3])
+def test_pipe_rate_by_hand(rate):
+    """test_pipe_queue_by_hand's three-PR packets through middle pipes that take ``rate`` PRs per switch
+    cycle (switch.middle_pipe_prs_per_cycle): the i-th PR of a packet is taken in cycle i // rate, so
+    the waits are 0+1+2 (rate 1), 0+0+1 (rate 2) or none (rate 3), the queue is still three PRs deep at
+    the arrival, and the pipe is done with the response packet ceil(3 / rate) - 1 + 16 cycles after it came."""
+    r = run(mat([(0, 12), (0, 13), (0, 14)], 16),
+            params=P4.replace(snic={"rig_batch_size": "inf"}, switch={"middle_pipe_prs_per_cycle": rate}))
+    pipes = r.switch_pipes
+    used = [i for i, n in enumerate(pipes["prs"]) if n]
+    waits = sum(i // rate for i in range(3))
+    for key, want in (("prs", 6), ("pr_wait_cycles", 2 * waits), ("max_backlog", 3), ("wait_cycles", 0)):
+        assert [pipes[key][i] for i in used] == [want, want], key
+    assert [pipes["last_cycle"][i] - pipes["last_in_cycle"][i] for i in used] == [-(-3 // rate) - 1 + 16] * 2
+    row = breakdown.switch_pipes(pipes, 2.0, rate)["pipes"][used[0]]
+    span = pipes["last_cycle"][used[0]] - pipes["first_cycle"][used[0]] + 1
+    assert row["occupancy"] == pytest.approx(6 / (rate * span))
+    _sums_exactly(r)
+
+
+def up_cycle(ps: int) -> int:
+    """The first SNIC cycle starting at or after ``ps``."""
+    c = snic_cycle(ps)
+    return c if snic_ps(c) >= ps else c + 1
+
+
+@pytest.mark.parametrize("overlap", ["wait_last_response", "overlap"])
+def test_command_overlap_by_hand(overlap):
+    """One client unit, batch 1: node 0's idxs 6 and 7 (both node 3's, one filter line) are two commands.
+    wait_last_response: the host hands the second command after the first one's response is written and
+    its completion notification arrived. overlap (snic.rig_command_overlap): the unit asks for it as
+    soon as idx 6 is decided and scans idx 7 while 6's PR is pending. Either way idx 7's filter load
+    hits the unit's L1 (4 cycles), its PR's journey is a lone PR's, and the node's path is: the host to
+    the first scan cycle, the first scan, the host round trip, the second scan, the journey, the
+    completion notification."""
+    params = P4.replace(snic={"rig_batch_size": 1, "rig_units": 2, "rig_command_overlap": overlap})
+    r = run(mat([(0, 6), (0, 7)], 8), params=params)
+    d0 = FIRST_CYCLE + 1 + DRAM
+    written0, first_journey = journey(snic_ps(d0), True)
+    asked = snic_ps(d0) if overlap == "overlap" else written0
+    c2 = up_cycle(asked + PCIE + 3 * PCIE + 32)  # notification, MMIO + DMA request, 4 B of idx, DMA data
+    d1 = c2 + 1 + 4
+    written, want = journey(snic_ps(d1), True)
+    add(want, {"host": snic_ps(FIRST_CYCLE) + (snic_ps(c2) - asked) + PCIE})
+    add(want, spread({"scan_issued": 1, "filter_dram": DRAM}, snic_ps(d0) - snic_ps(FIRST_CYCLE)))
+    add(want, spread({"scan_issued": 1, "filter_l1": 4}, snic_ps(d1) - snic_ps(c2)))
+    if overlap == "wait_last_response":  # the first command's path ends with its response's journey
+        add(want, first_journey)
+    got = ps_of(r, 0)
+    assert {b: v for b, v in got.items() if v} == want
+    assert sum(got.values()) == round(r.node_time_s[0] * 1e12) == written + PCIE
+    n = r.counters["nodes"]
+    assert (n["commands"][0], n["read_prs"][0], n["responses"][0], n["mem_l1"][0]) == (2, 2, 2, 1)
+
+
+def test_overlap_saves_the_wait_for_the_last_responses():
+    """The two runs above: overlapping, the second command starts one lone PR's round trip from its
+    decision to its write earlier, and so does the node's end."""
+    a = mat([(0, 6), (0, 7)], 8)
+    t = {v: round(run(a, params=P4.replace(snic={"rig_batch_size": 1, "rig_units": 2,
+                                                 "rig_command_overlap": v})).node_time_s[0] * 1e12)
+         for v in ("wait_last_response", "overlap")}
+    d0 = FIRST_CYCLE + 1 + DRAM
+    saved = journey(snic_ps(d0), True)[0] - snic_ps(d0)
+    assert t["wait_last_response"] - t["overlap"] == pytest.approx(saved, abs=2 * snic_ps(1))
+    assert t["overlap"] < t["wait_last_response"]
+
+
+def test_an_older_commands_response_can_end_the_path():
+    """overlap: node 3 reads idx 0 (node 0, the other rack) then idx 4 (node 2, its own rack), two
+    commands of one unit (a command is a slice of the node's sorted column ids). The second command's PR
+    comes back first, so the first's response, issued before the second command began, is the node's
+    last: the second command's stretch of the path is that response's journey (a lone PR's, the routes
+    being symmetric), its pieces in proportion (each rounded down, the remainder to the largest)."""
+    params = P4.replace(snic={"rig_batch_size": 1, "rig_units": 2, "rig_command_overlap": "overlap"})
+    r = run(mat([(6, 0), (6, 4)], 8), params=params)
+    d0 = FIRST_CYCLE + 1 + DRAM
+    written0, first_journey = journey(snic_ps(d0), True)
+    c2 = up_cycle(snic_ps(d0) + 4 * PCIE + 32)
+    want = {"host": snic_ps(FIRST_CYCLE) + (snic_ps(c2) - snic_ps(d0)) + PCIE}
+    add(want, spread({"scan_issued": 1, "filter_dram": DRAM}, snic_ps(d0) - snic_ps(FIRST_CYCLE)))
+    add(want, spread(first_journey, written0 - snic_ps(c2)))
+    got = ps_of(r, 3)
+    assert {b: v for b, v in got.items() if v} == want
+    assert sum(got.values()) == round(r.node_time_s[3] * 1e12) == written0 + PCIE
+
+
+@pytest.mark.parametrize("stage", ["rig", "coalesce", "switch"])
+def test_overlapping_commands_keep_the_breakdown_exact(stage):
+    """Random stream, small batches and Pending PR Tables, commands overlapping: every response still
+    comes (the counters match the default mode's), and every node's path sums to its time."""
+    rng = np.random.default_rng(11)
+    n, nnz = 3000, 20000
+    a = sp.csr_matrix((np.ones(nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n))
+    hw = {"cluster": {"nodes": 8, "rack_size": 4},
+          "snic": {"pending_pr_table": 16, "rig_batch_size": 64, "tx_buffer_bytes": 3000}}
+    base = run(a, params=HardwareParams.from_dict(hw), mech=mechanisms_up_to(stage))
+    hw["snic"]["rig_command_overlap"] = "overlap"
+    r = run(a, params=HardwareParams.from_dict(hw), mech=mechanisms_up_to(stage))
+    _sums_exactly(r)
+    nodes = r.counters["nodes"]
+    assert nodes["responses"] == nodes["read_prs"]
+    for key in ("idxs", "local", "commands"):
+        assert nodes[key] == base.counters["nodes"][key], key
+    assert np.all(r.node_time_s <= base.node_time_s * 1.2)
+
+
 def test_report_carries_the_tail_breakdown(ego_twitter):
     p = HardwareParams.from_dict({"cluster": {"nodes": 16, "rack_size": 4}})
     report = analysis.analyze(ego_twitter, p, k=16, simulator=analysis.default_simulator(), ablation=False,

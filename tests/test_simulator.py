@@ -186,6 +186,20 @@ def test_middle_pipes_take_one_pr_per_cycle(owner_col, waits):
     assert r.counters["switches"]["pipe_prs"][:2] == [4, 4]  # 2 reads + 2 responses through each ToR
 
 
+def test_a_faster_middle_pipe_takes_both_reads_in_one_cycle():
+    """The two reads of test_middle_pipes_take_one_pr_per_cycle (owner node 3) that meet in one middle
+    pipe of ToR 1: with switch.middle_pipe_prs_per_cycle=2 the pipe takes both in the cycle they arrive,
+    so nothing waits. The times do not move: there both reads enter one concatenation queue, whose
+    125-cycle delay runs from the first one's entry, and leave in one packet either way."""
+    a = mat([(0, 6), (2, 6)], 8)
+    one, two = run(a), run(a, params=P4.replace(switch={"middle_pipe_prs_per_cycle": 2}))
+    assert one.counters["switches"]["pipe_wait_cycles"][:2] == [0, 1]
+    assert two.counters["switches"]["pipe_wait_cycles"][:2] == [0, 0]
+    assert two.counters["switches"]["pipe_prs"] == one.counters["switches"]["pipe_prs"]
+    assert two.node_time_s.tolist() == one.node_time_s.tolist()
+    assert two.counters["switches"]["packets_out"] == one.counters["switches"]["packets_out"]
+
+
 @pytest.mark.parametrize(("a_entries", "hits"), [([(0, 6), (2, 4), (3, 6)], [0, 1]),
                                                   ([(0, 4), (2, 6), (3, 4)], [1, 0])])
 def test_each_middle_pipe_has_its_own_cache(a_entries, hits):

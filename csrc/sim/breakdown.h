@@ -45,10 +45,14 @@ struct alignas(64) PrJourney {
 static_assert(sizeof(PrJourney) == 64, "a PR's journey is one cache line");
 
 // The unit's scan charges up to a read PR's issue, in cycles since the command's first scan cycle (read
-// only for the response that completes a command).
+// only for the response that completes a command). Overlapping commands: when the unit's next command
+// starts, its PRs so far become an older command's (issued = kOlder), their issue time (ps) kept in the
+// scan charges they no longer need (older_at).
 struct PrScan {
+  static constexpr uint32_t kOlder = UINT32_MAX;
   uint32_t issued = 0;
   uint32_t scan[kScanBounds] = {};
+  int64_t older_at() const { return static_cast<int64_t>(scan[0]) | static_cast<int64_t>(scan[1]) << 32; }
 };
 
 // What a packet's hops add to each PR it carries (charged per packet, folded into the PRs when a unit

@@ -152,6 +152,7 @@ Nodes::Nodes(SimContext& ctx, Workload& work, NetworkApi& net) : ctx_(ctx), cfg_
     const int64_t owned_bytes = (cb[p + 1] - cb[p]) * cfg.prop_bytes;
     nd->rig.begin_kernel(cfg.prop_bytes, halo_.data(), cfg.prop_bytes, local_.data(), owned_bytes);
     nd->clients.resize(cfg.client_units);
+    for (RigClientUnit& ru : nd->rig.clients()) ru.set_overlap(cfg.overlap_commands);
     nd->paths.resize(cfg.client_units);
     for (auto& u : nd->clients) {
       u.lsq.assign(cfg.lsq_entries, 0);
@@ -253,6 +254,7 @@ void Nodes::assign(uint32_t node, uint32_t unit, int64_t t_host) {
   const double ser = static_cast<double>(len * cfg_.idx_bytes) * 1e12 / cfg_.pcie_bytes_per_s;
   n.dma_free = start + static_cast<int64_t>(std::ceil(ser - 1e-6));
   const int64_t ready = n.dma_free + cfg_.pcie_ps;  // the last idx byte reached the SNIC
+  if (cfg_.overlap_commands) age_scans(node, unit);
   u.active = true;
   u.next_in = std::max(u.next_in, ctx_.snic.up(ready));
   u.busy = true;
@@ -268,11 +270,25 @@ void Nodes::assign(uint32_t node, uint32_t unit, int64_t t_host) {
   log.charge(ctx_.snic.ps(pa.cmd_c), host);
 }
 
+// Overlapping commands: the unit's next command starts, so its PRs so far are an older command's
+// (breakdown.h, PrScan); once per command, never per PR.
+void Nodes::age_scans(uint32_t node, uint32_t unit) {
+  const Path& pa = node_[node]->clients[unit].path;
+  const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
+  for (PrScan& sc : ctx_.scans[slot]) {
+    if (sc.issued == PrScan::kOlder) continue;
+    const int64_t at = ctx_.snic.ps(pa.cmd_c + sc.issued);  // as issued() had it
+    sc.issued = PrScan::kOlder;
+    sc.scan[0] = static_cast<uint32_t>(at);
+    sc.scan[1] = static_cast<uint32_t>(at >> 32);
+  }
+}
+
 // The unit's command completed at t: its completion notification reaches the host one PCIe latency later.
 void Nodes::complete(uint32_t node, uint32_t unit, int64_t t) {
   Node& n = *node_[node];
   n.clients[unit].active = false;
-  command_path(node, unit, t);
+  command_path(node, unit, t, false);
   const int64_t seen = t + cfg_.pcie_ps;
   if (!work_.has_command(node)) {  // the unit's last notification: its path ends when the host has it
     int64_t host[kBounds] = {};
@@ -292,7 +308,7 @@ void Nodes::issued(uint32_t node, uint32_t unit, const PR& pr, int64_t pr_cycle,
     pa.scan[kScanIssued] += pr_cycle - pa.fr;
     pa.fr = pr_cycle;
   }
-  if (pa.fr - pa.cmd_c > int64_t{UINT32_MAX})
+  if (pa.fr - pa.cmd_c >= int64_t{PrScan::kOlder})
     throw std::logic_error("simulator: a RIG command scanned for 2^32 SNIC cycles; use a smaller batch");
   const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
   std::vector<PrJourney>& js = ctx_.trace[slot];
@@ -315,11 +331,11 @@ namespace {
 // Splits the ps of [t0, t1] over bounds in proportion to their SNIC cycles. The total is exact; a share
 // is rounded down (a cycle is 454.5 ps at Table 5's 2.2 GHz) and the remainder goes to the largest.
 template <class T>
-void spread(const T* cyc, int64_t t0, int64_t t1, int fallback, int64_t (&out)[kBounds]) {
+void spread(const T* cyc, int64_t t0, int64_t t1, int fallback, int64_t (&out)[kBounds], int n = kScanBounds) {
   const int64_t span = t1 - t0;
   __int128 total = 0;
   int big = fallback;
-  for (int b = 0; b < kScanBounds; ++b) {
+  for (int b = 0; b < n; ++b) {
     total += cyc[b];
     if (cyc[b] > cyc[big]) big = b;
   }
@@ -328,7 +344,7 @@ void spread(const T* cyc, int64_t t0, int64_t t1, int fallback, int64_t (&out)[k
     return;
   }
   int64_t given = 0;
-  for (int b = 0; b < kScanBounds; ++b) {
+  for (int b = 0; b < n; ++b) {
     const int64_t x = static_cast<int64_t>(static_cast<__int128>(cyc[b]) * span / total);
     out[b] += x;
     given += x;
@@ -337,16 +353,30 @@ void spread(const T* cyc, int64_t t0, int64_t t1, int fallback, int64_t (&out)[k
 }
 }  // namespace
 
-// The unit's command completed at t: its critical path since the command's first scan cycle.
-void Nodes::command_path(uint32_t node, uint32_t unit, int64_t t) {
+// The unit's command completed at t (scan_only: overlapping commands, its scan ended at t and the
+// unit asks for its next one): its critical path since the command's first scan cycle.
+void Nodes::command_path(uint32_t node, uint32_t unit, int64_t t, bool scan_only) {
   const Path& pa = node_[node]->clients[unit].path;
   PathLog& log = node_[node]->paths[unit];
   const int64_t start = ctx_.snic.ps(pa.cmd_c);
   int64_t add[kBounds] = {};
-  if (pa.last_resp >= 0 && pa.last_resp_t >= ctx_.snic.ps(pa.fr)) {  // a response came last
+  if (!scan_only && pa.last_resp >= 0 && pa.last_resp_t >= ctx_.snic.ps(pa.fr)) {  // a response came last
     const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
     const PrJourney& tr = ctx_.trace[slot][pa.last_resp];
     const PrScan& sc = ctx_.scans[slot][pa.last_resp];
+    if (sc.issued == PrScan::kOlder) {  // an older command's PR (overlapping commands): its journey spans this one
+      int64_t piece[kBounds] = {};
+      int64_t rest = pa.last_resp_t - sc.older_at() - pa.last_resp_rx;
+      for (int j = 0; j < kJourney; ++j) {
+        piece[kJourneySlots[j]] += tr.j[j];
+        rest -= tr.j[j];
+      }
+      piece[kSwitchLatency] += std::max<int64_t>(rest, 0);
+      piece[kRx] += pa.last_resp_rx;
+      spread(piece, start, t, kRx, add, kBounds);
+      log.charge(t, add);
+      return;
+    }
     const int64_t issued = ctx_.snic.ps(pa.cmd_c + sc.issued);
     spread(sc.scan, start, issued, kScanIssued, add);
     log.charge(issued, add);
@@ -372,7 +402,9 @@ void Nodes::stalled_on(const Path& pa, uint32_t node, uint32_t unit, int64_t cyc
   const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
   const PrJourney& tr = ctx_.trace[slot][pa.last_resp];
   // its issue to within a ps (a diagnostic: no exact clock conversion on this path)
-  const double issued = static_cast<double>(pa.cmd_c + ctx_.scans[slot][pa.last_resp].issued) * 1000.0 / ctx_.snic.ghz;
+  const PrScan& sc = ctx_.scans[slot][pa.last_resp];
+  const double issued = sc.issued == PrScan::kOlder ? static_cast<double>(sc.older_at())
+                                                    : static_cast<double>(pa.cmd_c + sc.issued) * 1000.0 / ctx_.snic.ghz;
   const double total = static_cast<double>(pa.last_resp_t) - issued;
   double* on = node_[node]->paths[unit].stalled_on;
   if (total <= 0) return;
@@ -471,8 +503,14 @@ void Nodes::issue(uint32_t node, uint32_t unit, int64_t t) {
   }
   u.busy = false;  // stalled or waiting for responses: a response write wakes the unit
   if (ru.stalled()) u.path.idle = kPendingFull;
-  if (u.active && ru.commands_done() == ru.commands_enqueued())
-    complete(node, unit, std::max(t, ctx_.snic.ps(u.decided)));
+  if (!u.active) return;
+  if (ru.commands_done() == ru.commands_enqueued()) return complete(node, unit, std::max(t, ctx_.snic.ps(u.decided)));
+  if (cfg_.overlap_commands && !ru.scanning() && ru.commands_done() + 1 == ru.commands_enqueued() &&
+      work_.has_command(node)) {  // scanned, its PRs pending: the unit asks for its next command now
+    const int64_t done = std::max(t, ctx_.snic.ps(u.decided));
+    command_path(node, unit, done, true);
+    assign(node, unit, done + cfg_.pcie_ps);
+  }
 }
 
 void Nodes::write_back(uint32_t p, int64_t t) {

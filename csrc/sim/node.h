@@ -135,9 +135,10 @@ class Nodes {
   friend struct LogicEngineTiming;
   int64_t filter_load(Node& n, Client& u, uint64_t idx);
   void assign(uint32_t node, uint32_t unit, int64_t t_host);
+  void age_scans(uint32_t node, uint32_t unit);
   void complete(uint32_t node, uint32_t unit, int64_t t);
   void issued(uint32_t node, uint32_t unit, const units::PR& pr, int64_t pr_cycle, int64_t pr_ps);
-  void command_path(uint32_t node, uint32_t unit, int64_t t);
+  void command_path(uint32_t node, uint32_t unit, int64_t t, bool scan_only);
   void critical_paths();
   void stalled_on(const Path& pa, uint32_t node, uint32_t unit, int64_t cycles);
   void issue(uint32_t node, uint32_t unit, int64_t t);

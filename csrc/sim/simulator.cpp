@@ -74,6 +74,7 @@ void check_config(const SimConfig& cfg) {
   check_pos(cfg.lsq_entries, "LSQ entries");
   check_pos(cfg.switch_pipes, "switch pipes");
   check_pos(cfg.switch_ports, "switch ports");
+  check_pos(cfg.pipe_prs_per_cycle, "middle pipe PRs per cycle");
   check_pos(cfg.idx_bytes, "idx bytes");
   check_pos(cfg.line_bytes, "cache line bytes");
   for (int64_t v : {cfg.l1_bytes, cfg.l2_bytes, cfg.llc_bytes, cfg.l1_ways, cfg.l2_ways, cfg.llc_ways})

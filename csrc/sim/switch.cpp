@@ -14,6 +14,7 @@ Switches::Switches(SimContext& ctx, NetworkApi& net) : ctx_(ctx), net_(net) {
   pipes_ = cfg.switch_pipes;
   ports_per_pipe_ = std::max<int64_t>(1, cfg.switch_ports / cfg.switch_pipes);
   lookup_cycles_ = cfg.cache_latency_cycles;
+  prs_per_cycle_ = cfg.pipe_prs_per_cycle;
   ConcatConfig sc;
   sc.n_dests = ctx.nodes;
   sc.mtu = cfg.mtu;
@@ -56,35 +57,46 @@ void Switches::handle(const Event& e) {
   }
 }
 
-// The packet's PRs go through one middle pipe, one per switch cycle, each entering the pipe's
-// concatenator after the cache lookup.
+namespace {
+// The sum of floor(x / r) over 0 <= x < m (m: a pipe's backlog, so no overflow).
+int64_t floor_sum(int64_t m, int64_t r) {
+  const int64_t q = m / r;
+  return r * q * (q - 1) / 2 + (m % r) * q;
+}
+}  // namespace
+
+// The packet's PRs go through one middle pipe, prs_per_cycle_ per switch cycle (issue slots: the
+// pipe's slot k is in cycle k / prs_per_cycle_), each entering the pipe's concatenator after the cache
+// lookup.
 void Switches::arrive(int64_t s, uint32_t p, int64_t in_link, int64_t t) {
   const Packet& k = ctx_.pkts[p];
   const int64_t pipe = s * pipes_ + pipe_of(s, k, in_link);
+  const int64_t r = prs_per_cycle_, n = k.n_prs;
   const int64_t in = ctx_.sw.cycle(t);
-  const int64_t start = std::max(in, pipe_free_[pipe]);
-  pipe_free_[pipe] = start + k.n_prs;
+  const int64_t slot = std::max(in * r, pipe_free_[pipe]);
+  const int64_t start = r == 1 ? slot : slot / r, last = r == 1 ? slot + n - 1 : (slot + n - 1) / r;  // no division at 1
+  pipe_free_[pipe] = slot + n;
   SwitchCounters& sc = ctx_.res.switches[s];
-  sc.pipe_prs += k.n_prs;
+  sc.pipe_prs += n;
   sc.pipe_wait_cycles += start - in;
   PipeCounters& pc = ctx_.res.pipes[pipe];
   ++pc.packets;
-  pc.prs += k.n_prs;
+  pc.prs += n;
   if (pc.packets == 1) pc.first_cycle = in;
   pc.last_in_cycle = in;
-  pc.last_cycle = start + k.n_prs - 1 + lookup_cycles_;
+  pc.last_cycle = last + lookup_cycles_;
   pc.wait_cycles += start - in;
-  pc.pr_wait_cycles += k.n_prs * (start - in) + int64_t{k.n_prs} * (k.n_prs - 1) / 2;  // the i-th waits i more
+  pc.pr_wait_cycles += r == 1 ? n * (start - in) + n * (n - 1) / 2  // the i-th waits i more
+                              : floor_sum(slot - in * r + n, r) - floor_sum(slot - in * r, r);  // to its slot's cycle
   pc.max_wait_cycles = std::max(pc.max_wait_cycles, start - in);
-  pc.max_backlog = std::max(pc.max_backlog, pipe_free_[pipe] - in);  // one PR per cycle: cycles = PRs
+  pc.max_backlog = std::max(pc.max_backlog, pipe_free_[pipe] - in * r);  // slots not taken yet = PRs queued
   if (in >> 10 != window_[pipe]) {
     window_[pipe] = in >> 10;
     window_prs_[pipe] = 0;
   }
-  window_prs_[pipe] += k.n_prs;
+  window_prs_[pipe] += n;
   pc.peak_window_prs = std::max(pc.peak_window_prs, window_prs_[pipe]);
-  ctx_.events.stream_push(pipe_out_[pipe], ctx_.sw.ps(start + k.n_prs - 1 + lookup_cycles_), kSwitchDone,
-                        static_cast<uint32_t>(pipe), p);
+  ctx_.events.stream_push(pipe_out_[pipe], ctx_.sw.ps(last + lookup_cycles_), kSwitchDone, static_cast<uint32_t>(pipe), p);
 }
 
 // The middle pipe of a packet at extended switch s: a read's egress port, a response's ingress port.

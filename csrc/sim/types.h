@@ -38,6 +38,7 @@ namespace netsparse::sim {
   X(int64_t, cache_max_line, "property cache widest line (bytes)")                                             \
   X(int64_t, switch_pipes, "middle pipes per extended switch")                                                 \
   X(int64_t, switch_ports, "ports per switch")                                                                 \
+  X(int64_t, pipe_prs_per_cycle, "PRs a ToR middle pipe takes per switch cycle")                                \
   X(int64_t, pcie_ps, "one-way PCIe latency (ps)")                                                             \
   X(double, pcie_bytes_per_s, "idx DMA bandwidth (bytes/s)")                                                   \
   X(int64_t, idx_bytes, "bytes per idx in a RIG command")                                                      \
@@ -60,6 +61,7 @@ namespace netsparse::sim {
   X(int64_t, switch_buffer_bytes, "shared packet buffer of a switch (bytes)")                                  \
   X(int64_t, rx_buffer_bytes, "SNIC Rx buffer (bytes)")                                                        \
   X(int64_t, tx_buffer_bytes, "SNIC Tx buffer (bytes)")                                                        \
+  X(bool, overlap_commands, "a client unit scans its next command while its last one's PRs are pending (snic.rig_command_overlap=overlap)") \
   X(bool, host_filters_local, "RIG commands carry only remote idxs (snic.rig_local_idxs=host_filtered)")          \
   X(bool, flit_layer, "NetCrafter flit layer on the inter-switch links (then `flit` holds its parameters)")
 
@@ -147,7 +149,7 @@ struct Topo {
   X(tx_link, "Tx: SNIC Tx buffer, host uplink queue, serialisation and propagation (and Tx full)")    \
   X(nic_concat, "PRs waiting in a NIC concatenation queue (either end)")                               \
   X(switch_latency, "switch latency (ingress parser to egress, fixed per switch hop)")                  \
-  X(switch_middle, "ToR middle pipe: queue for the pipe, one PR per cycle, cache lookup")               \
+  X(switch_middle, "ToR middle pipe: queue for the pipe, its PRs per cycle, cache lookup")              \
   X(switch_concat, "PRs waiting in a ToR middle pipe's concatenation queue")                           \
   X(switch_links, "switch -> switch links: port queue, serialisation and propagation")               \
   X(rx_link, "ToR -> host link: port queue, Rx credit, serialisation and propagation")               \

@@ -13,7 +13,10 @@
 // A full Pending PR Table stalls the unit (in order: it stops at the idx that needs a new entry and
 // resumes once responses free entries). A response writes the property to every waiting slot, sets
 // the filter bit and frees the entry. A command completes when every non-dropped idx is answered;
-// the unit starts its next command only then.
+// the unit starts its next command only then, unless set_overlap(true) (the simulator's
+// snic.rig_command_overlap=overlap): then it starts an enqueued next command as soon as its current
+// one is scanned, with PRs still pending (the Pending PR Table and the filter serve both), and counts
+// a command done when it moves past it.
 //
 // A command's idxs are int64 (the training path) or int32 (the simulator reads a Pattern's column ids
 // in place: 4 B per nonzero, no widened copy); its slots may be null (timing-only users: every idx
@@ -129,6 +132,7 @@ class RigClientUnit {
   bool finished() const { return cmd_ == cmds_.size() && pending_ == 0; }
   bool scanning() const { return cmd_ < cmds_.size() && pos_ < cmds_[cmd_].n; }  // idxs of its command left
   bool stalled() const { return stalled_; }
+  void set_overlap(bool on) { overlap_ = on; }
   int64_t pending() const { return pending_; }
 
   // Processes idxs until the unit stalls, waits for its command to complete, or runs out of work.
@@ -179,7 +183,7 @@ class RigClientUnit {
   std::vector<Command> cmds_;
   size_t cmd_ = 0;
   int64_t pos_ = 0;
-  bool stalled_ = false;
+  bool stalled_ = false, overlap_ = false;
   std::vector<Entry> entries_;
   std::vector<int32_t> free_;  // stack of free entry ids (pops 0, 1, 2, ... first)
   int64_t pending_ = 0;
@@ -265,7 +269,7 @@ void RigClientUnit::issue(const RigContext& c, Emit&& emit, int64_t max_prs, Tim
   while (cmd_ < cmds_.size()) {
     const Command& cm = cmds_[cmd_];
     const Stop stop = cm.narrow ? run<int32_t>(c, cm, emit, max_prs, timing) : run<int64_t>(c, cm, emit, max_prs, timing);
-    if (stop != Stop::kDone || pending_ != 0) return;
+    if (stop != Stop::kDone || (pending_ != 0 && !(overlap_ && cmd_ + 1 < cmds_.size()))) return;
     ++cmd_;
     pos_ = 0;
     ++counters.commands;
