@@ -256,6 +256,9 @@ def test_collect_tables(tmp_path):
     assert "n/a" not in collect.markdown("speedup", reports)[2]
     assert reports[0]["strategies"]["netsparse"]["comm_time_s"] > 0
     assert len(collect.markdown("strong_scaling", reports)) == 2 + 2 * 2
+    sweep = [[c.strip() for c in row.split("|")] for row in collect.markdown("sweep", reports)]
+    col = sweep[0].index("tail bound")  # the resource that bounds the tail, as the report names it
+    assert [row[col] for row in sweep[2:]] == [r["strategies"]["netsparse"]["tail"]["bound"] for r in reports]
     assert collect_cli.main(["table1", str(tmp_path / "empty")]) == 2
     with pytest.raises(ValueError, match="unknown table"):
         collect.markdown("table9", reports)

@@ -47,13 +47,14 @@ TABLES: dict[str, list[Column]] = {
     + [("PCache hit", "strategies.netsparse.tail.pcache_hit_rate"),
        ("PRs/packet", "strategies.netsparse.tail.prs_per_packet"),
        ("FC rate", "strategies.netsparse.tail.fc_rate"), ("Gput", "strategies.netsparse.tail.goodput"),
-       ("line util", "strategies.netsparse.tail.line_util")],
+       ("line util", "strategies.netsparse.tail.line_util"),
+       ("tail bound", "strategies.netsparse.tail.bound")],
 }
 """Table kinds: ``speedup`` serves Fig. 12 (K sweep) and Fig. 22; ``sweep`` the parameter sweeps of
-Figs. 15-18 (NetSparse time and tail statistics per swept value). Table 7's columns read as the paper's:
-"Gput" and "Gput SA" are the tail node's useful payload over line rate x time, "Trfc vs SU" and "#PR vs
-SA" are reductions (SUOpt bytes / NetSparse bytes, SAOpt's per-rank filtered PRs / NetSparse PRs, at
-NetSparse's tail node); PR totals of the whole cluster follow."""
+Figs. 15-18 (NetSparse time, tail statistics and the resource that bounds the tail, per swept value).
+Table 7's columns read as the paper's: "Gput" and "Gput SA" are the tail node's useful payload over line
+rate x time, "Trfc vs SU" and "#PR vs SA" are reductions (SUOpt bytes / NetSparse bytes, SAOpt's per-rank
+filtered PRs / NetSparse PRs, at NetSparse's tail node); PR totals of the whole cluster follow."""
 
 _MICRO = {"strategies.su_opt.comm_time_s", "strategies.sa_opt.comm_time_s", "strategies.netsparse.comm_time_s"}
 
