@@ -55,3 +55,10 @@ class ReportInputError(NetsparseError):
 class NotBuiltError(NetsparseError, ImportError):
     """A build product is missing (the C++ extension ``hw_models._C`` or ``netsparse_torch._C``, or the gRPC
     stubs): the package was not installed with ``make install`` / ``pip install``."""
+
+    @classmethod
+    def extension(cls, name: str) -> "NotBuiltError":
+        """The error for a C++ extension that is missing or does not load (``hw_models._C``,
+        ``netsparse_torch._C``)."""
+        return cls(f"the C++ extension {name} is not built: run `make install` "
+                   "(or `python setup.py build_ext --inplace`)")

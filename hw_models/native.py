@@ -8,7 +8,6 @@ from hw_models.errors import NotBuiltError
 try:
     from hw_models._C import graph, sim, units
 except ImportError as e:
-    raise NotBuiltError("the C++ extension hw_models._C is not built: run `make install` "
-                        "(or `python setup.py build_ext --inplace`)") from e
+    raise NotBuiltError.extension("hw_models._C") from e
 
 __all__ = ["graph", "sim", "units"]

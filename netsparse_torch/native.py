@@ -16,7 +16,6 @@ try:
     # package root and its lazy names (netsparse_torch.rig), and find cycles that are not there.
     _C = importlib.import_module("netsparse_torch._C")
 except ImportError as e:
-    raise NotBuiltError("the C++ extension netsparse_torch._C is not built: run `make install` "
-                        "(or `python setup.py build_ext --inplace`)") from e
+    raise NotBuiltError.extension("netsparse_torch._C") from e
 
 __all__ = ["_C"]
