@@ -12,6 +12,8 @@ from netsparse_torch.errors import ConfigError
 
 #: The config groups of configs/train.yaml (one YAML per choice in ``configs/<group>/``).
 GROUPS = ("dataset", "model", "strategy", "fabric", "cluster", "hw")
+#: The config groups of configs/simulate.yaml.
+SIMULATE_GROUPS = ("hw", "assumption")
 
 #: Top-level keys and their types; the range each must satisfy and how to say it.
 NUMBERS: dict[str, tuple[type, str, object]] = {
@@ -44,11 +46,11 @@ def group_choices(config_dir: str | Path, group: str) -> list[str]:
     return sorted(p.stem for p in (Path(config_dir) / group).glob("*.yaml"))
 
 
-def check_group_overrides(overrides: list[str], config_dir: str | Path) -> None:
-    """Every ``group=choice`` on the command line (each value of a sweep ``group=a,b``) names a YAML
-    of ``configs/<group>/``. Other overrides are left to Hydra and :func:`check_values`."""
+def check_group_overrides(overrides: list[str], config_dir: str | Path, groups: tuple[str, ...] = GROUPS) -> None:
+    """Every ``group=choice`` of ``groups`` on the command line (each value of a sweep ``group=a,b``) names
+    a YAML of ``configs/<group>/``. Other overrides are left to Hydra and :func:`check_values`."""
     for o in _parse(overrides):
-        if o.key_or_group not in GROUPS or o.is_delete() or o.package is not None:
+        if o.key_or_group not in groups or o.is_delete() or o.package is not None:
             continue
         values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
         choices = group_choices(config_dir, o.key_or_group)

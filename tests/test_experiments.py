@@ -98,3 +98,35 @@ def test_collect_table8_and_active_nodes(tmp_path):
     assert last == pytest.approx(r["strategies"]["netsparse"]["comm_time_s"])
     for kind in ("table8", "active_nodes"):
         assert [p.name for p in collect.plot(kind, reports, tmp_path / f"{kind}.png")] == [f"{kind}.png"]
+
+
+def test_collect_sensitivity(tmp_path):
+    """One row per (matrix, assumption); each K's change is against the same matrix and K at the defaults."""
+    runs = {}
+    for a in ("table5", "command_overlap", "client_units_8"):
+        with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+            cfg = compose(config_name="simulate",
+                          overrides=[*SYNTH, f"report_dir={tmp_path}", f"assumption={a}", f"tag=_{a}"])
+        runs[a] = simulate.run(cfg)
+    assert runs["command_overlap"]["hardware"]["snic"]["rig_command_overlap"] == "overlap"
+    assert runs["client_units_8"]["hardware"]["snic"]["rig_client_units"] == 8
+    table = collect.markdown("sensitivity", collect.load_reports(tmp_path))
+    assert table[0] == "| matrix | assumption | K=16 us | K=16 vs table5 | K=16 tail bound |"
+    assert [row.split(" | ")[1] for row in table[2:]] == ["table5", "client_units_8", "command_overlap"]
+    t0 = runs["table5"]["strategies"]["netsparse"]["comm_time_s"]
+    ns = runs["client_units_8"]["strategies"]["netsparse"]
+    change = f"{ns['comm_time_s'] / t0 - 1:+.1%}"
+    assert f"| {collect.fmt(ns['comm_time_s'], micro=True)} | {change} | node {ns['tail_node']}: " in table[3]
+    assert "| +0.0% |" in table[2]
+
+
+def test_simulate_refuses_an_unknown_assumption_in_one_line():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "netsparse_torch.cli.simulate", "assumption=nope"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "netsparse-simulate: error: unknown assumption 'nope'; choose one of "
+        + ", ".join(sorted(p.stem for p in (ROOT / "configs" / "assumption").glob("*.yaml")))]

@@ -18,7 +18,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from netsparse_torch.config_check import config_dir
+from netsparse_torch.config_check import SIMULATE_GROUPS, check_group_overrides, config_dir
 from netsparse_torch.errors import NetsparseError
 from netsparse_torch.run.simulation import run
 
@@ -38,6 +38,11 @@ def main() -> None:
     from netsparse_torch.malloc import keep_freed_memory
 
     keep_freed_memory()  # the simulator allocates and frees hundreds of MB: ~1 s of page faults otherwise
+    try:  # a wrong group choice in one line, before Hydra's multi-line composition error
+        check_group_overrides([a for a in sys.argv[1:] if not a.startswith("-")], config_dir(), SIMULATE_GROUPS)
+    except NetsparseError as exc:
+        print(f"netsparse-simulate: error: {exc}", file=sys.stderr)
+        sys.exit(2)
     _hydra_main()
 
 

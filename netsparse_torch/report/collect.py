@@ -169,8 +169,37 @@ def _active_nodes(reports: list[dict]) -> list[str]:
     return md.table(head, (cells(r) for r in reports))
 
 
-SPECIAL = {"strong_scaling": _strong_scaling, "table8": _table8, "active_nodes": _active_nodes}
-"""Table kinds with their own layout (Figs. 13/21, Table 8, Fig. 19)."""
+def _sensitivity(reports: list[dict]) -> list[str]:
+    """Issue 26's sensitivity: one row per (matrix, assumption), per K the NetSparse time, its change
+    against the same matrix and K under ``table5`` (the defaults), and the tail node's bound and share."""
+    def name(r: dict) -> str:
+        return (r.get("config") or {}).get("assumption_name") or "table5"
+
+    ks = sorted({r["k"] for r in reports})
+    by = {(r["matrix"]["name"], name(r), r["k"]): r for r in reports}
+    rows = sorted({(m, a) for m, a, _ in by}, key=lambda ma: (ma[0], ma[1] != "table5", ma[1]))
+    head = ["matrix", "assumption"] + [f"K={k} {what}" for k in ks for what in ("us", "vs table5", "tail bound")]
+
+    def cells(m: str, a: str) -> list[str]:
+        out = [m, a]
+        for k in ks:
+            r, base = by.get((m, a, k)), by.get((m, "table5", k))
+            if r is None:
+                out += ["n/a"] * 3
+                continue
+            ns = r["strategies"]["netsparse"]
+            t, tail = ns["comm_time_s"], ns["tail"]
+            change = f"{t / base['strategies']['netsparse']['comm_time_s'] - 1:+.1%}" if base else "n/a"
+            share = tail["breakdown_s"][tail["bound"]] / t if t > 0 else 0.0
+            out += [fmt(t, micro=True), change, f"node {ns['tail_node']}: {tail['bound']} {share:.0%}"]
+        return out
+
+    return md.table(head, (cells(m, a) for m, a in rows))
+
+
+SPECIAL = {"strong_scaling": _strong_scaling, "table8": _table8, "active_nodes": _active_nodes,
+           "sensitivity": _sensitivity}
+"""Table kinds with their own layout (Figs. 13/21, Table 8, Fig. 19, issue 26's sensitivity)."""
 
 
 def plot(kind: str, reports: list[dict], out: Path) -> list[Path]:
