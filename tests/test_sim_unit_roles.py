@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from test_simulator import DRAM, FIRST_CYCLE, P4, PCIE, READ_SER, RESP_SER, SW, hop, mat, nic, run, snic_cycle, snic_ps
 
 from hw_models.params import HardwareParams
@@ -126,6 +127,31 @@ def test_a_command_waits_for_the_read_its_unit_serves():
     assert sum(got.values()) == want_time
     assert "remote_server" not in {b for b, s in static.critical_path.of(3).items() if s}
     assert dynamic.counters["nodes"]["rx_waits"][3] == 0 and static.counters["nodes"]["rx_waits"][3] == 1
+
+
+@pytest.mark.parametrize(("snic", "fewer_waits"), [
+    ({"rig_units": 4, "rig_batch_size": 64, "lsq_entries": 2}, True),
+    ({"rig_client_units": 24, "tx_buffer_bytes": 3000, "lsq_entries": 2}, False),
+    ({"rig_batch_size": 16, "rig_command_overlap": "overlap", "lsq_entries": 2}, False)])
+def test_dynamic_roles_answer_every_read_and_the_breakdown_sums(snic, fewer_waits):
+    """A random graph, 8 nodes, LSQs of 2 (servers slow enough that read packets wait): with dynamic roles
+    every read PR is still answered once (served + cache hits = read PRs = responses), no more packets
+    wait for a unit (fewer with 2 servers and batches of 64, whose clients idle between commands), and
+    each node's critical path sums exactly to its time (remote_server holding the commands' waits).
+    The second case caught a client unit taken for a packet after its command had arrived."""
+    rng = np.random.default_rng(7)
+    n, nnz = 3000, 20000
+    a = sp.csr_matrix((np.ones(nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n))
+    out = {}
+    for roles in ("static", "dynamic"):
+        p = HardwareParams.from_dict({"cluster": {"nodes": 8, "rack_size": 4}, "snic": {**snic, "rig_unit_roles": roles}})
+        r = out[roles] = run(a, params=p)
+        nodes, hits = r.counters["nodes"], sum(r.counters["switches"]["read_hits"])
+        assert sum(nodes["served"]) + hits == sum(nodes["read_prs"]) == sum(nodes["responses"])
+        ps = np.rint(r.critical_path.node_s * 1e12).astype(np.int64)
+        assert (ps >= 0).all() and ps.sum(axis=1).tolist() == np.rint(r.node_time_s * 1e12).astype(np.int64).tolist()
+    waits = {m: sum(r.counters["nodes"]["rx_waits"]) for m, r in out.items()}
+    assert waits["dynamic"] < waits["static"] if fewer_waits else waits["dynamic"] <= waits["static"]
 
 
 def test_dynamic_roles_change_nothing_without_an_idle_client_or_a_waiting_packet():

@@ -583,7 +583,7 @@ uint32_t Nodes::idle_client(const Node& n, int64_t t, int64_t& first) const {
   for (uint32_t c = 0; c < n.clients.size(); ++c) {
     const Client& u = n.clients[c];
     const int64_t at = std::max(n.servers[servers + c].free, u.idle_from);
-    if (at >= u.idle_to) continue;
+    if (std::max(at, t) >= u.idle_to) continue;  // it holds a command by then
     if (at <= t) {
       first = t;
       return servers + c;
@@ -641,6 +641,8 @@ void Nodes::delay_command(uint32_t node, uint32_t unit, int64_t last_read) {
   Path& pa = u.path;
   const int64_t c = ctx_.snic.cycle(last_read) + 1;
   if (c <= pa.cmd_c) return;
+  if (node_[node]->paths[unit].t != ctx_.snic.ps(pa.cmd_c))
+    throw std::logic_error("simulator: a client unit served a read packet while it held a RIG command");
   int64_t wait[kBounds] = {};
   wait[kRemoteServer] = ctx_.snic.ps(c) - ctx_.snic.ps(pa.cmd_c);
   node_[node]->paths[unit].charge(ctx_.snic.ps(c), wait);
