@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from test_simulator import DRAM, FIRST_CYCLE, P4, PCIE, READ_SER, RESP_SER, SW, hop, mat, nic, run, snic_cycle, snic_ps
+from test_simulator import DRAM, FIRST_CYCLE, P4, PCIE, RESP_SER, SW, hop, mat, nic, run, snic_cycle, snic_ps
 
 from hw_models.params import HardwareParams
 from netsparse_torch.errors import ConfigError
@@ -144,8 +144,8 @@ def test_dynamic_roles_answer_every_read_and_the_breakdown_sums(snic, fewer_wait
     a = sp.csr_matrix((np.ones(nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n))
     out = {}
     for roles in ("static", "dynamic"):
-        p = HardwareParams.from_dict({"cluster": {"nodes": 8, "rack_size": 4}, "snic": {**snic, "rig_unit_roles": roles}})
-        r = out[roles] = run(a, params=p)
+        p = HardwareParams.from_dict({"cluster": {"nodes": 8, "rack_size": 4}})
+        r = out[roles] = run(a, params=p.replace(snic={**snic, "rig_unit_roles": roles}))
         nodes, hits = r.counters["nodes"], sum(r.counters["switches"]["read_hits"])
         assert sum(nodes["served"]) + hits == sum(nodes["read_prs"]) == sum(nodes["responses"])
         ps = np.rint(r.critical_path.node_s * 1e12).astype(np.int64)
