@@ -227,7 +227,8 @@ class SNICParams(_Validated):
     """How many of the RIG units are clients during a gather; the rest serve. ``None`` (default): half,
     ``rig_units // 2``. Our assumption: §5 has every RIG unit able to act as either, and §5.3's Q Control
     assigns server work as reads arrive; a fixed half/half split is the static reading of that, used by
-    ``units.RigNode`` and the simulator alike. Sensitivity in docs/experiments.md."""
+    ``units.RigNode`` and, by default, the simulator (``rig_unit_roles`` lets the simulator's idle
+    client units serve too). Sensitivity in docs/experiments.md."""
     pending_pr_table: int = _p(256)
     """Pending PR Table entries per RIG unit. NetSparse Table 5 (256)."""
     lsq_entries: int = _p(64)

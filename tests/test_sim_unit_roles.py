@@ -1,9 +1,11 @@
 """Dynamic RIG unit roles (snic.rig_unit_roles, docs/simulator.md "Dynamic RIG unit roles"): a client unit
 that holds no RIG command also serves read packets. Hand-worked on 4 nodes (2 racks x 2), one client and
 one server unit per node, LSQs of one entry (one PCIe read in flight per unit), the switch stage off
-(plain forwarding): node 2 sends node 3 a 5-PR read packet that keeps node 3's server unit busy for
-4 x 400 ns; node 0's read packet (other rack) arrives 1.5 us later. Static, it waits for the server;
-dynamic, node 3's client unit, idle, takes it. Times from Table 5 with the helpers of test_simulator."""
+(plain forwarding): node 2 sends node 3 a read packet of 4 or 5 PRs whose reads hold node 3's server
+unit for 4 or 5 x 400 ns; node 0's read packet (other rack) arrives 1.5 us later. Static, the server
+takes it once its last read started and reads it when its LSQ entry frees; dynamic, node 3's client
+unit, idle, takes it at once because its first read starts sooner. Times from Table 5 with the helpers
+of test_simulator."""
 
 from __future__ import annotations
 
@@ -26,26 +28,27 @@ def params(roles: str, batch: int | str = "inf") -> HardwareParams:
     return P4.replace(snic={"rig_units": 2, "lsq_entries": 1, "rig_batch_size": batch, "rig_unit_roles": roles})
 
 
-def case(node0_reads: int, node3_local: int) -> list[tuple[int, int]]:
-    """Node 2 reads columns 31-35 (one per row), node 0 columns 36.. (one per row), node 3 has local idxs."""
+def case(node0_reads: int, node3_local: int, node2_reads: int) -> list[tuple[int, int]]:
+    """Node 2 reads columns 31.. (one per row), node 0 columns 36.. (one per row), node 3 has local idxs."""
     local = [(OWNER_ROWS[i % 10], 30 + i // 10) for i in range(node3_local)]
-    return [(20 + i, 31 + i) for i in range(5)] + [(i, 36 + i) for i in range(node0_reads)] + local
+    return [(20 + i, 31 + i) for i in range(node2_reads)] + [(i, 36 + i) for i in range(node0_reads)] + local
 
 
-def sim(roles, node0_reads=1, node3_local=1, batch="inf"):
-    return run(mat(case(node0_reads, node3_local), 40), params=params(roles, batch), mech={"switch": False})
+def sim(roles, node0_reads=1, node3_local=1, batch="inf", node2_reads=5):
+    a = mat(case(node0_reads, node3_local, node2_reads), 40)
+    return run(a, params=params(roles, batch), mech={"switch": False})
 
 
 def packet_ser(prs: int) -> int:
     return (50 + 12 + 18 * prs) * 20  # Table 5 headers at 400 Gb/s
 
 
-def arrivals(node0_reads: int) -> tuple[int, int]:
+def arrivals(node0_reads: int, node2_reads: int = 5) -> tuple[int, int]:
     """When node 2's and node 0's read packets reach host 3. Each requester decides its first idx after
     a DRAM filter load (cycle 1542) and the rest one L1 load (5 cycles) apart behind the one LSQ entry,
     all within the NIC's 500-cycle delay: one packet each, flushed at cycle 2042."""
     flush = nic(snic_ps(FIRST_CYCLE + 1 + DRAM))
-    t2 = hop(hop(flush, packet_ser(5)) + SW, packet_ser(5))  # host 2 -> ToR 1 -> host 3
+    t2 = hop(hop(flush, packet_ser(node2_reads)) + SW, packet_ser(node2_reads))  # host 2 -> ToR 1 -> host 3
     t0 = flush
     for _ in range(3):  # host 0 -> ToR 0 -> spine -> ToR 1
         t0 = hop(t0, packet_ser(node0_reads)) + SW
@@ -61,25 +64,31 @@ def node0_done(pushed: int) -> int:
     return hop(t, RESP_SER) + 2 * PCIE
 
 
-def test_idle_client_serves_when_the_server_is_busy():
-    t2, t0 = arrivals(1)
-    busy_until = t2 + C + 4 * READ  # the server's fifth read starts (the packet leaves the Rx buffer)
-    assert t2 < t0 < busy_until  # node 0's packet arrives while the server is busy
-    static, dynamic = sim("static"), sim("dynamic")
+@pytest.mark.parametrize("k", [5, 4])
+def test_idle_client_serves_when_it_starts_sooner_than_the_server(k):
+    """k = 5: node 0's packet arrives before the server's last read of node 2's packet started, so,
+    static, it waits in the Rx buffer (rx_waits). k = 4: the server's last read started, so, static,
+    the server takes it at once, but its one LSQ entry is held until that read returns."""
+    t2, t0 = arrivals(1, k)
+    last_read = t2 + C + (k - 1) * READ  # the server's reads of node 2's packet, one LSQ entry: 400 ns apart
+    assert t2 < t0 < last_read + READ - C  # node 0's first read could not start on the server before then
+    assert (t0 >= last_read) == (k == 4)  # k = 4: the server is free (its last read started) at t0
+    static, dynamic = sim("static", node2_reads=k), sim("dynamic", node2_reads=k)
     ps = {m: np.rint(r.node_time_s * 1e12).astype(np.int64).tolist() for m, r in (("s", static), ("d", dynamic))}
-    # static: node 0's read waits for the server; its one LSQ entry frees 400 ns after the fifth read
-    assert ps["s"][0] == node0_done(busy_until + READ + READ)
+    # static: node 0's read starts on the server when its LSQ entry frees
+    static_push = last_read + READ + READ
+    assert ps["s"][0] == node0_done(static_push)
     # dynamic: node 3's client unit (done with its one local idx at cycle 1322) takes it on arrival
     assert ps["d"][0] == node0_done(t0 + C + READ)
     node3 = snic_ps(FIRST_CYCLE + 1) + PCIE  # one local idx, then the completion notification
     assert ps["s"][3] == ps["d"][3] == node3 and ps["s"][1] == ps["d"][1] == 0
     assert ps["s"][2] == ps["d"][2]  # node 2's reads go to the server unit either way
     ns, nd = static.counters["nodes"], dynamic.counters["nodes"]
-    assert ns["served"] == nd["served"] == [0, 0, 0, 6]
-    assert (ns["rx_waits"][3], nd["rx_waits"][3]) == (1, 0)
+    assert ns["served"] == nd["served"] == [0, 0, 0, k + 1]
+    assert (ns["rx_waits"][3], nd["rx_waits"][3]) == (1 if k == 5 else 0, 0)
     # node 0's path: the owner's share is the read's wait and its PCIe read, from arrival to push
     rs = {m: round(r.critical_path.of(0)["remote_server"] * 1e12) for m, r in (("s", static), ("d", dynamic))}
-    assert (rs["s"], rs["d"]) == (busy_until + 2 * READ - t0, C + READ)
+    assert (rs["s"], rs["d"]) == (static_push - t0, C + READ)
 
 
 def up(ps: int) -> int:

@@ -565,32 +565,48 @@ void Nodes::serve_ready(uint32_t host, int64_t t) {
 }
 
 // The unit that takes the next read packet at t, and (first) when one is free: the server unit free
-// first (the lowest index on ties); with dynamic unit roles, when none is free at t, the idle client
-// unit of lowest index free at t (units server_units + client in n.servers).
+// first (the lowest index on ties). Dynamic unit roles: an idle client unit takes it instead if its
+// first read would start earlier (units server_units + client in n.servers; see idle_client).
 uint32_t Nodes::serving_unit(const Node& n, int64_t t, int64_t& first) const {
   uint32_t u = 0;
   for (uint32_t i = 1; i < static_cast<uint32_t>(cfg_.server_units); ++i)
     if (n.servers[i].free < n.servers[u].free) u = i;
   first = n.servers[u].free;
-  if (!cfg_.dynamic_units || first <= t) return u;
-  return idle_client(n, t, first);
+  if (!cfg_.dynamic_units) return u;
+  const int64_t start = first <= t ? first_read(n.servers[u], t) : kNever;
+  if (start == t + cycle_ps_) return u;  // nothing starts sooner
+  return idle_client(n, t, start, u, first);
 }
 
-// A client unit idle at t whose last read started by t (the lowest index), else first = the earliest
-// time a client unit idle then is free (a unit that completes later arms a serve event itself).
-uint32_t Nodes::idle_client(const Node& n, int64_t t, int64_t& first) const {
+// When a unit free by t (its last read started) would start a packet's first read: the next cycle, or
+// when its oldest PCIe read returns if all its LSQ entries are in flight.
+int64_t Nodes::first_read(const Server& s, int64_t t) const {
+  return std::max(std::max(t, s.free) + cycle_ps_, s.lsq[s.lsq_pos]);
+}
+
+// The idle client unit, free by t, whose first read would start soonest and before `beat` (the lowest
+// index on ties), else `u`; when no unit is free at t (beat = kNever), first = the earliest time a
+// client unit idle then is free (a unit that completes later arms a serve event itself).
+uint32_t Nodes::idle_client(const Node& n, int64_t t, int64_t beat, uint32_t u, int64_t& first) const {
   const uint32_t servers = static_cast<uint32_t>(cfg_.server_units);
+  const bool none_free = beat == kNever;
   for (uint32_t c = 0; c < n.clients.size(); ++c) {
-    const Client& u = n.clients[c];
-    const int64_t at = std::max(n.servers[servers + c].free, u.idle_from);
-    if (std::max(at, t) >= u.idle_to) continue;  // it holds a command by then
-    if (at <= t) {
-      first = t;
-      return servers + c;
+    const Client& cu = n.clients[c];
+    const Server& slot = n.servers[servers + c];
+    const int64_t at = std::max(slot.free, cu.idle_from);
+    if (std::max(at, t) >= cu.idle_to) continue;  // it holds a command by then
+    if (at > t) {
+      if (none_free) first = std::min(first, at);
+      continue;
     }
-    first = std::min(first, at);
+    const int64_t start = first_read(slot, t);
+    if (start < beat) {
+      beat = start;
+      u = servers + c;
+      first = t;
+    }
   }
-  return 0;
+  return u;
 }
 
 void Nodes::arm_serve(uint32_t host, int64_t t) {

@@ -149,7 +149,8 @@ class Nodes {
   void write_back(uint32_t p, int64_t t);
   void serve_ready(uint32_t host, int64_t t);
   uint32_t serving_unit(const Node& n, int64_t t, int64_t& first) const;
-  uint32_t idle_client(const Node& n, int64_t t, int64_t& first) const;
+  int64_t first_read(const Server& s, int64_t t) const;
+  uint32_t idle_client(const Node& n, int64_t t, int64_t beat, uint32_t u, int64_t& first) const;
   void serve(uint32_t host, uint32_t p, int64_t t, uint32_t u);
   void delay_command(uint32_t node, uint32_t unit, int64_t last_read);
   void respond(uint32_t node, uint32_t unit, const Event& e);
