@@ -188,3 +188,16 @@ def test_rig_unit_roles_reaches_the_simulator_from_the_command_line():
     on = sim_config(simulate_hardware(compose("simulate", "+hw.snic.rig_unit_roles=dynamic")), 16,
                     check_mechanisms(None))
     assert (off.dynamic_units, on.dynamic_units) == (False, True)
+
+
+def test_training_ignores_rig_unit_roles():
+    """A simulator-only knob: strategy=netsparse training builds the same RigNode (static split) with it."""
+    from test_hardware_config import TRAIN, compose, rig_settings
+
+    from hw_models.hardware import train_hardware
+
+    def settings(*overrides):
+        cfg = compose("train", *TRAIN, "strategy=netsparse", *overrides)
+        return rig_settings(cfg, train_hardware(cfg))
+
+    assert settings("+hw.snic.rig_unit_roles=dynamic") == settings()
