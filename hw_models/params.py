@@ -213,6 +213,8 @@ RIG_COMMAND_OVERLAP = ("wait_last_response", "overlap")
 """The values of ``SNICParams.rig_command_overlap``."""
 RIG_AUTO_SPLIT = ("idxs", "remote_idxs")
 """The values of ``SNICParams.rig_auto_split``."""
+RIG_UNIT_ROLES = ("static", "dynamic")
+"""The values of ``SNICParams.rig_unit_roles``."""
 
 
 @dataclass(frozen=True)
@@ -227,7 +229,8 @@ class SNICParams(_Validated):
     """How many of the RIG units are clients during a gather; the rest serve. ``None`` (default): half,
     ``rig_units // 2``. Our assumption: §5 has every RIG unit able to act as either, and §5.3's Q Control
     assigns server work as reads arrive; a fixed half/half split is the static reading of that, used by
-    ``units.RigNode`` and the simulator alike. Sensitivity in docs/experiments.md."""
+    ``units.RigNode`` and, by default, the simulator (``rig_unit_roles`` lets the simulator's idle
+    client units serve too). Sensitivity in docs/experiments.md."""
     pending_pr_table: int = _p(256)
     """Pending PR Table entries per RIG unit. NetSparse Table 5 (256)."""
     lsq_entries: int = _p(64)
@@ -274,6 +277,15 @@ class SNICParams(_Validated):
     Table and Idx Filter for both), and the unit's last command completes when its last response
     lands. Our assumption: §5.1 has the host hand a unit its next command after the completion
     notification; §5.3 stalls a unit only on a full Pending PR Table, LSQ or Tx queue (docs/simulator.md)."""
+    rig_unit_roles: str = "static"
+    """Which RIG units serve read packets (simulator only): ``"static"`` (default), the server units
+    alone (``rig_units - rig_client_units``); ``"dynamic"``, also every client unit that holds no RIG
+    command (before its first, between a completion and its next command's idxs arriving, after the
+    node's stream): server units first, then idle client units, lowest index first; a command that
+    arrives while its unit serves waits until the packet's last read started (charged to
+    ``remote_server``). Our assumption for the default: §5 has every RIG unit able to act as either
+    and §5.3's Q Control hands work to units as it arrives, but the text gives no rule; the static
+    split is what ``units.RigNode`` and the training path run (docs/simulator.md)."""
     idx_bytes: int = _p(4)
     """Bytes per idx a RIG command's DMA brings from host memory. Our assumption: 32-bit column ids
     (enough for the paper's matrices, at most 51M columns, NetSparse Table 6)."""
@@ -296,6 +308,8 @@ class SNICParams(_Validated):
         if self.rig_command_overlap not in RIG_COMMAND_OVERLAP:
             raise ConfigError(f"snic.rig_command_overlap must be one of {RIG_COMMAND_OVERLAP}, "
                               f"got {self.rig_command_overlap!r}")
+        if self.rig_unit_roles not in RIG_UNIT_ROLES:
+            raise ConfigError(f"snic.rig_unit_roles must be one of {RIG_UNIT_ROLES}, got {self.rig_unit_roles!r}")
         b = self.rig_batch_size
         if isinstance(b, str):
             if b != "auto":

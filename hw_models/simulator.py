@@ -176,6 +176,7 @@ def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], flit=None)
     c.host_filters_local = snic.rig_local_idxs == "host_filtered"
     c.auto_splits_remote = snic.rig_auto_split == "remote_idxs"
     c.overlap_commands = snic.rig_command_overlap == "overlap"
+    c.dynamic_units = snic.rig_unit_roles == "dynamic"
     c.snic_ghz, c.switch_ghz = snic.clock_ghz, sw.clock_ghz
     c.nic_delay_cycles, c.switch_delay_cycles = cxx_delay(snic.concat_delay_cycles), cxx_delay(sw.concat_delay_cycles)
     c.cache_latency_cycles = int(pc.latency_cycles)

@@ -162,7 +162,7 @@ Nodes::Nodes(SimContext& ctx, Workload& work, NetworkApi& net) : ctx_(ctx), cfg_
       }
     }
     if (cfg.filter) nd->llc = LineCache(std::max<int64_t>(1, llc_lines), cfg.llc_ways);
-    nd->servers.resize(cfg.server_units);
+    nd->servers.resize(cfg.server_units + (cfg.dynamic_units ? cfg.client_units : 0));
     for (auto& s : nd->servers) s.lsq.assign(cfg.lsq_entries, 0);
     ctx.res.nodes[p].batch = work.batch(p);
     node_[p] = std::move(nd);
@@ -256,6 +256,7 @@ void Nodes::assign(uint32_t node, uint32_t unit, int64_t t_host) {
   const int64_t ready = n.dma_free + cfg_.pcie_ps;  // the last idx byte reached the SNIC
   if (cfg_.overlap_commands) age_scans(node, unit);
   u.active = true;
+  u.idle_to = ready;
   u.next_in = std::max(u.next_in, ctx_.snic.up(ready));
   u.busy = true;
   ctx_.events.push(ready, kIssue, node, unit);
@@ -288,6 +289,9 @@ void Nodes::age_scans(uint32_t node, uint32_t unit) {
 void Nodes::complete(uint32_t node, uint32_t unit, int64_t t) {
   Node& n = *node_[node];
   n.clients[unit].active = false;
+  n.clients[unit].idle_from = t;
+  n.clients[unit].idle_to = kNever;
+  if (cfg_.dynamic_units && !n.rx_wait.empty()) arm_serve(node, t);  // the unit may take a waiting read
   command_path(node, unit, t, false);
   const int64_t seen = t + cfg_.pcie_ps;
   if (!work_.has_command(node)) {  // the unit's last notification: its path ends when the host has it
@@ -508,6 +512,7 @@ void Nodes::issue(uint32_t node, uint32_t unit, int64_t t) {
   if (cfg_.overlap_commands && !ru.scanning() && ru.commands_done() + 1 == ru.commands_enqueued() &&
       work_.has_command(node)) {  // scanned, its PRs pending: the unit asks for its next command now
     const int64_t done = std::max(t, ctx_.snic.ps(u.decided));
+    u.idle_from = kNever;  // it still holds this command: no idle window before the next one
     command_path(node, unit, done, true);
     assign(node, unit, done + cfg_.pcie_ps);
   }
@@ -551,12 +556,57 @@ void Nodes::serve_ready(uint32_t host, int64_t t) {
       return;
     }
     int64_t first = kNever;
-    for (const Server& s : n.servers) first = std::min(first, s.free);
+    const uint32_t u = serving_unit(n, t, first);
     if (first > t) return arm_serve(host, first);
     const uint32_t p = n.rx_wait.front();
     n.rx_wait.pop_front();
-    serve(host, p, t);
+    serve(host, p, t, u);
   }
+}
+
+// The unit that takes the next read packet at t, and (first) when one is free: the server unit free
+// first (the lowest index on ties). Dynamic unit roles: an idle client unit takes it instead if its
+// first read would start earlier (units server_units + client in n.servers; see idle_client).
+uint32_t Nodes::serving_unit(const Node& n, int64_t t, int64_t& first) const {
+  uint32_t u = 0;
+  for (uint32_t i = 1; i < static_cast<uint32_t>(cfg_.server_units); ++i)
+    if (n.servers[i].free < n.servers[u].free) u = i;
+  first = n.servers[u].free;
+  if (!cfg_.dynamic_units) return u;
+  const int64_t start = first <= t ? first_read(n.servers[u], t) : kNever;
+  if (start == t + cycle_ps_) return u;  // nothing starts sooner
+  return idle_client(n, t, start, u, first);
+}
+
+// When a unit free by t (its last read started) would start a packet's first read: the next cycle, or
+// when its oldest PCIe read returns if all its LSQ entries are in flight.
+int64_t Nodes::first_read(const Server& s, int64_t t) const {
+  return std::max(std::max(t, s.free) + cycle_ps_, s.lsq[s.lsq_pos]);
+}
+
+// The idle client unit, free by t, whose first read would start soonest and before `beat` (the lowest
+// index on ties), else `u`; when no unit is free at t (beat = kNever), first = the earliest time a
+// client unit idle then is free (a unit that completes later arms a serve event itself).
+uint32_t Nodes::idle_client(const Node& n, int64_t t, int64_t beat, uint32_t u, int64_t& first) const {
+  const uint32_t servers = static_cast<uint32_t>(cfg_.server_units);
+  const bool none_free = beat == kNever;
+  for (uint32_t c = 0; c < n.clients.size(); ++c) {
+    const Client& cu = n.clients[c];
+    const Server& slot = n.servers[servers + c];
+    const int64_t at = std::max(slot.free, cu.idle_from);
+    if (std::max(at, t) >= cu.idle_to) continue;  // it holds a command by then
+    if (at > t) {
+      if (none_free) first = std::min(first, at);
+      continue;
+    }
+    const int64_t start = first_read(slot, t);
+    if (start < beat) {
+      beat = start;
+      u = servers + c;
+      first = t;
+    }
+  }
+  return u;
 }
 
 void Nodes::arm_serve(uint32_t host, int64_t t) {
@@ -567,16 +617,15 @@ void Nodes::arm_serve(uint32_t host, int64_t t) {
   }
 }
 
-void Nodes::serve(uint32_t host, uint32_t p, int64_t t) {
+void Nodes::serve(uint32_t host, uint32_t p, int64_t t, uint32_t u) {
   Node& n = *node_[host];
-  uint32_t u = 0;
-  for (uint32_t i = 1; i < n.servers.size(); ++i)
-    if (n.servers[i].free < n.servers[u].free) u = i;
   Server& s = n.servers[u];
+  const bool client = u >= static_cast<uint32_t>(cfg_.server_units);
   const PacketView v = ctx_.pkts.view(p);
   const Packet& pk = ctx_.pkts[p];
   ctx_.fold_packet(pk, v, pk.h.mark);  // from its arrival to its push into the NIC: the server
-  n.rig.servers()[u].serve(n.rig.context(), v, [&](uint32_t dest, const PR& pr, const uint8_t*) {
+  RigServerUnit& functional = client ? n.client_serving : n.rig.servers()[u];
+  functional.serve(n.rig.context(), v, [&](uint32_t dest, const PR& pr, const uint8_t*) {
     // One property read per SNIC cycle, at most lsq_entries PCIe reads in flight (Table 5 LSQ).
     int64_t start = std::max(t, s.free) + cycle_ps_;
     int64_t& slot = s.lsq[s.lsq_pos];
@@ -596,6 +645,25 @@ void Nodes::serve(uint32_t host, uint32_t p, int64_t t) {
   ctx_.res.nodes[host].served += v.n_prs;
   net_.release(host, ctx_.pkts[p].wire, s.free);  // the packet leaves the Rx buffer once its last read started
   ctx_.pkts.free(p);
+  if (client) delay_command(host, u - static_cast<uint32_t>(cfg_.server_units), s.free);
+}
+
+// Dynamic unit roles: a client unit's next command, if one is on its way, starts no earlier than the
+// cycle after the last read of the packet the unit serves started; the wait is charged to remote_server
+// (the path has been charged up to the command's first scan cycle by assign, so it appends).
+void Nodes::delay_command(uint32_t node, uint32_t unit, int64_t last_read) {
+  Client& u = node_[node]->clients[unit];
+  if (u.idle_to == kNever) return;  // no command on its way
+  Path& pa = u.path;
+  const int64_t c = ctx_.snic.cycle(last_read) + 1;
+  if (c <= pa.cmd_c) return;
+  if (node_[node]->paths[unit].t != ctx_.snic.ps(pa.cmd_c))
+    throw std::logic_error("simulator: a client unit served a read packet while it held a RIG command");
+  int64_t wait[kBounds] = {};
+  wait[kRemoteServer] = ctx_.snic.ps(c) - ctx_.snic.ps(pa.cmd_c);
+  node_[node]->paths[unit].charge(ctx_.snic.ps(c), wait);
+  pa.cmd_c = pa.fr = c;
+  u.next_in = std::max(u.next_in, c);
 }
 
 // The head response of server unit `unit` enters the NIC concatenator; the next one becomes the head.

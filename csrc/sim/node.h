@@ -91,6 +91,9 @@ struct Client {
   units::PR pr{};  // the read PR issued at the unit's pending kIssue event
   uint32_t pr_dest = 0;
   bool has_pr = false, busy = false, active = false;
+  // Dynamic unit roles (SimConfig::dynamic_units): the unit holds no command in [idle_from, idle_to) (ps),
+  // from its completion (or time 0) until its next command's idxs arrive, and may serve reads then.
+  int64_t idle_from = 0, idle_to = kNever;
   Path path;
 };
 
@@ -109,7 +112,8 @@ struct Node {
   units::RigNode rig;
   std::vector<Client> clients;  // per client unit
   std::vector<PathLog> paths;  // per client unit
-  std::vector<Server> servers;  // per server unit
+  std::vector<Server> servers;  // per server unit, then (dynamic unit roles) per client unit's serving
+  units::RigServerUnit client_serving;  // the functional serve of client units acting as servers
   LineCache llc;
   int64_t timer = kNever, serve_at = kNever;
   int64_t dma_free = 0, host_seen = 0, active_units = 0;
@@ -144,7 +148,11 @@ class Nodes {
   void issue(uint32_t node, uint32_t unit, int64_t t);
   void write_back(uint32_t p, int64_t t);
   void serve_ready(uint32_t host, int64_t t);
-  void serve(uint32_t host, uint32_t p, int64_t t);
+  uint32_t serving_unit(const Node& n, int64_t t, int64_t& first) const;
+  int64_t first_read(const Server& s, int64_t t) const;
+  uint32_t idle_client(const Node& n, int64_t t, int64_t beat, uint32_t u, int64_t& first) const;
+  void serve(uint32_t host, uint32_t p, int64_t t, uint32_t u);
+  void delay_command(uint32_t node, uint32_t unit, int64_t last_read);
   void respond(uint32_t node, uint32_t unit, const Event& e);
   void arm_serve(uint32_t host, int64_t t);
   void tx_drained(uint32_t host, int64_t t);

@@ -64,6 +64,7 @@ namespace netsparse::sim {
   X(bool, overlap_commands, "a client unit scans its next command while its last one's PRs are pending (snic.rig_command_overlap=overlap)") \
   X(bool, host_filters_local, "RIG commands carry only remote idxs (snic.rig_local_idxs=host_filtered)")          \
   X(bool, auto_splits_remote, "batch=auto cuts a node's commands at every batch remote idxs (snic.rig_auto_split=remote_idxs)") \
+  X(bool, dynamic_units, "a client unit holding no RIG command also serves read packets (snic.rig_unit_roles=dynamic)") \
   X(bool, flit_layer, "NetCrafter flit layer on the inter-switch links (then `flit` holds its parameters)")
 
 struct SimConfig {
@@ -154,7 +155,7 @@ struct Topo {
   X(switch_concat, "PRs waiting in a ToR middle pipe's concatenation queue")                           \
   X(switch_links, "switch -> switch links: port queue, serialisation and propagation")               \
   X(rx_link, "ToR -> host link: port queue, Rx credit, serialisation and propagation")               \
-  X(remote_server, "the owner node: Rx buffer wait for a server unit, property reads over PCIe")      \
+  X(remote_server, "the owner node: Rx buffer wait for a server unit, property reads over PCIe (and, with dynamic RIG unit roles, a command's wait for its unit to finish serving)") \
   X(rx, "Rx: response deconcatenation and DMA into host memory (one PCIe latency)")                    \
   X(host, "host RIG command round trips: completion notification, MMIO, idx DMA")
 
