@@ -278,14 +278,14 @@ class SNICParams(_Validated):
     lands. Our assumption: §5.1 has the host hand a unit its next command after the completion
     notification; §5.3 stalls a unit only on a full Pending PR Table, LSQ or Tx queue (docs/simulator.md)."""
     rig_unit_roles: str = "static"
-    """Which RIG units serve read packets (simulator only): ``"static"`` (default), the server units
-    alone (``rig_units - rig_client_units``); ``"dynamic"``, also every client unit that holds no RIG
-    command (before its first, between a completion and its next command's idxs arriving, after the
-    node's stream): server units first, then idle client units, lowest index first; a command that
-    arrives while its unit serves waits until the packet's last read started (charged to
-    ``remote_server``). Our assumption for the default: §5 has every RIG unit able to act as either
-    and §5.3's Q Control hands work to units as it arrives, but the text gives no rule; the static
-    split is what ``units.RigNode`` and the training path run (docs/simulator.md)."""
+    """Which RIG units serve read packets (simulator only): ``"static"`` (default), the server units alone
+    (``rig_units - rig_client_units``); ``"dynamic"``, also every client unit that holds no RIG command (before its
+    first, between a completion and its next command's idxs arriving, after the node's stream): the server unit free
+    first, unless an idle client unit would start the packet's first read sooner (the lowest index on ties); a
+    command that arrives while its unit serves waits until the packet's last read started (charged to
+    ``remote_server``). Our assumption for the default: §5 has every RIG unit able to act as either and §5.3's Q
+    Control hands work to units as it arrives, but the text gives no rule; the static split is what
+    ``units.RigNode`` and the training path run (docs/simulator.md)."""
     idx_bytes: int = _p(4)
     """Bytes per idx a RIG command's DMA brings from host memory. Our assumption: 32-bit column ids
     (enough for the paper's matrices, at most 51M columns, NetSparse Table 6)."""
@@ -297,6 +297,9 @@ class SNICParams(_Validated):
     while it is full, client units issue no PR and server units take no read packet."""
 
     def _check(self) -> None:
+        if self.rig_units < 2:
+            raise ConfigError(f"snic.rig_units must be at least 2 (a RIG node needs a client and a server unit), "
+                              f"got {self.rig_units}")
         c = self.rig_client_units
         if c is not None and not (isinstance(c, int) and 1 <= c < self.rig_units):
             raise ConfigError(f"snic.rig_client_units must be null (half the RIG units) or a whole number from 1 to "

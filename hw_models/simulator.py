@@ -154,7 +154,7 @@ def auto_batch_size(node_nnz: int, max_node_nnz: int, params: HardwareParams | N
 
 def _client_units(params: HardwareParams) -> int:
     """``snic.rig_client_units``, or half the RIG units (as ``units.RigNode`` splits them)."""
-    return params.snic.rig_client_units or max(1, params.snic.rig_units // 2)
+    return params.snic.rig_client_units or params.snic.rig_units // 2
 
 
 def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], flit=None):
@@ -170,7 +170,7 @@ def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], flit=None)
     c = _sim.SimConfig()
     c.filter, c.coalesce, c.concat_nic = mech["filter"], mech["coalesce"], mech["concat_nic"]
     c.switch_on = mech["switch"] and sw.netsparse_in_tor
-    c.prop_bytes, c.client_units, c.server_units = prop_bytes, clients, max(1, snic.rig_units - clients)
+    c.prop_bytes, c.client_units, c.server_units = prop_bytes, clients, snic.rig_units - clients
     c.pending_entries, c.lsq_entries = snic.pending_pr_table, snic.lsq_entries
     c.batch = cxx_batch(snic.rig_batch_size)
     c.host_filters_local = snic.rig_local_idxs == "host_filtered"

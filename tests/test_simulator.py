@@ -321,7 +321,7 @@ def test_fewer_rig_units_or_a_smaller_batch_take_longer():
         return run(a, params=P8.replace(snic=snic)).node_time_s.max()
 
     assert time(rig_batch_size=4) > 2 * time()
-    assert time(rig_units=1, rig_batch_size=16) > 2 * time(rig_batch_size=16)
+    assert time(rig_units=2, rig_batch_size=16) > 2 * time(rig_batch_size=16)
 
 
 def test_the_client_unit_count_is_the_runs_one_setting():
@@ -540,3 +540,19 @@ def test_auto_batch_size_in_the_simulator():
     r = run(column_reads(800, rows, cols))
     n = r.counters["nodes"]
     assert n["batch"] == [7, 4, 4, 4] and n["commands"] == [15, 5, 0, 0]
+
+
+def test_a_single_rig_unit_is_one_error():
+    """A RIG node needs a client and a server unit; the simulator and units.RigNode then split any
+    count the same way (half, rounded down, are clients)."""
+    with pytest.raises(ConfigError, match="snic.rig_units must be at least 2"):
+        P8.replace(snic={"rig_units": 1})
+    from hw_models import unit_args, units
+    from hw_models.simulator import sim_config
+
+    for n in (2, 3, 7):
+        p = P8.replace(snic={"rig_units": n})
+        c = sim_config(p, 16, dict.fromkeys(("filter", "coalesce", "concat_nic", "switch"), True))
+        node = units.RigNode(0, [0, 10, 20], **unit_args.rig_node(p))
+        clients = node.n_client_units
+        assert (c.client_units, c.server_units) == (clients, n - clients) == (n // 2, n - n // 2)
