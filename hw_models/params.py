@@ -226,6 +226,8 @@ RIG_LOCAL_IDXS = ("scan", "host_filtered")
 """The values of ``SNICParams.rig_local_idxs``."""
 RIG_COMMAND_OVERLAP = ("wait_last_response", "overlap")
 """The values of ``SNICParams.rig_command_overlap``."""
+RIG_AUTO_SPLIT = ("idxs", "remote_idxs")
+"""The values of ``SNICParams.rig_auto_split``."""
 
 
 @dataclass(frozen=True)
@@ -251,6 +253,14 @@ class SNICParams(_Validated):
     unit count (:func:`hw_models.simulator.auto_batch_size`, rule in docs/simulator.md); the
     paper's batches are input-sensitive (32k for arabic/queen/stokes, 8k for europe/uk, NetSparse §9.3 /
     Fig. 15)."""
+    rig_auto_split: str = "idxs"
+    """What ``rig_batch_size="auto"`` splits evenly (simulator only; a fixed batch or inf ignores it):
+    ``"idxs"`` (default), the idxs a command carries, so every command but a node's last has the
+    batch's idx count; ``"remote_idxs"``, the node's remote idxs: the host, which knows the partition,
+    applies auto's rule to the nodes' remote idx counts and cuts a command after every batch-th remote
+    idx, so every command carries the same number of PRs to make (and the local idxs in between).
+    Our assumption: §5.1 and §8 give a batch of nonzeros, not how the host cuts a node's stream
+    (docs/simulator.md). Sensitivity in docs/experiments.md."""
     concat_delay_cycles: float = _p(500, zero_ok=True, inf_ok=True)
     """NIC concatenation delay in SNIC cycles. NetSparse Table 5 (500 cycles); swept in Fig. 17."""
     concat_phys_queue_bytes: int = _p(256)
@@ -296,6 +306,8 @@ class SNICParams(_Validated):
                               f"rig_units - 1 = {self.rig_units - 1} (at least one unit serves), got {c!r}")
         if self.rig_local_idxs not in RIG_LOCAL_IDXS:
             raise ConfigError(f"snic.rig_local_idxs must be one of {RIG_LOCAL_IDXS}, got {self.rig_local_idxs!r}")
+        if self.rig_auto_split not in RIG_AUTO_SPLIT:
+            raise ConfigError(f"snic.rig_auto_split must be one of {RIG_AUTO_SPLIT}, got {self.rig_auto_split!r}")
         if self.rig_command_overlap not in RIG_COMMAND_OVERLAP:
             raise ConfigError(f"snic.rig_command_overlap must be one of {RIG_COMMAND_OVERLAP}, "
                               f"got {self.rig_command_overlap!r}")

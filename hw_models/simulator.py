@@ -174,6 +174,7 @@ def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], flit=None)
     c.pending_entries, c.lsq_entries = snic.pending_pr_table, snic.lsq_entries
     c.batch = cxx_batch(snic.rig_batch_size)
     c.host_filters_local = snic.rig_local_idxs == "host_filtered"
+    c.auto_splits_remote = snic.rig_auto_split == "remote_idxs"
     c.overlap_commands = snic.rig_command_overlap == "overlap"
     c.snic_ghz, c.switch_ghz = snic.clock_ghz, sw.clock_ghz
     c.nic_delay_cycles, c.switch_delay_cycles = cxx_delay(snic.concat_delay_cycles), cxx_delay(sw.concat_delay_cycles)

@@ -12,6 +12,7 @@
 
 #include "bind/bindings.h"
 #include "sim/simulator.h"
+#include "sim/workload.h"
 #include "units/errors.h"
 #include "units/rig_unit.h"
 
@@ -193,4 +194,15 @@ void bind_sim(py::module_& sim) {
       py::arg("indptr"), py::arg("indices"), py::arg("row_bounds"), py::arg("col_bounds"), py::arg("cfg"),
       py::arg("link_src"), py::arg("link_dst"), py::arg("link_bytes_per_s"), py::arg("link_latency_ps"),
       py::arg("switch_is_tor"), py::arg("routes"), py::arg("log_hops") = false);
+  sim.def(
+      "remote_command_ends",
+      [](const I64& idx, int64_t lo, int64_t hi, int64_t batch) {
+        if (batch < 1) throw ConfigInvalid("remote_command_ends: batch must be >= 1");
+        std::vector<int64_t> ends;
+        remote_command_ends(idx.data(), 0, idx.size(), lo, hi, batch, ends);
+        return ends;
+      },
+      "snic.rig_auto_split=remote_idxs: where a node's RIG commands end in its idx stream `idx` (its "
+      "columns: [lo, hi)), a cut after every batch-th remote idx (csrc/sim/workload.h).",
+      py::arg("idx"), py::arg("lo"), py::arg("hi"), py::arg("batch"));
 }

@@ -63,6 +63,7 @@ namespace netsparse::sim {
   X(int64_t, tx_buffer_bytes, "SNIC Tx buffer (bytes)")                                                        \
   X(bool, overlap_commands, "a client unit scans its next command while its last one's PRs are pending (snic.rig_command_overlap=overlap)") \
   X(bool, host_filters_local, "RIG commands carry only remote idxs (snic.rig_local_idxs=host_filtered)")          \
+  X(bool, auto_splits_remote, "batch=auto cuts a node's commands at every batch remote idxs (snic.rig_auto_split=remote_idxs)") \
   X(bool, flit_layer, "NetCrafter flit layer on the inter-switch links (then `flit` holds its parameters)")
 
 struct SimConfig {

@@ -63,6 +63,11 @@ Workload::Workload(const Csr& a, const std::vector<int64_t>& rb, const std::vect
     remote64_ = remote_only(static_cast<const int64_t*>(a.indices), next_, end_, cb);
     a_.indices = remote64_.data();
   }
+  if (cfg.auto_splits_remote && cfg.batch == units::kAutoBatch) {
+    if (a_.narrow) cut_at_remote_counts(static_cast<const int32_t*>(a_.indices), cb, cfg.client_units);
+    else cut_at_remote_counts(static_cast<const int64_t*>(a_.indices), cb, cfg.client_units);
+    return;
+  }
   // The batch counts the idxs a command carries, so a filtered stream's batches are of remote idxs.
   int64_t max_idxs = 0;
   for (int64_t p = 0; p < nodes; ++p) max_idxs = std::max(max_idxs, end_[p] - next_[p]);
@@ -72,8 +77,29 @@ Workload::Workload(const Csr& a, const std::vector<int64_t>& rb, const std::vect
   }
 }
 
+// snic.rig_auto_split=remote_idxs: the host, which knows the partition, applies auto's rule to the
+// nodes' remote idx counts and ends a node's k-th command right after its (k batch)-th remote idx (the
+// last one at the stream's end), so every command carries the same number of remote idxs, the PRs
+// that fill a unit's Pending PR Table, and the local idxs between them for the unit to drop. Equal
+// idx counts are not equal PR work when a node's remote idxs sit in a few heavy rows.
+template <class Idx>
+void Workload::cut_at_remote_counts(const Idx* idx, const std::vector<int64_t>& cb, int64_t client_units) {
+  const auto nodes = static_cast<int64_t>(next_.size());
+  std::vector<int64_t> remote(static_cast<size_t>(nodes), 0);
+  for (int64_t p = 0; p < nodes; ++p)
+    for (int64_t i = next_[p]; i < end_[p]; ++i) remote[p] += idx[i] < cb[p] || idx[i] >= cb[p + 1];
+  const int64_t max_remote = nodes ? *std::max_element(remote.begin(), remote.end()) : 0;
+  for (int64_t p = 0; p < nodes; ++p) {
+    const int64_t batch = units::auto_batch_size(remote[p], max_remote, client_units);
+    batch_.push_back(batch);
+    cut_.push_back(static_cast<int64_t>(cuts_.size()));
+    remote_command_ends(idx, next_[p], end_[p], cb[p], cb[p + 1], batch, cuts_);
+  }
+}
+
 int64_t Workload::next_command(int64_t node, units::RigClientUnit& unit) {
-  const int64_t len = std::min(batch_[node], end_[node] - next_[node]);
+  const int64_t len = cut_.empty() ? std::min(batch_[node], end_[node] - next_[node])
+                                   : cuts_[static_cast<size_t>(cut_[node]++)] - next_[node];
   if (a_.narrow) unit.enqueue(static_cast<const int32_t*>(a_.indices) + next_[node], nullptr, len);
   else unit.enqueue(static_cast<const int64_t*>(a_.indices) + next_[node], nullptr, len);
   next_[node] += len;
