@@ -82,6 +82,10 @@ class ClusterParams(_Validated):
         return -(-self.nodes // self.rack_size)
 
 
+SPINE_CHOICES = ("pair", "pair_hash", "per_packet")
+"""The values of ``TopologyParams.leafspine_spine_choice``."""
+
+
 @dataclass(frozen=True)
 class TopologyParams(_Validated):
     """Shapes of the three topologies. Hosts fill switches in order; ``cluster.nodes`` may be smaller
@@ -90,6 +94,14 @@ class TopologyParams(_Validated):
     leafspine_spines: int = _p(16)
     """Spine switches of the leaf-spine. Our assumption: 16 spines, one uplink from every ToR to each,
     so a ToR uses 16 down + 16 up of its 32 ports (full bisection; NetSparse Table 5 gives 32 ports)."""
+    leafspine_spine_choice: str = "pair"
+    """How an inter-rack (source, destination) host pair of the leaf-spine picks its spine: ``"pair"``
+    (default), one spine per pair, ``(src mod rack_size + dst mod rack_size) mod spines``; ``"pair_hash"``,
+    one spine per pair by a splitmix64 hash of (src, dst), what ECMP on a fixed 5-tuple gives;
+    ``"per_packet"``, each packet of a pair takes the pair's next spine in turn (the simulator's
+    deterministic spraying; analytic models see the first). Our assumption: NetSparse Table 5 says only
+    that routing is deterministic (docs/simulator.md). Leaf-spine only: another topology refuses a
+    non-default value."""
     hyperx_shape: tuple[int, ...] = (4, 4, 2)
     """HyperX switch grid. NetSparse §8 / Fig. 22 (4x4x2)."""
     hyperx_hosts_per_switch: int = _p(4)
@@ -105,6 +117,9 @@ class TopologyParams(_Validated):
     """Hosts per Dragonfly switch. NetSparse Fig. 22 (4)."""
 
     def _check(self) -> None:
+        if self.leafspine_spine_choice not in SPINE_CHOICES:
+            raise ConfigError(f"topology.leafspine_spine_choice must be one of {SPINE_CHOICES}, "
+                              f"got {self.leafspine_spine_choice!r}")
         shape = tuple(self.hyperx_shape)
         if not shape or any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1 for d in shape):
             raise ConfigError(f"topology.hyperx_shape must be positive whole numbers, got {self.hyperx_shape!r}")

@@ -129,9 +129,9 @@ def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, par
     if pat.shape != (int(w.row_bounds[-1]), int(w.n_cols)):
         raise ConfigError(f"workload is of a {w.row_bounds[-1]} x {w.n_cols} matrix, the matrix is {pat.shape}")
     topo = topo or build_topology(params)
-    routes, _ = topo.path_table()
-    if routes.shape[2] == 0:  # one node: no path has a link
-        routes = np.full((topo.n_hosts, topo.n_hosts, 1), -1, dtype=np.int64)
+    routes = topo.route_table()
+    if routes.shape[-1] == 0:  # one node: no path has a link
+        routes = np.full((1, topo.n_hosts, topo.n_hosts, 1), -1, dtype=np.int64)
     cfg = sim_config(params, k, mech, netcrafter.flit_link_config(link_layer))
     out = _sim.simulate(
         pat.indptr, pat.indices, np.asarray(w.row_bounds, np.int64),

@@ -10,9 +10,13 @@ Assumptions (ours unless a NetSparse source is named):
 * **Leaf-spine** (NetSparse Table 5 default): ``ceil(nodes / rack_size)`` ToR switches and
   ``leafspine_spines`` spines (16: one uplink from each ToR to every spine, so a ToR uses 16 down +
   16 up of its 32 ports, full bisection). A single rack has no spines. Inter-rack paths are
-  host-ToR-spine-ToR-host. ECMP is replaced by a deterministic hash: spine =
-  ``(src mod rack_size + dst mod rack_size) mod spines``, which spreads one source's flows and one
-  destination's flows over all spines.
+  host-ToR-spine-ToR-host. ECMP is replaced by a deterministic choice, ``topology.leafspine_spine_choice``:
+  ``pair`` (default), spine = ``(src mod rack_size + dst mod rack_size) mod spines``, which spreads one
+  source's flows and one destination's flows over all spines; ``pair_hash``, spine =
+  ``splitmix64(src * 2**32 + dst) mod spines`` (ECMP on a fixed 5-tuple); ``per_packet``, every spine
+  is one of the pair's paths, path ``p`` through spine ``(pair's spine + p) mod spines``, and the
+  simulator sends a pair's packets down them in turn. Other topologies refuse a non-default value:
+  their minimal routes have no spine to pick.
 * **HyperX** ``4x4x2``, 4 hosts per switch, width 4 (NetSparse Fig. 22): a switch links to every
   switch that differs in exactly one coordinate, with ``width`` parallel cables per neighbour pair.
   Routing is dimension-ordered (fix dimension 0 first, then 1, ...), which is minimal. The cable of a
@@ -25,8 +29,8 @@ Assumptions (ours unless a NetSparse source is named):
 * Every switch of HyperX and Dragonfly has hosts, so every switch is a ToR (gets the NetSparse
   extensions when ``switch.netsparse_in_tor``).
 
-Routing is computed vectorised over all (src, dst) pairs at once; :meth:`Topology.path_table` is
-the dense form the C++ simulator takes.
+Routing is computed vectorised over all (src, dst) pairs at once; :meth:`Topology.route_table` is
+the dense form the C++ simulator takes (every path of every pair).
 """
 
 from __future__ import annotations
@@ -59,7 +63,8 @@ class Topology:
     switch_is_tor: np.ndarray
     """True for switches with hosts attached (the ones NetSparse extends, Table 5)."""
     _routes: np.ndarray = field(repr=False)
-    """``[n_hosts, n_hosts, max_hops]`` link ids, ``-1`` padded."""
+    """``[paths, n_hosts, n_hosts, max_hops]`` link ids, ``-1`` padded: a pair's alternative paths (several
+    only with ``leafspine_spine_choice=per_packet``), all of one length; path 0 is the pair's own."""
 
     @property
     def n_links(self) -> int:
@@ -70,7 +75,7 @@ class Topology:
         """Directed link ids from host ``src`` to host ``dst`` (empty when ``src == dst``)."""
         self._check_host(src)
         self._check_host(dst)
-        row = self._routes[src, dst]
+        row = self._routes[0, src, dst]
         return [int(x) for x in row[row >= 0]]
 
     def switch_path(self, src: int, dst: int) -> list[int]:
@@ -80,15 +85,20 @@ class Topology:
 
     def hops(self, src: np.ndarray | int, dst: np.ndarray | int) -> np.ndarray:
         """Number of links on each path (vectorised over broadcastable ``src`` / ``dst``)."""
-        return (self._routes[src, dst] >= 0).sum(axis=-1)
+        return (self._routes[0, src, dst] >= 0).sum(axis=-1)
 
     def hop_matrix(self) -> np.ndarray:
         """``[n_hosts, n_hosts]`` link counts of every path."""
-        return (self._routes >= 0).sum(axis=-1)
+        return (self._routes[0] >= 0).sum(axis=-1)
 
     def path_table(self) -> tuple[np.ndarray, np.ndarray]:
-        """Dense routing table: link ids ``[n_hosts, n_hosts, max_hops]`` (``-1`` padded) and lengths."""
-        return self._routes.copy(), self.hop_matrix()
+        """Dense routing table of each pair's own path: link ids ``[n_hosts, n_hosts, max_hops]`` (``-1``
+        padded) and lengths."""
+        return self._routes[0].copy(), self.hop_matrix()
+
+    def route_table(self) -> np.ndarray:
+        """Every path of every pair, ``[paths, n_hosts, n_hosts, max_hops]`` link ids (``-1`` padded)."""
+        return self._routes.copy()
 
     def path_latency_s(self, src: int, dst: int, switch_latency_s: float) -> float:
         """Zero-load latency of a path: link latencies plus one switch latency per switch traversed."""
@@ -107,6 +117,8 @@ def build_topology(params: HardwareParams | None = None) -> Topology:
     name = params.cluster.topology
     if name not in builders:
         raise ConfigError(f"unknown topology {name!r}; choose one of {', '.join(builders)}")
+    if name != "leafspine" and params.topology.leafspine_spine_choice != "pair":
+        raise ConfigError(f"topology.leafspine_spine_choice applies to leafspine; drop it for cluster.topology={name}")
     return builders[name](params)
 
 
@@ -145,6 +157,7 @@ class _Builder:
         return links
 
     def finish(self, name: str, params: HardwareParams, host_switch: np.ndarray, routes: np.ndarray) -> Topology:
+        """The topology; ``routes`` is ``[P, L]`` (one path per pair) or ``[paths, P, L]``."""
         n_links = len(self.src)
         tor = np.zeros(self.n_switches, dtype=bool)
         tor[host_switch] = True
@@ -154,7 +167,7 @@ class _Builder:
             link_src=np.asarray(self.src, dtype=np.int64), link_dst=np.asarray(self.dst, dtype=np.int64),
             link_bytes_per_s=np.full(n_links, params.link.bytes_per_s),
             link_latency_s=np.full(n_links, params.link.latency_ns * 1e-9),
-            host_switch=host_switch, switch_is_tor=tor, _routes=routes.reshape(h, h, -1),
+            host_switch=host_switch, switch_is_tor=tor, _routes=routes.reshape(-1, h, h, routes.shape[-1]),
         )
 
 
@@ -193,10 +206,27 @@ def _leafspine(params: HardwareParams) -> Topology:
             b.cable(n + t, n + tors + s)
     src, dst = _pairs(n)
     sw_s, sw_d = host_switch[src], host_switch[dst]
-    spine = (src % rack + dst % rack) % max(spines, 1)  # deterministic stand-in for ECMP
-    mid = np.where(sw_s != sw_d, n + tors + spine, -1)
-    routes = b.routes(_host_hops(b, src, dst, sw_s, sw_d, [mid]), np.zeros_like(src))
-    return b.finish("leafspine", params, host_switch, routes)
+    choice, n_sp = params.topology.leafspine_spine_choice, max(spines, 1)
+    if choice == "pair_hash":  # deterministic stand-ins for ECMP
+        own = (splitmix64(src.astype(np.uint64) << np.uint64(32) | dst.astype(np.uint64)) % np.uint64(n_sp))
+    else:
+        own = (src % rack + dst % rack) % n_sp
+    paths = []
+    for p in range(n_sp if choice == "per_packet" else 1):
+        spine = (own.astype(np.int64) + p) % n_sp
+        mid = np.where(sw_s != sw_d, n + tors + spine, -1)
+        paths.append(b.routes(_host_hops(b, src, dst, sw_s, sw_d, [mid]), np.zeros_like(src)))
+    return b.finish("leafspine", params, host_switch, np.stack(paths))
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser (Steele, Lea, Flood 2014) of each ``uint64``, modulo 2**64: a well-mixed
+    hash, so neighbouring (src, dst) keys land on unrelated spines as under ECMP."""
+    with np.errstate(over="ignore"):
+        z = x.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
 
 
 def _attach(params: HardwareParams, switches: int, per_switch: int, name: str) -> np.ndarray:

@@ -105,6 +105,64 @@ def test_lone_pr_breakdown_by_hand(switch_on):
     assert all(not any(ps_of(r, p).values()) for p in (1, 2, 3))  # nothing to gather, no time
 
 
+def crossing_pairs(shared_spine: bool) -> list[tuple[int, dict[str, int]]]:
+    """Nodes 0 and 1 each read one property of the other rack (nodes 3 and 2), in lockstep, with no
+    switch stage. When both pairs share a spine, the second read waits for the first on ToR 0's uplink
+    to it, and the second response on ToR 1's uplink for whatever is left of the first's; the waits are
+    switch_links time. Returns (written, breakdown) of both nodes, the first through first."""
+    decided = FIRST_CYCLE + 1 + DRAM
+    free: dict[str, int] = {}  # a shared ToR -> spine link: when it is free again
+    out = []
+    for _ in range(2):
+        j: dict[str, int] = {"host": snic_ps(FIRST_CYCLE) + PCIE}
+        add(j, spread({"scan_issued": 1, "filter_dram": DRAM}, snic_ps(decided) - snic_ps(FIRST_CYCLE)))
+        t = nic(snic_ps(decided))
+        add(j, {"nic_concat": t - snic_ps(decided)})
+        for ser, uplink, owner_side in ((READ_SER, "tor0", False), (RESP_SER, "tor1", True)):
+            ready = t + ser + LINK + SW  # at its ToR, out of the switch latency
+            start = max(ready, free.get(uplink, 0)) if shared_spine else ready
+            free[uplink] = start + ser
+            add(j, {"tx_link": ser + LINK, "switch_latency": 3 * SW, "rx_link": ser + LINK,
+                    "switch_links": start - ready + 2 * (ser + LINK)})
+            t = start + 2 * (ser + LINK) + 2 * SW + ser + LINK
+            if not owner_side:
+                served = t + snic_ps(1) + 2 * PCIE
+                add(j, {"remote_server": served - t})
+                t = nic(served)
+                add(j, {"nic_concat": t - served})
+        add(j, {"rx": PCIE})
+        out.append((t + PCIE, j))
+    return out
+
+
+@pytest.mark.parametrize("choice", ["pair", "pair_hash", "per_packet"])
+def test_crossing_pairs_on_one_spine_by_hand(choice):
+    """topology.leafspine_spine_choice: pairs (0, 3) and (1, 2) share spine 1 under pair ((0 + 1) mod 16
+    = (1 + 0) mod 16), and so under per_packet too, whose first packet of a pair takes the pair's own
+    spine; pair_hash puts them and their responses on four spines (13, 2, 11, 9, checked against a
+    Python splitmix64 in test_sim_spine_choice). Sharing costs the second node its read's READ_SER and
+    what is left of the first response's serialisation when its own reaches ToR 1, in switch_links."""
+    p = P4.replace(topology={"leafspine_spine_choice": choice})
+    r = run(mat([(0, 3), (1, 2)], 4), params=p, mech={"switch": False})
+    want = crossing_pairs(choice != "pair_hash")
+    if choice == "pair_hash":
+        assert want[0] == want[1] == journey_no_switch()
+    else:
+        assert want[1][1]["switch_links"] - want[0][1]["switch_links"] > READ_SER  # the read's wait, then more
+    got = sorted(({b: v for b, v in ps_of(r, n).items() if v} for n in (0, 1)), key=lambda g: sum(g.values()))
+    assert got == [w for _, w in want]
+    assert sorted(round(x * 1e12) for x in r.node_time_s[:2]) == [w + PCIE for w, _ in want]
+
+
+def journey_no_switch() -> tuple[int, dict[str, int]]:
+    """The lone PR's walk of test_lone_pr_breakdown_by_hand without the switch stage."""
+    decided = FIRST_CYCLE + 1 + DRAM
+    written, j = journey(snic_ps(decided), False)
+    add(j, {"host": snic_ps(FIRST_CYCLE) + PCIE})
+    add(j, spread({"scan_issued": 1, "filter_dram": DRAM}, snic_ps(decided) - snic_ps(FIRST_CYCLE)))
+    return written, j
+
+
 def one_command(local_idxs: str) -> HardwareParams:
     """One command per node (batch 1 would put each idx on its own unit, in parallel)."""
     return P4.replace(snic={"rig_local_idxs": local_idxs, "rig_batch_size": "inf"})

@@ -151,7 +151,9 @@ void bind_sim(py::module_& sim) {
       [](const py::array& indptr, const py::array& indices, const I64& row_bounds, const I64& col_bounds,
          const SimConfig& c, const I64& link_src, const I64& link_dst, const F64& link_bytes_per_s,
          const I64& link_latency_ps, const I64& switch_is_tor, const I64& routes, bool log_hops) {
-        if (routes.ndim() != 3) throw ConfigInvalid("simulator: routes must be [hosts, hosts, max_hops]");
+        const bool alternatives = routes.ndim() == 4;  // [paths, hosts, hosts, max_hops]
+        if (routes.ndim() != 3 && !alternatives)
+          throw ConfigInvalid("simulator: routes must be [hosts, hosts, max_hops] or [paths, hosts, hosts, max_hops]");
         Csr a;
         a.indptr = static_cast<const int64_t*>(int_array(indptr, "indptr", nullptr));
         a.n_rows = indptr.size() - 1;
@@ -159,7 +161,7 @@ void bind_sim(py::module_& sim) {
         a.nnz = indices.size();
         if (a.n_rows < 0) throw ConfigInvalid("simulator: indptr must have n_rows + 1 entries");
         Topo t;
-        t.n_hosts = routes.shape(0);
+        t.n_hosts = routes.shape(alternatives ? 1 : 0);
         t.n_switches = switch_is_tor.size();
         t.link_src = vec(link_src);
         t.link_dst = vec(link_dst);
@@ -168,7 +170,8 @@ void bind_sim(py::module_& sim) {
         const std::vector<int64_t> tor = vec(switch_is_tor);
         t.switch_is_tor.assign(tor.begin(), tor.end());
         t.routes = vec(routes);
-        t.max_hops = routes.shape(2);
+        t.max_hops = routes.shape(alternatives ? 3 : 2);
+        t.paths = alternatives ? routes.shape(0) : 1;
         const size_t nl = t.link_src.size();
         if (t.link_dst.size() != nl || t.link_bytes_per_s.size() != nl || t.link_latency_ps.size() != nl)
           throw ConfigInvalid("simulator: link arrays differ in length");
@@ -184,7 +187,8 @@ void bind_sim(py::module_& sim) {
         if (log_hops) out["hops"] = hop_rows(r.hops);
         return out;
       },
-      "Packet-level discrete-event simulation of NetSparse (docs/simulator.md); see hw_models.simulator. indptr "
+      "Packet-level discrete-event simulation of NetSparse (docs/simulator.md); see hw_models.simulator. routes: "
+      "[hosts, hosts, max_hops], or [paths, hosts, hosts, max_hops] where a pair's packets take its paths in turn. indptr "
       "(int64) and indices (int32 or int64) are read in place. log_hops=True adds the network's hop log, "
       "\"hops\": [rows, 8] (kind, serial, where, wire, queued, start, arrive, avail; csrc/sim/types.h HopRow).",
       py::arg("indptr"), py::arg("indices"), py::arg("row_bounds"), py::arg("col_bounds"), py::arg("cfg"),

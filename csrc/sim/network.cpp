@@ -18,8 +18,10 @@ using namespace netsparse::units;
 Routes::Routes(const Topo& topo, int64_t hosts) : topo_(topo), hosts_(hosts) {
   const int64_t h = hosts;
   const int64_t n_links = static_cast<int64_t>(topo.link_src.size());
-  if (static_cast<int64_t>(topo.routes.size()) != h * h * topo.max_hops || topo.max_hops <= 0)
-    throw units::ConfigInvalid("simulator: route table must be [hosts, hosts, max_hops]");
+  if (topo.paths < 1 || topo.paths > 65535 || topo.max_hops <= 0 ||
+      static_cast<int64_t>(topo.routes.size()) != topo.paths * h * h * topo.max_hops)
+    throw units::ConfigInvalid("simulator: route table must be [paths (1..65535), hosts, hosts, max_hops]");
+  if (topo.paths > 1) turn_.assign(h * h, 0);
   for (int64_t l : topo.routes)
     if (l >= n_links) throw units::ConfigInvalid("simulator: route names an unknown link");
   for (int64_t l = 0; l < n_links; ++l)
@@ -233,7 +235,7 @@ void PacketNetwork::arrive(uint32_t p, int64_t link, int64_t t) {
   if (switches_->extended(s)) return switches_->arrive(s, p, link, t);
   Packet& k = ctx_.pkts[p];  // a plain switch forwards the packet on its route
   ++k.hop;
-  enqueue(k.route_src < 0 ? routes_.down_link(k.dst) : routes_.route(k.route_src, k.dst, k.hop), p, t);
+  enqueue(k.route_src < 0 ? routes_.down_link(k.dst) : routes_.route(k.route_src, k.dst, k.hop, k.path), p, t);
 }
 
 // The packet's hop since it was made or last arrived: the wait, serialisation and propagation are the

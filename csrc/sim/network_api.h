@@ -19,12 +19,21 @@ class Nodes;
 class Switches;
 
 // The routes and attachments the topology fixes (validated once): who hangs off which switch, each
-// switch's ports, and the route table.
+// switch's ports, and the route table with each pair's alternative paths.
 class Routes {
  public:
   Routes(const Topo& topo, int64_t hosts);  // validates the topology against the hosts
-  int64_t route(int64_t src, int64_t dst, int32_t hop) const {
-    return topo_.routes[(src * hosts_ + dst) * topo_.max_hops + hop];
+  int64_t route(int64_t src, int64_t dst, int32_t hop, uint16_t path) const {
+    return topo_.routes[((path * hosts_ + src) * hosts_ + dst) * topo_.max_hops + hop];
+  }
+  // The path a new packet of pair (src, dst) follows: each takes the pair's next path in turn
+  // (deterministic spraying over the spines); with one path per pair, always 0.
+  uint16_t next_path(int64_t src, int64_t dst) {
+    if (topo_.paths == 1) return 0;
+    uint16_t& t = turn_[src * hosts_ + dst];
+    const uint16_t p = t;
+    t = static_cast<uint16_t>(p + 1 == topo_.paths ? 0 : p + 1);
+    return p;
   }
   int64_t down_link(int64_t host) const { return down_link_[host]; }  // its ToR -> host link
   int64_t port(int64_t link) const { return out_port_[link]; }        // the link's port at its source switch
@@ -35,6 +44,7 @@ class Routes {
   int64_t hosts_;
   std::vector<int64_t> down_link_, out_port_;
   std::vector<std::vector<int64_t>> sw_hosts_;
+  std::vector<uint16_t> turn_;  // per pair: the path its next packet takes (only with several paths)
 };
 
 class NetworkApi {
@@ -48,6 +58,7 @@ class NetworkApi {
     switches_ = switches;
   }
   const Routes& routes() const { return routes_; }
+  Routes& routes() { return routes_; }
 
   // The system side hands packet p to the network at t, on the first link of its way (out of a NIC or
   // a middle pipe).
@@ -62,7 +73,7 @@ class NetworkApi {
 
  protected:
   SimContext& ctx_;
-  const Routes routes_;
+  Routes routes_;
   Nodes* nodes_ = nullptr;
   Switches* switches_ = nullptr;
 };

@@ -725,6 +725,7 @@ void Nodes::nic_send(uint32_t node, int64_t t) {
   ctx_.pkts.take(n.rig.nic(), [&](uint32_t p) {
     Packet& k = ctx_.pkts[p];
     k.route_src = node;
+    k.path = net_.routes().next_path(node, k.dst);
     k.h.born = k.h.mark = t;
     NodeCounters& nc = ctx_.res.nodes[node];
     ++nc.packets_tx;
@@ -734,7 +735,7 @@ void Nodes::nic_send(uint32_t node, int64_t t) {
     nc.wire_tx += k.wire;
     n.tx_bytes += k.wire;
     nc.tx_peak = std::max(nc.tx_peak, n.tx_bytes);
-    net_.send(net_.routes().route(node, k.dst, 0), p, t);
+    net_.send(net_.routes().route(node, k.dst, 0, k.path), p, t);
   });
 }
 

@@ -33,6 +33,7 @@ uint32_t Packets::make(const PacketView& v, std::vector<uint8_t>* whole) {
   k.hop = 0;
   k.at = -1;
   k.route_src = -1;
+  k.path = 0;
   k.h = Hops{};
   max_wire_ = std::max(max_wire_, k.wire);
   return p;

@@ -16,6 +16,7 @@ namespace netsparse::sim {
 // The fields a hop touches come first, with the hops' charges (one cache line where the stride allows).
 struct Packet {
   uint16_t type = 0;
+  uint16_t path = 0;       // which of its pair's alternative paths (Topo::paths) it follows
   uint32_t n_prs = 0, dst = 0;
   int32_t hop = 0;         // index of the link it is on (or arrived by) in that row
   int64_t route_src = -1;  // host whose path table row routes it; -1 = direct ToR -> host link

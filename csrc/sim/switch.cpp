@@ -105,7 +105,7 @@ int64_t Switches::pipe_of(int64_t s, const Packet& k, int64_t in_link) const {
   if (k.type == kResponseType) {
     port = net_.routes().port(in_link ^ 1);
   } else {
-    const int64_t out = k.route_src < 0 ? net_.routes().down_link(k.dst) : net_.routes().route(k.route_src, k.dst, k.hop + 1);
+    const int64_t out = k.route_src < 0 ? net_.routes().down_link(k.dst) : net_.routes().route(k.route_src, k.dst, k.hop + 1, k.path);
     if (out < 0 || ctx_.topo.link_src[out] != ctx_.nodes + s) throw std::logic_error("simulator: read packet off its route");
     port = net_.routes().port(out);
   }
@@ -157,8 +157,13 @@ void Switches::out(uint32_t pipe, uint32_t p, int64_t t) {
   int64_t rep = k.type == kResponseType ? ctx_.map.owner(first.idx) : static_cast<int64_t>(first.src);
   for (int pass = 0; pass < 2; ++pass) {
     for (int32_t hop = 0; hop < ctx_.topo.max_hops; ++hop) {
-      const int64_t l = net_.routes().route(rep, k.dst, hop);
+      int64_t l = net_.routes().route(rep, k.dst, hop, 0);
       if (l >= 0 && ctx_.topo.link_src[l] == ctx_.nodes + s) {
+        // A pair's paths differ only in the spine, so each leaves this ToR at the same hop.
+        k.path = net_.routes().next_path(rep, k.dst);
+        l = net_.routes().route(rep, k.dst, hop, k.path);
+        if (ctx_.topo.link_src[l] != ctx_.nodes + s)
+          throw std::logic_error("simulator: a pair's paths leave a switch at different hops");
         k.route_src = rep;
         k.hop = hop;
         return net_.send(l, p, t);

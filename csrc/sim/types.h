@@ -87,8 +87,10 @@ struct Topo {
   std::vector<double> link_bytes_per_s;
   std::vector<int64_t> link_latency_ps;
   std::vector<uint8_t> switch_is_tor;  // extended (NetSparse) switches when switch_on
-  std::vector<int64_t> routes;         // [h, h, max_hops] link ids, -1 padded
-  int64_t max_hops = 0;
+  // [paths, h, h, max_hops] link ids, -1 padded: a pair's alternative paths (one per spine a packet may
+  // take, topology.leafspine_spine_choice=per_packet; else one), all of the same length.
+  std::vector<int64_t> routes;
+  int64_t max_hops = 0, paths = 1;
 };
 
 // Every simulator counter once: X(name, meaning). The binding returns them by these names, and the
