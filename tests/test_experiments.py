@@ -130,3 +130,35 @@ def test_simulate_refuses_an_unknown_assumption_in_one_line():
     assert out.stderr.strip().splitlines() == [
         "netsparse-simulate: error: unknown assumption 'nope'; choose one of "
         + ", ".join(sorted(p.stem for p in (ROOT / "configs" / "assumption").glob("*.yaml")))]
+
+
+def _assumption_index() -> dict[str, list[str]]:
+    """docs/simulator.md's table of the modelling assumptions: field -> its values, the default first."""
+    doc = (ROOT / "docs" / "simulator.md").read_text()
+    section = doc.split("## The modelling assumptions behind the bounds", 1)[1].split("\n## ", 1)[0]
+    index = {}
+    for row in section.splitlines():
+        cells = row.split(" | ")
+        if row.startswith("| ") and len(cells) == 4 and "`: " in cells[1]:
+            field, values = cells[1].split("`: ", 1)
+            index[field.strip("`")] = [v.strip().strip("`") for v in values.split(", ")]
+    return index
+
+
+def test_every_assumption_knob_is_indexed_with_its_default():
+    """Each field of the index is a HardwareParams field whose default is the index's first value, and
+    every configs/assumption/ file changes only indexed fields."""
+    from hw_models.params import HardwareParams
+
+    index = _assumption_index()
+    assert len(index) >= 9
+    defaults = HardwareParams().to_dict()
+    for field, values in index.items():
+        section, name = field.split(".")
+        default = defaults[section][name]
+        assert values[0] == ("null (half)" if default is None else str(default)), field
+    for path in (ROOT / "configs" / "assumption").glob("*.yaml"):
+        hw = OmegaConf.to_container(OmegaConf.load(path)).get("hw") or {}
+        changed = [f"{section}.{name}" for section, fields in hw.items() for name in fields]
+        assert (path.stem == "table5") == (not changed), path.stem
+        assert set(changed) <= set(index), (path.stem, changed)
