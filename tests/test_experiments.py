@@ -118,6 +118,9 @@ def test_collect_sensitivity(tmp_path):
     change = f"{ns['comm_time_s'] / t0 - 1:+.1%}"
     assert f"| {collect.fmt(ns['comm_time_s'], micro=True)} | {change} | node {ns['tail_node']}: " in table[3]
     assert "| +0.0% |" in table[2]
+    t8 = collect.markdown("table8", collect.load_reports(tmp_path))  # which run is which, when they differ
+    assert t8[0].startswith("| matrix | nodes | K | assumption |")
+    assert sorted(row.split(" | ")[3].strip(" |") for row in t8[2:]) == ["client_units_8", "command_overlap", "table5"]
 
 
 def test_simulate_refuses_an_unknown_assumption_in_one_line():

@@ -142,12 +142,13 @@ def _table8(reports: list[dict]) -> list[str]:
     """NetSparse Table 8: the cumulative ablation, one row per matrix, one column per stage; each cell
     is ``speedup vs SUOpt / traffic reduction vs SU / goodput``."""
     stages = [a["stage"] for a in next((r["ablation"] for r in reports if r.get("ablation")), [])]
-    head = ["matrix", "nodes", "K"] + [s if i == 0 else f"+{s}" for i, s in enumerate(stages)]
+    named = any(_assumption(r) != "table5" for r in reports)  # a sensitivity sweep: say which run is which
+    head = ["matrix", "nodes", "K"] + ["assumption"] * named + [s if i == 0 else f"+{s}" for i, s in enumerate(stages)]
     keys = ("speedup_vs_su_opt", "traffic_reduction_vs_su", "goodput")
 
     def cells(r: dict) -> list[str]:
         by_stage = {a["stage"]: a for a in r.get("ablation") or []}
-        return [r["matrix"]["name"], fmt(r["cluster"]["nodes"]), fmt(r["k"])] + [
+        return [r["matrix"]["name"], fmt(r["cluster"]["nodes"]), fmt(r["k"])] + [_assumption(r)] * named + [
             " / ".join(fmt(by_stage[s][k]) for k in keys) if s in by_stage else "n/a" for s in stages]
 
     return md.table(head, (cells(r) for r in reports))
@@ -169,12 +170,15 @@ def _active_nodes(reports: list[dict]) -> list[str]:
     return md.table(head, (cells(r) for r in reports))
 
 
+def _assumption(r: dict) -> str:
+    """The ``configs/assumption/`` choice a report ran under (``table5``: the defaults)."""
+    return (r.get("config") or {}).get("assumption_name") or "table5"
+
+
 def _sensitivity(reports: list[dict]) -> list[str]:
     """Issue 26's sensitivity: one row per (matrix, assumption), per K the NetSparse time, its change
     against the same matrix and K under ``table5`` (the defaults), and the tail node's bound and share."""
-    def name(r: dict) -> str:
-        return (r.get("config") or {}).get("assumption_name") or "table5"
-
+    name = _assumption
     ks = sorted({r["k"] for r in reports})
     by = {(r["matrix"]["name"], name(r), r["k"]): r for r in reports}
     rows = sorted({(m, a) for m, a, _ in by}, key=lambda ma: (ma[0], ma[1] != "table5", ma[1]))
