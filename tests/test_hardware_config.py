@@ -242,35 +242,37 @@ def test_jumbo_frames_through_the_switches_train_like_sa(tmp_path):
     assert rig["wire_bytes"] / rig["packets"] > 1500  # packets larger than Table 5's MTU went through the ToR
 
 
-def test_rig_local_idxs_reaches_the_simulator():
-    """snic.rig_local_idxs, a simulator-only knob: ``+hw`` sets it, SimConfig carries it, a typo is one error."""
+#: The simulator-only assumption knobs carried by SimConfig (docs/simulator.md): field, a value to set,
+#: the SimConfig attribute, its default and its set value, and a value the field refuses.
+SIM_KNOBS = [("snic.rig_local_idxs", "host_filtered", "host_filters_local", False, True, "filtered"),
+             ("snic.rig_auto_split", "remote_idxs", "auto_splits_remote", False, True, "remote"),
+             ("snic.rig_unit_roles", "dynamic", "dynamic_units", False, True, "both"),
+             ("snic.rig_command_overlap", "overlap", "overlap_commands", False, True, "yes"),
+             ("switch.middle_pipe_prs_per_cycle", 3, "pipe_prs_per_cycle", 1, 3, 2048)]
+
+
+@pytest.mark.parametrize(("field", "value", "attr", "default", "set_to", "bad"), SIM_KNOBS,
+                         ids=[k[0] for k in SIM_KNOBS])
+def test_simulator_knobs_reach_the_simulator(field, value, attr, default, set_to, bad):
+    """``+hw`` sets each knob, SimConfig carries it, the default is the model as it was, a bad value is
+    one error that names the field."""
     from netsparse_torch.errors import ConfigError
 
-    assert not sim_config(simulate_hardware(compose("simulate")), 16, check_mechanisms(None)).host_filters_local
-    params = simulate_hardware(compose("simulate", "+hw.snic.rig_local_idxs=host_filtered"))
-    assert sim_config(params, 16, check_mechanisms(None)).host_filters_local
-    with pytest.raises(ConfigError, match="snic.rig_local_idxs must be one of"):
-        HardwareParams.from_dict({"snic": {"rig_local_idxs": "filtered"}})
-
-
-def test_simulator_knobs_reach_the_simulator():
-    """snic.rig_command_overlap and switch.middle_pipe_prs_per_cycle (simulator only): ``+hw`` sets them,
-    SimConfig carries them, the defaults are today's behaviour, a bad value is one error."""
-    from netsparse_torch.errors import ConfigError
-
-    c = sim_config(simulate_hardware(compose("simulate")), 16, check_mechanisms(None))
-    assert not c.overlap_commands and c.pipe_prs_per_cycle == 1
-    params = simulate_hardware(compose("simulate", "+hw.snic.rig_command_overlap=overlap",
-                                       "+hw.switch.middle_pipe_prs_per_cycle=3"))
-    c = sim_config(params, 16, check_mechanisms(None))
-    assert c.overlap_commands and c.pipe_prs_per_cycle == 3
-    with pytest.raises(ConfigError, match="snic.rig_command_overlap must be one of") as e:
-        HardwareParams.from_dict({"snic": {"rig_command_overlap": "yes"}})
+    assert getattr(sim_config(simulate_hardware(compose("simulate")), 16, check_mechanisms(None)), attr) == default
+    params = simulate_hardware(compose("simulate", f"+hw.{field}={value}"))
+    assert getattr(sim_config(params, 16, check_mechanisms(None)), attr) == set_to
+    section, name = field.split(".")
+    with pytest.raises(ConfigError, match=field) as e:
+        HardwareParams.from_dict({section: {name: bad}})
     assert "\n" not in str(e.value)
-    for bad in (0, 1.5, -2, 2048):
-        with pytest.raises(ConfigError, match="middle_pipe_prs_per_cycle") as e:
-            HardwareParams.from_dict({"switch": {"middle_pipe_prs_per_cycle": bad}})
-        assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("bad", [0, 1.5, -2, 2048])
+def test_a_middle_pipe_rate_is_a_whole_number_from_1_to_1024(bad):
+    from netsparse_torch.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="middle_pipe_prs_per_cycle"):
+        HardwareParams.from_dict({"switch": {"middle_pipe_prs_per_cycle": bad}})
 
 
 def test_report_knobs_are_validated_with_one_line_errors():

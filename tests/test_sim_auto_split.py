@@ -9,16 +9,13 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_hardware_config import compose
 from test_sim_breakdown import _sums_exactly, add, journey, ps_of, spread
 from test_simulator import DRAM, FIRST_CYCLE, P4, PCIE, mat, run, snic_ps
 
 from hw_models import definitions
-from hw_models.hardware import simulate_hardware
 from hw_models.native import sim as _sim
 from hw_models.params import HardwareParams
-from hw_models.simulator import auto_batch_size, check_mechanisms, sim_config
-from netsparse_torch.errors import ConfigError
+from hw_models.simulator import auto_batch_size
 
 
 def reference_ends(idx: list[int], lo: int, hi: int, batch: int) -> list[int]:
@@ -155,12 +152,3 @@ def test_a_fixed_batch_ignores_the_split(batch):
     a = skewed(3)
     r = {s: run(a, params=cluster(rig_batch_size=batch, rig_auto_split=s)) for s in ("idxs", "remote_idxs")}
     same_report(r["idxs"], r["remote_idxs"])
-
-
-def test_the_split_reaches_the_simulator():
-    """``+hw`` sets it, SimConfig carries it, the default is today's split, a bad value is one error."""
-    assert not sim_config(simulate_hardware(compose("simulate")), 16, check_mechanisms(None)).auto_splits_remote
-    params = simulate_hardware(compose("simulate", "+hw.snic.rig_auto_split=remote_idxs"))
-    assert sim_config(params, 16, check_mechanisms(None)).auto_splits_remote
-    with pytest.raises(ConfigError, match="snic.rig_auto_split must be one of"):
-        HardwareParams.from_dict({"snic": {"rig_auto_split": "remote"}})

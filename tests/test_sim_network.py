@@ -72,22 +72,11 @@ def report(workload: str, network: str) -> dict:
 
 
 @pytest.fixture
-def hop_log(monkeypatch):
+def hop_log(hop_logs):
     """Runs a workload with the network's hop log on; returns (params, run, log rows)."""
-    from hw_models.native import sim as units
-
-    real, logs = units.simulate, []
-
-    def logged(*args):
-        out = real(*args, log_hops=True)
-        logs.append(np.asarray(out.pop("hops")))
-        return out
-
-    monkeypatch.setattr(units, "simulate", logged)
-
     def run(workload: str, network: str):
         hw, r = _run(workload, network)
-        return hw, r, logs[-1]
+        return hw, r, hop_logs[-1]
 
     return run
 

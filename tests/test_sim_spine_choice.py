@@ -91,22 +91,6 @@ def test_single_rack_has_one_path():
     assert topo.route_table().shape[0] == 1
 
 
-@pytest.fixture
-def hop_log(monkeypatch):
-    """Runs the simulator with its hop log on; returns the log's rows of the last run."""
-    from hw_models.native import sim as units
-
-    real, logs = units.simulate, []
-
-    def logged(*args):
-        out = real(*args, log_hops=True)
-        logs.append(np.asarray(out.pop("hops")))
-        return out
-
-    monkeypatch.setattr(units, "simulate", logged)
-    return logs
-
-
 def two_pairs(m: int) -> sp.csr_matrix:
     """Node 0 reads m distinct properties of node 3, node 1 m of node 2 (node i owns rows and columns
     [i m, (i + 1) m)): pairs (0, 3) and (1, 2) both sum to rack position 1, so share spine 1 under pair."""
@@ -117,7 +101,7 @@ def two_pairs(m: int) -> sp.csr_matrix:
 
 @pytest.mark.parametrize("network", ["packet", "flit"])
 @pytest.mark.parametrize("choice", ["pair", "pair_hash", "per_packet"])
-def test_spine_link_bytes_by_hand(hop_log, choice, network):
+def test_spine_link_bytes_by_hand(hop_logs, choice, network):
     """One PR per packet, no switch stage: m reads (80 B) leave ToR 0 for each pair and m responses (144 B)
     leave ToR 1. Under pair all of them cross spine 1; per_packet sends pair packet i through spine
     (1 + i) mod 16, so with m = 32 each spine's up-links carry 2 packets of each pair; pair_hash puts each
@@ -130,7 +114,7 @@ def test_spine_link_bytes_by_hand(hop_log, choice, network):
     r = simulate(a, w, hw, 16, "spmm", mechanisms_up_to("coalesce"),
                  link_layer=FLIT if network == "flit" else None)
     assert r.counters["nodes"]["read_prs"][:2] == [m, m]
-    log = hop_log[-1]
+    log = hop_logs[-1]
     hops = log[log[:, 0] == 1]
     got = np.bincount(hops[:, 2], weights=hops[:, 3], minlength=build_topology(hw).n_links)
     topo = build_topology(hw)
@@ -168,7 +152,7 @@ def test_switch_stage_on_every_path(choice):
 
 @pytest.mark.parametrize("network", ["packet", "flit"])
 @pytest.mark.parametrize("choice", ["pair", "pair_hash", "per_packet"])
-def test_each_pairs_packets_take_its_spines_in_turn(hop_log, choice, network):
+def test_each_pairs_packets_take_its_spines_in_turn(hop_logs, choice, network):
     """A random stream with NIC concatenation and no switch stage (every packet routed from its source
     host): in the order the NICs send them, the inter-rack packets of each (src, dst) pair cross spine
     (own + i) mod spines under per_packet, where i counts the pair's packets, and the own spine always
@@ -181,7 +165,7 @@ def test_each_pairs_packets_take_its_spines_in_turn(hop_log, choice, network):
                                    "topology": {"leafspine_spines": spines, "leafspine_spine_choice": choice}})
     simulate(a, definitions.workload(a, nodes), hw, 16, "spmm", mechanisms_up_to("concat_nic"),
              link_layer=FLIT if network == "flit" else None)
-    log = hop_log[-1]
+    log = hop_logs[-1]
     topo = build_topology(hw)
     tors = 2
     src_of = {int(s): int(v) for s, v in log[log[:, 0] == 0][:, 1:3]}

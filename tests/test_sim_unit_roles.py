@@ -17,7 +17,6 @@ import scipy.sparse as sp
 from test_simulator import DRAM, FIRST_CYCLE, P4, PCIE, RESP_SER, SW, hop, mat, nic, run, snic_cycle, snic_ps
 
 from hw_models.params import HardwareParams
-from netsparse_torch.errors import ConfigError
 
 C = snic_ps(1)  # a server unit's read starts one SNIC cycle after it takes the packet (455 ps)
 READ = 2 * PCIE  # one property read over PCIe; with one LSQ entry, a unit's reads are this far apart
@@ -168,26 +167,6 @@ def test_dynamic_roles_change_nothing_without_an_idle_client_or_a_waiting_packet
     a = mat([(0, 36), (20, 31)], 40)
     s, d = (run(a, params=params(m), mech={"switch": False}) for m in ("static", "dynamic"))
     assert s.node_time_s.tolist() == d.node_time_s.tolist() and s.counters["nodes"] == d.counters["nodes"]
-
-
-def test_rig_unit_roles_is_validated_in_one_line():
-    with pytest.raises(ConfigError, match="snic.rig_unit_roles must be one of") as e:
-        HardwareParams.from_dict({"snic": {"rig_unit_roles": "both"}})
-    assert "\n" not in str(e.value)
-    assert HardwareParams().snic.rig_unit_roles == "static"
-
-
-def test_rig_unit_roles_reaches_the_simulator_from_the_command_line():
-    """``+hw.snic.rig_unit_roles=dynamic`` sets SimConfig.dynamic_units; the default leaves it off."""
-    from test_hardware_config import compose
-
-    from hw_models.hardware import simulate_hardware
-    from hw_models.simulator import check_mechanisms, sim_config
-
-    off = sim_config(simulate_hardware(compose("simulate")), 16, check_mechanisms(None))
-    on = sim_config(simulate_hardware(compose("simulate", "+hw.snic.rig_unit_roles=dynamic")), 16,
-                    check_mechanisms(None))
-    assert (off.dynamic_units, on.dynamic_units) == (False, True)
 
 
 def test_training_ignores_rig_unit_roles():
