@@ -9,8 +9,8 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_sim_breakdown import _sums_exactly, add, journey, ps_of, spread
-from test_simulator import DRAM, FIRST_CYCLE, P4, PCIE, mat, run, snic_ps
+from test_sim_breakdown import _sums_exactly, assert_lone_pr_path
+from test_simulator import P4, mat, run
 
 from hw_models import definitions
 from hw_models.native import sim as _sim
@@ -83,13 +83,7 @@ def test_remote_split_breakdown_by_hand():
     lone read PR's with a 12 B idx DMA (its first scan cycle is still 1321: test_sim_breakdown)."""
     r = run(mat([(0, 6), (1, 0), (1, 1)], 8), params=P4.replace(snic={"rig_auto_split": "remote_idxs"}))
     assert r.counters["nodes"]["commands"][0] == 1 and r.counters["nodes"]["local"][0] == 2
-    decided = FIRST_CYCLE + 1 + DRAM
-    written, want = journey(snic_ps(decided), True)
-    add(want, {"host": snic_ps(FIRST_CYCLE) + PCIE})
-    add(want, spread({"scan_issued": 1, "filter_dram": DRAM}, snic_ps(decided) - snic_ps(FIRST_CYCLE)))
-    got = ps_of(r, 0)
-    assert {b: v for b, v in got.items() if v} == want
-    assert sum(got.values()) == round(r.node_time_s[0] * 1e12) == written + PCIE
+    assert_lone_pr_path(r)
 
 
 def skewed(seed: int, n: int = 3000, nnz: int = 20000) -> sp.csr_matrix:

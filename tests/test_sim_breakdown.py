@@ -90,11 +90,9 @@ def journey(issued: int, switch_on: bool, arrivals: list | None = None) -> tuple
     return t + PCIE, j
 
 
-@pytest.mark.parametrize("switch_on", [True, False])
-def test_lone_pr_breakdown_by_hand(switch_on):
-    """Node 0 reads one property of node 3: the host round trip to the first scan cycle, one scan cycle
-    and a cold DRAM filter load, the read PR's journey there and back, and the completion notification."""
-    r = run(mat([(0, 3)], 4), mech={"switch": switch_on})
+def assert_lone_pr_path(r, switch_on: bool = True) -> None:
+    """Node 0's path is one read PR's, issued at the first scan cycle after a cold DRAM filter load: the
+    host round trip, the scan and the load, the PR's journey there and back, the completion notification."""
     decided = FIRST_CYCLE + 1 + DRAM
     written, want = journey(snic_ps(decided), switch_on)
     add(want, {"host": snic_ps(FIRST_CYCLE) + PCIE})
@@ -102,6 +100,14 @@ def test_lone_pr_breakdown_by_hand(switch_on):
     got = ps_of(r, 0)
     assert {b: v for b, v in got.items() if v} == want
     assert sum(got.values()) == round(r.node_time_s[0] * 1e12) == written + PCIE
+
+
+@pytest.mark.parametrize("switch_on", [True, False])
+def test_lone_pr_breakdown_by_hand(switch_on):
+    """Node 0 reads one property of node 3: the host round trip to the first scan cycle, one scan cycle
+    and a cold DRAM filter load, the read PR's journey there and back, and the completion notification."""
+    r = run(mat([(0, 3)], 4), mech={"switch": switch_on})
+    assert_lone_pr_path(r, switch_on)
     assert all(not any(ps_of(r, p).values()) for p in (1, 2, 3))  # nothing to gather, no time
 
 
