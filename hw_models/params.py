@@ -30,6 +30,12 @@ def _p(default: Any, *, zero_ok: bool = False, inf_ok: bool = False) -> Any:
     return field(default=default, metadata={"zero_ok": zero_ok, "inf_ok": inf_ok})
 
 
+def _one_of(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    """A field that names one of ``choices`` (one-line error naming them)."""
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {choices}, got {value!r}")
+
+
 class _Validated:
     """Checks every numeric field of a dataclass against its ``zero_ok`` / ``inf_ok`` metadata."""
 
@@ -117,9 +123,7 @@ class TopologyParams(_Validated):
     """Hosts per Dragonfly switch. NetSparse Fig. 22 (4)."""
 
     def _check(self) -> None:
-        if self.leafspine_spine_choice not in SPINE_CHOICES:
-            raise ConfigError(f"topology.leafspine_spine_choice must be one of {SPINE_CHOICES}, "
-                              f"got {self.leafspine_spine_choice!r}")
+        _one_of("topology.leafspine_spine_choice", self.leafspine_spine_choice, SPINE_CHOICES)
         shape = tuple(self.hyperx_shape)
         if not shape or any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1 for d in shape):
             raise ConfigError(f"topology.hyperx_shape must be positive whole numbers, got {self.hyperx_shape!r}")
@@ -146,9 +150,7 @@ class LinkParams(_Validated):
     which counts received payload (docs/simulator.md, "Assumptions of the SAOpt baseline and of the report")."""
 
     def _check(self) -> None:
-        if self.line_util_direction not in LINE_UTIL_DIRECTIONS:
-            raise ConfigError(f"link.line_util_direction must be one of {LINE_UTIL_DIRECTIONS}, "
-                              f"got {self.line_util_direction!r}")
+        _one_of("link.line_util_direction", self.line_util_direction, LINE_UTIL_DIRECTIONS)
 
     @property
     def bytes_per_s(self) -> float:
@@ -319,15 +321,10 @@ class SNICParams(_Validated):
         if c is not None and not (isinstance(c, int) and 1 <= c < self.rig_units):
             raise ConfigError(f"snic.rig_client_units must be null (half the RIG units) or a whole number from 1 to "
                               f"rig_units - 1 = {self.rig_units - 1} (at least one unit serves), got {c!r}")
-        if self.rig_local_idxs not in RIG_LOCAL_IDXS:
-            raise ConfigError(f"snic.rig_local_idxs must be one of {RIG_LOCAL_IDXS}, got {self.rig_local_idxs!r}")
-        if self.rig_auto_split not in RIG_AUTO_SPLIT:
-            raise ConfigError(f"snic.rig_auto_split must be one of {RIG_AUTO_SPLIT}, got {self.rig_auto_split!r}")
-        if self.rig_command_overlap not in RIG_COMMAND_OVERLAP:
-            raise ConfigError(f"snic.rig_command_overlap must be one of {RIG_COMMAND_OVERLAP}, "
-                              f"got {self.rig_command_overlap!r}")
-        if self.rig_unit_roles not in RIG_UNIT_ROLES:
-            raise ConfigError(f"snic.rig_unit_roles must be one of {RIG_UNIT_ROLES}, got {self.rig_unit_roles!r}")
+        _one_of("snic.rig_local_idxs", self.rig_local_idxs, RIG_LOCAL_IDXS)
+        _one_of("snic.rig_auto_split", self.rig_auto_split, RIG_AUTO_SPLIT)
+        _one_of("snic.rig_command_overlap", self.rig_command_overlap, RIG_COMMAND_OVERLAP)
+        _one_of("snic.rig_unit_roles", self.rig_unit_roles, RIG_UNIT_ROLES)
         b = self.rig_batch_size
         if isinstance(b, str):
             if b != "auto":
@@ -466,8 +463,7 @@ class SoftwareParams(_Validated):
     per-PR part (or 0 when that one is given)."""
 
     def _check(self) -> None:
-        if self.rank_partition not in RANK_PARTITIONS:
-            raise ConfigError(f"software.rank_partition must be one of {RANK_PARTITIONS}, got {self.rank_partition!r}")
+        _one_of("software.rank_partition", self.rank_partition, RANK_PARTITIONS)
         for name in ("sa_target_goodput", "sa_target_goodput_k128"):
             if getattr(self, name) > 1:
                 raise ConfigError(f"software.{name} must be <= 1, got {getattr(self, name)}")
