@@ -32,8 +32,10 @@ struct SimContext {
 
   // The journey of the read PR (or its response) of Pending PR Table entry `entry` of `unit` at `node`;
   // a unit's entries grow when it issues (ids are handed out lowest first).
-  PrJourney& journey_of(const units::PR& pr) {
-    return trace[static_cast<size_t>(pr.src) * static_cast<size_t>(cfg.client_units) + pr.src_tid][pr.id];
+  PrJourney& journey_of(const units::PR& pr) { return trace[unit_slot(pr.src, pr.src_tid)][pr.id]; }
+  // The index of client unit `unit` of `node` in trace and scans.
+  size_t unit_slot(int64_t node, int64_t unit) const {
+    return static_cast<size_t>(node) * static_cast<size_t>(cfg.client_units) + static_cast<size_t>(unit);
   }
   // A unit takes packet k apart at t: its hops go into each PR's journey, which goes on from t.
   void fold_packet(const Packet& k, const units::PacketView& v, int64_t t) {
@@ -41,8 +43,7 @@ struct SimContext {
     const uint8_t* pr = v.prs;
     const int64_t stride = v.pr_stride();
     for (int64_t i = 0; i < v.n_prs; ++i, pr += stride) {  // src u32, src_tid u16, id u32 at 14 (Fig. 6)
-      PrJourney& tr = trace[static_cast<size_t>(units::load_u32(pr)) * static_cast<size_t>(cfg.client_units) +
-                            units::load_u16(pr + 4)][units::load_u32(pr + 14)];
+      PrJourney& tr = trace[unit_slot(units::load_u32(pr), units::load_u16(pr + 4))][units::load_u32(pr + 14)];
       concat += k.h.born - tr.mark;
       fold(tr, k.h);
       tr.mark = t;

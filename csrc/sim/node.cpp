@@ -275,7 +275,7 @@ void Nodes::assign(uint32_t node, uint32_t unit, int64_t t_host) {
 // (breakdown.h, PrScan); once per command, never per PR.
 void Nodes::age_scans(uint32_t node, uint32_t unit) {
   const Path& pa = node_[node]->clients[unit].path;
-  const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
+  const size_t slot = ctx_.unit_slot(node, unit);
   for (PrScan& sc : ctx_.scans[slot]) {
     if (sc.issued == PrScan::kOlder) continue;
     const int64_t at = ctx_.snic.ps(pa.cmd_c + sc.issued);  // as issued() had it
@@ -314,7 +314,7 @@ void Nodes::issued(uint32_t node, uint32_t unit, const PR& pr, int64_t pr_cycle,
   }
   if (pa.fr - pa.cmd_c >= int64_t{PrScan::kOlder})
     throw std::logic_error("simulator: a RIG command scanned for 2^32 SNIC cycles; use a smaller batch");
-  const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
+  const size_t slot = ctx_.unit_slot(node, unit);
   std::vector<PrJourney>& js = ctx_.trace[slot];
   std::vector<PrScan>& ss = ctx_.scans[slot];
   if (pr.id >= js.size()) {  // a unit's ids reach its most PRs in flight: Table 5's 256 in one allocation
@@ -365,7 +365,7 @@ void Nodes::command_path(uint32_t node, uint32_t unit, int64_t t, bool scan_only
   const int64_t start = ctx_.snic.ps(pa.cmd_c);
   int64_t add[kBounds] = {};
   if (!scan_only && pa.last_resp >= 0 && pa.last_resp_t >= ctx_.snic.ps(pa.fr)) {  // a response came last
-    const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
+    const size_t slot = ctx_.unit_slot(node, unit);
     const PrJourney& tr = ctx_.trace[slot][pa.last_resp];
     const PrScan& sc = ctx_.scans[slot][pa.last_resp];
     if (sc.issued == PrScan::kOlder) {  // an older command's PR (overlapping commands): its journey spans this one
@@ -403,7 +403,7 @@ void Nodes::command_path(uint32_t node, uint32_t unit, int64_t t, bool scan_only
 // response up, in proportion to its journey, is what the stall waited for (a diagnostic beside the path).
 void Nodes::stalled_on(const Path& pa, uint32_t node, uint32_t unit, int64_t cycles) {
   if (pa.last_resp < 0) return;
-  const size_t slot = static_cast<size_t>(node) * static_cast<size_t>(cfg_.client_units) + unit;
+  const size_t slot = ctx_.unit_slot(node, unit);
   const PrJourney& tr = ctx_.trace[slot][pa.last_resp];
   // its issue to within a ps (a diagnostic: no exact clock conversion on this path)
   const PrScan& sc = ctx_.scans[slot][pa.last_resp];

@@ -23,16 +23,14 @@ void check_cols(const Idx* idx, int64_t nnz, int64_t n_cols) {
 template <class Idx>
 std::vector<Idx> remote_only(const Idx* idx, std::vector<int64_t>& next, std::vector<int64_t>& end,
                              const std::vector<int64_t>& cb) {
-  auto remote = [&](size_t p, int64_t i) { return idx[i] < cb[p] || idx[i] >= cb[p + 1]; };
   int64_t n = 0;
-  for (size_t p = 0; p < next.size(); ++p)
-    for (int64_t i = next[p]; i < end[p]; ++i) n += remote(p, i);
+  for (size_t p = 0; p < next.size(); ++p) n += remote_count(idx, next[p], end[p], cb[p], cb[p + 1]);
   std::vector<Idx> out;
   out.reserve(static_cast<size_t>(n));
   for (size_t p = 0; p < next.size(); ++p) {
     const int64_t first = static_cast<int64_t>(out.size());
     for (int64_t i = next[p]; i < end[p]; ++i)
-      if (remote(p, i)) out.push_back(idx[i]);
+      if (is_remote(idx[i], cb[p], cb[p + 1])) out.push_back(idx[i]);
     next[p] = first;
     end[p] = static_cast<int64_t>(out.size());
   }
@@ -86,8 +84,7 @@ template <class Idx>
 void Workload::cut_at_remote_counts(const Idx* idx, const std::vector<int64_t>& cb, int64_t client_units) {
   const auto nodes = static_cast<int64_t>(next_.size());
   std::vector<int64_t> remote(static_cast<size_t>(nodes), 0);
-  for (int64_t p = 0; p < nodes; ++p)
-    for (int64_t i = next_[p]; i < end_[p]; ++i) remote[p] += idx[i] < cb[p] || idx[i] >= cb[p + 1];
+  for (int64_t p = 0; p < nodes; ++p) remote[p] = remote_count(idx, next_[p], end_[p], cb[p], cb[p + 1]);
   const int64_t max_remote = nodes ? *std::max_element(remote.begin(), remote.end()) : 0;
   for (int64_t p = 0; p < nodes; ++p) {
     const int64_t batch = units::auto_batch_size(remote[p], max_remote, client_units);

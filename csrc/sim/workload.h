@@ -9,6 +9,20 @@
 
 namespace netsparse::sim {
 
+// An idx outside the node's columns [lo, hi) names another node's property.
+template <class Idx>
+bool is_remote(Idx c, int64_t lo, int64_t hi) {
+  return c < lo || c >= hi;
+}
+
+// The remote idxs of the node stream idx[begin, end).
+template <class Idx>
+int64_t remote_count(const Idx* idx, int64_t begin, int64_t end, int64_t lo, int64_t hi) {
+  int64_t n = 0;
+  for (int64_t i = begin; i < end; ++i) n += is_remote(idx[i], lo, hi);
+  return n;
+}
+
 // snic.rig_auto_split=remote_idxs: appends to `ends` the end of each RIG command of the node stream
 // idx[begin, end) (remote: outside the node's columns [lo, hi)): right after every batch-th remote
 // idx, except that the local idxs after the last remote one join the last command. Commands are then
@@ -19,7 +33,7 @@ void remote_command_ends(const Idx* idx, int64_t begin, int64_t end, int64_t lo,
   int64_t run = 0;  // remote idxs since the last cut
   bool any = false;
   for (int64_t i = begin; i < end; ++i) {
-    if (idx[i] >= lo && idx[i] < hi) continue;
+    if (!is_remote(idx[i], lo, hi)) continue;
     any = true;
     if (++run == batch) {
       ends.push_back(i + 1);
