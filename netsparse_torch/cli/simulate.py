@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -29,8 +30,12 @@ def _hydra_main(cfg: DictConfig) -> None:
         out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
         run(cfg, out_dir)
     except NetsparseError as exc:
-        print(f"netsparse-simulate: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        _fail(exc)
+
+
+def _fail(exc: NetsparseError) -> NoReturn:
+    print(f"netsparse-simulate: error: {exc}", file=sys.stderr)
+    sys.exit(2)
 
 
 def main() -> None:
@@ -41,8 +46,7 @@ def main() -> None:
     try:  # a wrong group choice in one line, before Hydra's multi-line composition error
         check_group_overrides([a for a in sys.argv[1:] if not a.startswith("-")], config_dir(), SIMULATE_GROUPS)
     except NetsparseError as exc:
-        print(f"netsparse-simulate: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        _fail(exc)
     _hydra_main()
 
 
