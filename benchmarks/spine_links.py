@@ -4,7 +4,7 @@
     python benchmarks/spine_links.py --matrix paper:arabic --choice per_packet [--k 16]
 
 The report has no per-link counter, so this runs ``hw_models.simulator.simulate`` with the simulator's hop
-log on (``units.simulate(..., log_hops=True)``; the times are the same as without it) and reduces the log at
+log on (``log_hops=True``; the times are the same as without it) and reduces the log at
 once: wire bytes per link over the run, and per 10 us window by when each packet started on the link.
 Prints one JSON line: NetSparse time and tail node, each spine link's utilisation over the run (max, mean,
 min, coefficient of variation), idle links, and the busiest 10 us windows.
@@ -22,7 +22,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hw_models import analogs, definitions  # noqa: E402
-from hw_models.native import sim as units  # noqa: E402
 from hw_models.params import HardwareParams  # noqa: E402
 from hw_models.simulator import simulate  # noqa: E402
 from hw_models.topology import build_topology  # noqa: E402
@@ -55,25 +54,17 @@ def main() -> None:
     topo = build_topology(hw)
     n = hw.cluster.nodes
     spine = (topo.link_src >= n) & (topo.link_dst >= n)
-    got: dict[str, np.ndarray] = {}
-    real = units.simulate
-
-    def logged(*sim_args):
-        out = real(*sim_args, log_hops=True)
-        got["bytes"], got["grid"] = link_load(np.asarray(out.pop("hops")), spine)
-        return out
-
-    units.simulate = logged
-    r = simulate(a, definitions.workload(a, n), hw, args.k, "spmm")
+    r = simulate(a, definitions.workload(a, n), hw, args.k, "spmm", topo=topo, log_hops=True)
+    link_bytes, windows = link_load(r.hops, spine)
     t = float(r.node_time_s.max())
-    util = got["bytes"] / (hw.link.bytes_per_s * t)
-    grid = got["grid"] / (hw.link.bytes_per_s * WINDOW_PS * 1e-12)
+    util = link_bytes / (hw.link.bytes_per_s * t)
+    grid = windows / (hw.link.bytes_per_s * WINDOW_PS * 1e-12)
     print(json.dumps({
         "matrix": args.matrix, "choice": args.choice, "k": args.k, "comm_time_us": t * 1e6,
         "tail": int(np.argmax(r.node_time_s)), "spine_links": int(spine.sum()),
         "util_over_run": {"max": float(util.max()), "mean": float(util.mean()), "min": float(util.min()),
                           "cv": float(util.std() / util.mean())},
-        "idle_links": int((got["bytes"] == 0).sum()),
+        "idle_links": int((link_bytes == 0).sum()),
         "util_10us_windows": {"max": float(grid.max()), "link_windows_over_90pct": int((grid > 0.9).sum()),
                               "links_ever_over_90pct": int((grid > 0.9).any(axis=1).sum())},
     }))

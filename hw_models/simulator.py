@@ -80,6 +80,8 @@ class NetSparseRun:
     critical_path: CriticalPath | None = None
     switch_pipes: dict[str, list[int]] = field(default_factory=dict)
     """Per middle pipe of an extended ToR, each counter of ``SIM_PIPE_COUNTERS`` (docs/simulator.md)."""
+    hops: np.ndarray | None = None
+    """With ``simulate(..., log_hops=True)``: the network's hop log, ``[rows, 8]`` (csrc/sim/types.h HopRow)."""
 
 
 def mechanisms_up_to(stage: str) -> dict[str, bool]:
@@ -102,7 +104,8 @@ def check_mechanisms(mechanisms: dict[str, bool] | None) -> dict[str, bool]:
 
 def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, params: HardwareParams, k: int,
              kernel: str = "spmm", mechanisms: dict[str, bool] | None = None,
-             topo: Topology | None = None, *, link_layer: dict | None = None) -> NetSparseRun:
+             topo: Topology | None = None, *, link_layer: dict | None = None,
+             log_hops: bool = False) -> NetSparseRun:
     """Simulate one NetSparse gather of ``k``-element properties (``k`` is the *gathered* width).
 
     ``a`` is a :class:`Pattern` (read in place) or a scipy matrix; ``w`` its partition (only
@@ -111,7 +114,7 @@ def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, par
     puts the NetCrafter flit layer on the inter-switch links, in the event loop (see
     :func:`hw_models.seeds.netcrafter.sim_flit_config`); its accounting lands in
     ``counters["link_layer"]``. Returns per-node completion times, tail statistics, the active-nodes
-    step series and every counter.
+    step series and every counter (and, with ``log_hops``, the network's hop log: ``NetSparseRun.hops``).
     """
     from hw_models.seeds import netcrafter
 
@@ -137,7 +140,7 @@ def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, par
         pat.indptr, pat.indices, np.asarray(w.row_bounds, np.int64),
         np.asarray(w.col_bounds, np.int64), cfg, topo.link_src, topo.link_dst,
         np.asarray(topo.link_bytes_per_s, np.float64), np.rint(topo.link_latency_s * 1e12).astype(np.int64),
-        topo.switch_is_tor.astype(np.int64), routes.astype(np.int64))
+        topo.switch_is_tor.astype(np.int64), routes.astype(np.int64), log_hops=log_hops)
     run = _to_run(out, params)
     if "flit_links" in out:
         run.counters["link_layer"] = netcrafter.link_layer_report(out["flit_links"], link_layer)
@@ -238,8 +241,9 @@ def _to_run(out: dict, params: HardwareParams) -> NetSparseRun:
                         segments_ps=np.asarray(out["path"], dtype=np.int64),
                         stalled_on=np.asarray(out["stalled_on"], dtype=np.float64))
     pipes = {name: np.asarray(v).tolist() for name, v in out["pipes"].items()}
+    hops = np.asarray(out["hops"]) if "hops" in out else None
     return NetSparseRun(node_time_s=t, tail=stats, active_nodes=series, counters=counters, critical_path=path,
-                        switch_pipes=pipes)
+                        switch_pipes=pipes, hops=hops)
 
 
 def line_util(nodes: dict, node: int, time_s: float, params: HardwareParams) -> float | None:

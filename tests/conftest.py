@@ -30,21 +30,3 @@ def cuda():
     import torch
 
     return torch.device("cuda")
-
-
-@pytest.fixture
-def hop_logs(monkeypatch):
-    """The C++ simulator with its network's hop log on: each run's log rows (a numpy array), in run order."""
-    import numpy as np
-
-    from hw_models.native import sim as units
-
-    real, logs = units.simulate, []
-
-    def logged(*args):
-        out = real(*args, log_hops=True)
-        logs.append(np.asarray(out.pop("hops")))
-        return out
-
-    monkeypatch.setattr(units, "simulate", logged)
-    return logs

@@ -2,7 +2,7 @@
 (csrc/sim/network_api.h): the packet network and the NetCrafter flit links (docs/simulator.md).
 
 The same small workloads run through each implementation, and what must hold for both is checked on
-the network's hop log (``units.simulate(..., log_hops=True)``: one row per packet sent by the system side,
+the network's hop log (``simulate(..., log_hops=True).hops``: one row per packet sent by the system side,
 per link it crossed and per delivery):
 
 - every packet the system side sent is delivered exactly once, along contiguous links, with the same
@@ -54,13 +54,13 @@ def _matrix() -> sp.csr_matrix:
     return a
 
 
-def _run(workload: str, network: str, log: dict | None = None):
+def _run(workload: str, network: str, log_hops: bool = False):
     params, stage = WORKLOADS[workload]
     hw = HardwareParams.from_dict(params)
     a = _matrix()
     mech = None if stage is None else mechanisms_up_to(stage)
     return hw, simulate(a, definitions.workload(a, hw.cluster.nodes), hw, 16, "spmm", mech,
-                        link_layer=NETWORKS[network])
+                        link_layer=NETWORKS[network], log_hops=log_hops)
 
 
 def report(workload: str, network: str) -> dict:
@@ -71,14 +71,10 @@ def report(workload: str, network: str) -> dict:
     return json.loads(json.dumps(out))
 
 
-@pytest.fixture
-def hop_log(hop_logs):
-    """Runs a workload with the network's hop log on; returns (params, run, log rows)."""
-    def run(workload: str, network: str):
-        hw, r = _run(workload, network)
-        return hw, r, hop_logs[-1]
-
-    return run
+def hop_log(workload: str, network: str):
+    """A run with the network's hop log on: (params, run, log rows)."""
+    hw, r = _run(workload, network, log_hops=True)
+    return hw, r, r.hops
 
 
 CASES = [(w, n) for w in WORKLOADS for n in NETWORKS]
@@ -91,7 +87,7 @@ def test_report_equals_the_simulator_before_the_interface(workload, network):
 
 
 @pytest.mark.parametrize(("workload", "network"), CASES)
-def test_every_packet_delivered_once_along_its_links(hop_log, workload, network):
+def test_every_packet_delivered_once_along_its_links(workload, network):
     hw, r, log = hop_log(workload, network)
     topo = build_topology(hw)
     sent, hops, got = (log[log[:, 0] == k] for k in (SENT, HOP, DELIVERED))
@@ -115,7 +111,7 @@ def test_every_packet_delivered_once_along_its_links(hop_log, workload, network)
 
 
 @pytest.mark.parametrize(("workload", "network"), CASES)
-def test_no_packet_beats_its_links_serialisation(hop_log, workload, network):
+def test_no_packet_beats_its_links_serialisation(workload, network):
     hw, _, log = hop_log(workload, network)
     topo = build_topology(hw)
     hops = log[log[:, 0] == HOP]
@@ -129,7 +125,7 @@ def test_no_packet_beats_its_links_serialisation(hop_log, workload, network):
 
 
 @pytest.mark.parametrize(("workload", "network"), CASES)
-def test_credits_never_negative(hop_log, workload, network):
+def test_credits_never_negative(workload, network):
     hw, r, log = hop_log(workload, network)
     hops = log[log[:, 0] == HOP]
     checked = hops[hops[:, 7] != np.iinfo(np.int64).min]

@@ -101,7 +101,7 @@ def two_pairs(m: int) -> sp.csr_matrix:
 
 @pytest.mark.parametrize("network", ["packet", "flit"])
 @pytest.mark.parametrize("choice", ["pair", "pair_hash", "per_packet"])
-def test_spine_link_bytes_by_hand(hop_logs, choice, network):
+def test_spine_link_bytes_by_hand(choice, network):
     """One PR per packet, no switch stage: m reads (80 B) leave ToR 0 for each pair and m responses (144 B)
     leave ToR 1. Under pair all of them cross spine 1; per_packet sends pair packet i through spine
     (1 + i) mod 16, so with m = 32 each spine's up-links carry 2 packets of each pair; pair_hash puts each
@@ -112,9 +112,9 @@ def test_spine_link_bytes_by_hand(hop_logs, choice, network):
     w = definitions.workload(a, n)
     assert list(w.row_bounds) == [0, m, 2 * m, 3 * m, 4 * m]
     r = simulate(a, w, hw, 16, "spmm", mechanisms_up_to("coalesce"),
-                 link_layer=FLIT if network == "flit" else None)
+                 link_layer=FLIT if network == "flit" else None, log_hops=True)
     assert r.counters["nodes"]["read_prs"][:2] == [m, m]
-    log = hop_logs[-1]
+    log = r.hops
     hops = log[log[:, 0] == 1]
     got = np.bincount(hops[:, 2], weights=hops[:, 3], minlength=build_topology(hw).n_links)
     topo = build_topology(hw)
@@ -152,7 +152,7 @@ def test_switch_stage_on_every_path(choice):
 
 @pytest.mark.parametrize("network", ["packet", "flit"])
 @pytest.mark.parametrize("choice", ["pair", "pair_hash", "per_packet"])
-def test_each_pairs_packets_take_its_spines_in_turn(hop_logs, choice, network):
+def test_each_pairs_packets_take_its_spines_in_turn(choice, network):
     """A random stream with NIC concatenation and no switch stage (every packet routed from its source
     host): in the order the NICs send them, the inter-rack packets of each (src, dst) pair cross spine
     (own + i) mod spines under per_packet, where i counts the pair's packets, and the own spine always
@@ -163,9 +163,8 @@ def test_each_pairs_packets_take_its_spines_in_turn(hop_logs, choice, network):
                       shape=(n_rows, n_rows))
     hw = HardwareParams.from_dict({"cluster": {"nodes": nodes, "rack_size": rack},
                                    "topology": {"leafspine_spines": spines, "leafspine_spine_choice": choice}})
-    simulate(a, definitions.workload(a, nodes), hw, 16, "spmm", mechanisms_up_to("concat_nic"),
-             link_layer=FLIT if network == "flit" else None)
-    log = hop_logs[-1]
+    log = simulate(a, definitions.workload(a, nodes), hw, 16, "spmm", mechanisms_up_to("concat_nic"),
+                   link_layer=FLIT if network == "flit" else None, log_hops=True).hops
     topo = build_topology(hw)
     tors = 2
     src_of = {int(s): int(v) for s, v in log[log[:, 0] == 0][:, 1:3]}
