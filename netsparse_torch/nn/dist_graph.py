@@ -65,7 +65,10 @@ class DistGraph:
     :meth:`loss` (this rank's share of the global mean), :meth:`sync_gradients` (sum over ranks, also
     under DDP), :meth:`accuracy` and :meth:`total` (over every rank), and :meth:`check_in_sync`.
     ``check_steps``: how many first calls of :meth:`loss` compare a checksum of the parameters across
-    ranks (0 turns off this check and the one for a backward left unsynchronised).
+    ranks; 0 turns off every check of :mod:`~netsparse_torch.nn.training` (this one, the one for a
+    backward left unsynchronised, and the one :meth:`propagate` and :meth:`attention_gather` make at
+    their first calls and then at every power-of-two call, whatever the loss), for a model whose
+    parameters are not all replicated on every rank.
     """
 
     def __init__(self, data: Source, rank: int | None = None, world_size: int | None = None,
@@ -94,6 +97,8 @@ class DistGraph:
         self._split_sizes: dict[str, int] = {}
         self._loss_calls = 0
         self._backward_unsynced = False
+        self._aggregations = 0
+        self._aggregation_in_sync = False
 
     # -- the training loop's distributed steps (netsparse_torch/nn/training.py) ---------------------
     def loss(self, out: torch.Tensor, split: str = "train") -> torch.Tensor:
@@ -158,6 +163,7 @@ class DistGraph:
         return self._adjacency[norm]
 
     def propagate(self, x_local: torch.Tensor, norm: str, tag: str = "") -> torch.Tensor:
+        training.check_aggregation(self, x_local)
         return self.strategy.propagate(self.adjacency(norm), x_local, tag)
 
     def attention_gather(self, rows: torch.Tensor, add_self_loops: bool = True,
@@ -172,6 +178,7 @@ class DistGraph:
             raise ConfigError(f"strategy {self.strategy.name!r} cannot run attention layers: "
                               f"{self.strategy.no_gather}; choose su, sa, netsparse or twoface")
         norm = "self_loops" if add_self_loops else "sum"
+        training.check_aggregation(self, rows)
         pattern = self.attention_pattern(add_self_loops, rows.size(1))
         return self.strategy.gather(rows, tag, self.adjacency(norm)), pattern
 
