@@ -8,6 +8,7 @@ several lines.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,12 +170,9 @@ def _is_group(o, config_dir: str | Path) -> bool:
     return "/" in o.key_or_group or (Path(config_dir) / o.key_or_group).is_dir()
 
 
-def _compositions(parsed: list, config_dir: str | Path, config: str):
+def _compositions(parsed: list, config_dir: str | Path, config: str) -> Iterator:
     """The config of the command line's group choices, and once more for each other value of a
     swept group (one group varied at a time: what a key depends on is its own group's choice)."""
-    from hydra import compose, initialize_config_dir
-    from hydra.errors import HydraException
-
     fixed, swept = [], []
     for o in parsed:
         if not _is_group(o, config_dir) or o.key_or_group.startswith("hydra"):
@@ -186,13 +184,24 @@ def _compositions(parsed: list, config_dir: str | Path, config: str):
         else:
             fixed.append(o.input_line)
     variants = [fixed] + [[f for f in fixed if not f.startswith(f"{group}=")] + [f"{group}={v}"] for group, v in swept]
-    with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-        for groups in variants:
-            try:
-                cfg = compose(config, overrides=groups)
-            except HydraException:  # a combination Hydra refuses: its own error, in one line (cli/hydra_app.py)
-                return
-            yield cfg
+    for groups in variants:
+        cfg = _compose(str(config_dir), config, tuple(groups))
+        if cfg is None:  # a combination Hydra refuses: its own error, in one line (cli/hydra_app.py)
+            return
+        yield cfg
+
+
+@functools.lru_cache(maxsize=64)
+def _compose(config_dir: str, config: str, groups: tuple[str, ...]):
+    """``config`` composed with the group choices ``groups`` (read only); None where Hydra refuses them."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+
+    with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+        try:
+            return compose(config, overrides=list(groups))
+        except HydraException:
+            return None
 
 
 def config_keys(cfg) -> set[str]:
