@@ -70,6 +70,8 @@ def check_values(cfg) -> None:
     for key in FLAGS:
         if key in cfg and not isinstance(cfg[key], bool):
             raise ConfigError(f"{key} must be true or false, got {cfg[key]!r}")
+    if "threads" in cfg:
+        check_threads(cfg.threads)
     if cfg.get("patience", 0) > 0 and cfg.get("eval_every", 0) == 0:
         raise ConfigError(f"patience={cfg.patience} needs evaluations during training: set eval_every=N (N >= 1)")
     check_model_options(cfg.get("model") or {})
@@ -77,6 +79,30 @@ def check_values(cfg) -> None:
         from hw_models.hardware import train_hardware
 
         train_hardware(cfg)
+
+
+#: ``threads=auto``: OMP_NUM_THREADS, else cores / local ranks (netsparse_torch/run/threads.py).
+AUTO_THREADS = "auto"
+
+
+def check_threads(setting) -> int | str:
+    """``threads=``: ``auto`` or a whole number >= 1."""
+    if setting == AUTO_THREADS:
+        return setting
+    if isinstance(setting, bool) or not isinstance(setting, int) or setting < 1:
+        raise ConfigError(f"threads must be auto or an integer >= 1, got {setting!r}")
+    return setting
+
+
+def omp_threads(environ) -> int | None:
+    """``OMP_NUM_THREADS`` as a whole number >= 1, or None when it is unset. Checked before torch loads:
+    libgomp would print its own complaint about a bad value, and ignore it."""
+    value = environ.get("OMP_NUM_THREADS", "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise ConfigError(f"OMP_NUM_THREADS must be a whole number >= 1, got {value!r}: fix it, or unset it")
+    return int(value)
 
 
 def check_model_options(model) -> None:

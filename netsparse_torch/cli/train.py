@@ -20,7 +20,7 @@ import hydra
 from omegaconf import DictConfig
 
 from netsparse_torch.cli.hydra_app import hydra_errors, task
-from netsparse_torch.config_check import GROUPS, check_values, config_dir, group_choices
+from netsparse_torch.config_check import GROUPS, check_values, config_dir, group_choices, omp_threads
 from netsparse_torch.config_keys import TRAIN, check_command_line
 from netsparse_torch.errors import NetsparseError
 from netsparse_torch.progress import append_line, hydra_log_file
@@ -127,6 +127,7 @@ def main() -> None:
     args = sys.argv[1:]
     try:  # a wrong group choice or key is one line here, not Hydra's multi-line error (or silence)
         check_command_line(args, TRAIN)
+        omp_threads(os.environ)  # before the forkserver loads torch (and libgomp its own complaint)
         if "--help" in args or "-h" in args:
             with hydra_errors():
                 print(help_text([a for a in args if not a.startswith("-")]))
