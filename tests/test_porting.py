@@ -209,6 +209,26 @@ def test_bad_input_is_one_error():
         DistGraph(empty).accuracy(torch.zeros(41, 3), "test")
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the machine without CUDA (the CPU twin of gpu-check)")
+@pytest.mark.parametrize("device", ["cuda", "cuda:3", torch.device("cuda", 0)])
+def test_a_cuda_device_without_cuda_is_one_error(device):
+    """torch's own AssertionError ("Torch not compiled with CUDA enabled") came from the plan's first copy."""
+    with pytest.raises(ConfigError, match=r"^DistGraph: device 'cuda(:\d)?' but torch sees no CUDA GPU .*: "
+                                          r"use device='cpu'$"):
+        DistGraph(skewed_data(), device=device)
+
+
+def test_a_cuda_device_past_the_count_is_one_error():
+    from netsparse_torch.nn.dist_graph import graph_device
+
+    assert graph_device("cuda:1", cuda_count=2) == torch.device("cuda", 1)
+    with pytest.raises(ConfigError, match=r"^DistGraph: device 'cuda:2' but torch sees 2 CUDA GPU\(s\), cuda:0 to "
+                                          r"cuda:1: use cuda:\(LOCAL_RANK % 2\)"):
+        graph_device("cuda:2", cuda_count=2)
+    with pytest.raises(ConfigError, match=r"^DistGraph: device 'cdua' is not a torch device"):
+        graph_device("cdua")
+
+
 # -- scripts as written: examples/pyg_port.py against examples/pyg_gcn.py, and README's loop ---------
 
 SCRIPT_TIMEOUT_S = 240

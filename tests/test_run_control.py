@@ -66,7 +66,8 @@ def test_the_partition_check_knows_every_partitioner():
 
 
 def test_group_choices_of_a_sweep_are_each_checked():
-    from netsparse_torch.config_check import check_group_overrides, config_dir
+    from netsparse_torch.config_check import config_dir
+    from netsparse_torch.config_keys import check_group_overrides
     from netsparse_torch.errors import ConfigError
 
     check_group_overrides(["-m", "strategy=su,sa", "dataset.path=x", "model=gcn", "--cfg", "job"], config_dir())

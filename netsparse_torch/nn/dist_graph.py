@@ -43,6 +43,26 @@ def _as_source(data) -> Source:
                       f"(its directory or PartitionedDataset) or a Shard; got {type(data).__name__}")
 
 
+def graph_device(device: torch.device | str | None, cuda_count: int | None = None) -> torch.device:
+    """``device`` (``None``: the CPU) as a ``torch.device``; a CUDA device that this process does not
+    have is one ConfigError, not torch's assertion deep in the first copy. ``cuda_count``: the GPUs
+    torch sees (None: ask torch)."""
+    try:
+        device = torch.device(device) if device is not None else torch.device("cpu")
+    except (RuntimeError, TypeError) as exc:
+        raise ConfigError(f"DistGraph: device {device!r} is not a torch device ({str(exc).splitlines()[0]})") from None
+    if device.type != "cuda":
+        return device
+    count = (torch.cuda.device_count() if torch.cuda.is_available() else 0) if cuda_count is None else cuda_count
+    if count == 0:
+        raise ConfigError(f"DistGraph: device {str(device)!r} but torch sees no CUDA GPU "
+                          "(torch.cuda.is_available() is False): use device='cpu'")
+    if device.index is not None and device.index >= count:
+        raise ConfigError(f"DistGraph: device {str(device)!r} but torch sees {count} CUDA GPU(s), cuda:0 to "
+                          f"cuda:{count - 1}: use cuda:(LOCAL_RANK % {count}), as netsparse-train does")
+    return device
+
+
 class DistGraph:
     """What the distributed layers take in place of PyG's ``edge_index``.
 
@@ -74,13 +94,14 @@ class DistGraph:
     def __init__(self, data: Source, rank: int | None = None, world_size: int | None = None,
                  partition: str | Partitioning = "rows", strategy: str = "sa", strategy_options: dict | None = None,
                  verify: bool = True, group=None, device: torch.device | str | None = None, check_steps: int = 3):
+        device = graph_device(device)  # before any collective: a missing GPU fails every rank alike
         initialized = dist.is_available() and dist.is_initialized()
         rank = (dist.get_rank(group) if initialized else 0) if rank is None else rank
         world_size = (dist.get_world_size(group) if initialized else 1) if world_size is None else world_size
         self.shard: Shard = rank_shard(_as_source(data), rank, world_size, partition, verify, group)
         #: Where the graph's tensors live: features, labels, masks, adjacencies and the plan's index
         #: tensors (``None``: CPU). A model trained on it moves there with ``.to(graph.device)``.
-        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.device = device
         self.rank, self.world_size, self.group = rank, world_size, group
         self.bounds = self.shard.bounds
         r0, r1 = int(self.bounds[rank]), int(self.bounds[rank + 1])

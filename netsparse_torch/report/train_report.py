@@ -11,8 +11,10 @@ from omegaconf import OmegaConf
 
 from netsparse_torch.report.provenance import provenance
 
-#: The per-rank summary of the report: partition sizes and the rank's peak RSS (getrusage, bytes).
-PER_RANK = ("rank", "device", "cuda_collectives", "kernels", "rows", "nnz", "halo", "edge_cut", "peak_rss_bytes")
+#: The per-rank summary of the report: partition sizes, the rank's peak RSS (getrusage, bytes), and its
+#: torch threads (``torch.get_num_threads()`` in the rank) with their source (netsparse_torch/run/threads.py).
+PER_RANK = ("rank", "device", "cuda_collectives", "kernels", "rows", "nnz", "halo", "edge_cut", "peak_rss_bytes",
+            "threads", "threads_source")
 
 
 def _sum_collectives(per_rank: list[dict]) -> dict:
@@ -122,8 +124,8 @@ def summary_lines(report: dict) -> list[str]:
         f"  epoch time   median {report['epoch_time_s']['median'] * 1e3:.2f} ms (measured)",
         f"  feature comm {c['feature_bytes_per_epoch']:,} B/epoch, {c['feature_bytes']:,} B in the run "
         f"(measured payload, all ranks)",
-    ] + (_eval_lines(report) + _partition_lines(report) + _kernel_lines(report) + _twoface_lines(report)
-         + _netsparse_lines(report.get("netsparse")) + _switch_lines(report.get("switches")))
+    ] + (_eval_lines(report) + _partition_lines(report) + _thread_lines(report) + _kernel_lines(report)
+         + _twoface_lines(report) + _netsparse_lines(report.get("netsparse")) + _switch_lines(report.get("switches")))
 
 
 def _devices(report: dict) -> str:
@@ -182,6 +184,21 @@ def _partition_lines(report: dict) -> list[str]:
     return [f"  partition    {p['mode']}: edge cut {p['edge_cut_total']:,} nonzeros{share}; per rank: rows "
             f"{_short(p['rows'])}, halo {_short(p['halo'])}, edge cut {_short(p['edge_cut'])}",
             f"  memory       peak RSS per rank {_short([round(m) for m in rss])} MiB (measured, getrusage)"]
+
+
+#: What each source of a rank's thread count means (netsparse_torch/run/threads.py).
+THREAD_SOURCES = {"threads": "set by the threads key", "OMP_NUM_THREADS": "from OMP_NUM_THREADS",
+                  "auto": "threads=auto: cores / local ranks", "torch default": "torch's default"}
+
+
+def _thread_lines(report: dict) -> list[str]:
+    """Each rank's torch threads and where the number came from: an epoch time means little without it
+    (one rank with every core against two ranks of one thread each)."""
+    ranks = report["per_rank"]
+    if not ranks or "threads" not in ranks[0]:
+        return []
+    sources = ", ".join(dict.fromkeys(THREAD_SOURCES.get(r["threads_source"], r["threads_source"]) for r in ranks))
+    return [f"  threads      torch threads per rank {_short([r['threads'] for r in ranks])} ({sources})"]
 
 
 def _short(values: list, limit: int = 8) -> str:

@@ -79,7 +79,8 @@ def run(cfg: DictConfig) -> dict | None:
         threading.Thread(target=load_matplotlib, daemon=True).start()
     try:
         with switch_service(cfg, hardware) as switches:  # fabric=switch: start or configure them; always stopped
-            result = launch(TRAIN_RANK, int(cfg.world_size), args, timeout_s=float(cfg.timeout_s))
+            result = launch(TRAIN_RANK, int(cfg.world_size), args, timeout_s=float(cfg.timeout_s),
+                            threads=cfg.get("threads", "auto"))
             switch_report = switches.report() if switches is not None and result is not None else None
         if result is None:
             return None

@@ -27,7 +27,6 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from tqdm import tqdm
@@ -36,6 +35,7 @@ import netsparse_torch.backend  # noqa: F401  (registers the "netsparse" backend
 from netsparse_torch.errors import NetsparseError
 from netsparse_torch.malloc import keep_freed_memory
 from netsparse_torch.run.forkserver import start_forkserver
+from netsparse_torch.run.threads import AUTO_THREADS, Threads, apply, resolve_threads
 from netsparse_torch.run.torchrun import under_torchrun
 from netsparse_torch.signals import raise_if_stopped, rank_signals, stop_processes, torchrun_worker_signals
 
@@ -70,7 +70,7 @@ class ByName:
 
 
 def _worker(rank: int, fn: Callable, world_size: int, port: int, timeout_s: float, args: tuple, results,
-            result_file: str, env: dict[str, str]) -> None:
+            result_file: str, env: dict[str, str], threads: Threads) -> None:
     rank_signals()
     # tqdm's default write lock is a multiprocessing semaphore, which a rank stopped by SIGTERM would
     # leave to the resource tracker (and its "leaked semaphore" warning); one writer needs no such lock.
@@ -78,8 +78,7 @@ def _worker(rank: int, fn: Callable, world_size: int, port: int, timeout_s: floa
     os.environ.clear()
     # LOCAL_RANK as torchrun sets it: the GPU this rank takes, and the backend's shared-GPU check.
     os.environ.update(env, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), LOCAL_RANK=str(rank))
-    # Ranks share the machine's cores: oversubscribing threads makes every collective wait.
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
+    apply(threads)
     try:
         init_rank(rank, world_size, timeout_s)
         out = fn(rank, world_size, *args)
@@ -99,12 +98,14 @@ def _worker(rank: int, fn: Callable, world_size: int, port: int, timeout_s: floa
             dist.destroy_process_group()
 
 
-def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 120.0):
+def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 120.0, threads=AUTO_THREADS):
     """Call ``fn(rank, world_size, *args)`` on every rank and return rank 0's return value
-    (``None`` on other ranks under torchrun)."""
+    (``None`` on other ranks under torchrun). ``threads``: each rank's torch threads, a number or
+    ``auto`` (:mod:`netsparse_torch.run.threads`)."""
     if under_torchrun():
         torchrun_worker_signals()
         rank, ws = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        apply(resolve_threads(threads, int(os.environ.get("LOCAL_WORLD_SIZE", ws))))
         init_rank(rank, ws, timeout_s)
         try:
             out = fn(rank, ws, *args)
@@ -122,11 +123,13 @@ def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 1
         finally:
             dist.destroy_process_group()
         return out if rank == 0 else None  # one report and one summary per run, not one per rank
+    per_rank = resolve_threads(threads, world_size)  # a bad OMP_NUM_THREADS: one line before any rank starts
     start_forkserver()  # no effect when the CLI started it already
     results = mp.get_context("forkserver").SimpleQueue()
     with tempfile.TemporaryDirectory(prefix="netsparse-launch-") as tmp:
         result_file = os.path.join(tmp, "rank0.pkl")
-        worker_args = (fn, world_size, free_port(), timeout_s, args, results, result_file, dict(os.environ))
+        worker_args = (fn, world_size, free_port(), timeout_s, args, results, result_file, dict(os.environ),
+                       per_rank)
         ranks = mp.start_processes(_worker, args=worker_args, nprocs=world_size, join=False,
                                    start_method="forkserver")
         try:

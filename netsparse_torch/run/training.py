@@ -23,6 +23,7 @@ from netsparse_torch.partition.source import Source
 from netsparse_torch.progress import DEFAULT_EVERY, Progress
 from netsparse_torch.report.metrics import MetricsLogger, open_logger
 from netsparse_torch.run.device import device_kind, rank_device
+from netsparse_torch.run.threads import rank_threads
 from netsparse_torch.signals import raise_if_stopped
 
 
@@ -215,7 +216,7 @@ class Trainer:
         local = {"rank": self.rank, "device": str(self.device), "rows": plan.n_local, "nnz": shard.nnz,
                  "halo": plan.n_halo,
                  "halo_from": plan.recv_counts, "edge_cut": shard.edge_cut, "partition": shard.mode,
-                 "peak_rss_bytes": peak_rss_bytes(), "collectives": comm_stats(),
+                 "peak_rss_bytes": peak_rss_bytes(), **rank_threads(), "collectives": comm_stats(),
                  "cuda_collectives": collective_path(), "kernels": recorded_choices(),
                  "strategy_stats": self.dg.strategy.stats()}
         per_rank = [local]
