@@ -93,7 +93,16 @@ def test_weighted_true_on_a_pattern_file_is_one_line(tmp_path):
     proc, _ = train(tmp_path, "dataset=mtx", f"dataset.path={DATA / 'mtx_small' / 'karate.mtx'}",
                     "dataset.weighted=true")
     assert_clean_failure(proc, "a pattern Matrix Market file has no real values", "dataset.weighted=false")
-    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_a_model_without_weights_on_a_weighted_dataset_is_one_line(tmp_path):
+    path = tmp_path / "w.mtx"
+    _write_mtx(path, weighted_data())
+    proc, _ = train(tmp_path, "dataset=mtx", f"dataset.path={path}", "dataset.weighted=true", "model=sage",
+                    "epochs=1", "world_size=2")
+    assert_clean_failure(proc, "model 'sage' takes no edge weights", "dataset.weighted=false")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
 def test_weighted_training_from_partitioned_shards_is_the_in_memory_run(tmp_path):
