@@ -68,7 +68,9 @@ class DistGCNConv(GCNConv):
     def forward(self, x: torch.Tensor, graph: DistGraph, edge_weight=None, *,  # type: ignore[override]
                 tag: str = "") -> torch.Tensor:
         norm = ("gcn_improved" if self.improved else "gcn") if self.normalize else "sum"
-        out = graph.propagate(self.lin(x), graph.weighted_norm(norm, edge_weight, "DistGCNConv"), tag)
+        if edge_weight is not None:
+            norm = graph.weighted_norm(norm, edge_weight, "DistGCNConv")
+        out = graph.propagate(self.lin(x), norm, tag)
         if self.bias is not None:
             out = out + self.bias
         return out
