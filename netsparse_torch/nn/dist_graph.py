@@ -13,9 +13,12 @@ from hw_models.bounds import owner_of
 from netsparse_torch.comm import Strategy, make_strategy
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.graph import Graph, from_pyg
+from netsparse_torch.graph.loaders import pyg_edge_weight
 from netsparse_torch.kernels import CSR
 from netsparse_torch.nn import training
+from netsparse_torch.nn.edge_weights import GraphWeightsCheck
 from netsparse_torch.partition import PartitionedDataset, Partitioning, Shard, rank_shard
+from netsparse_torch.partition.shard import WEIGHTED
 from netsparse_torch.partition.source import Source
 from netsparse_torch.plan import build_plan
 from netsparse_torch.plan.plan import request_rows
@@ -32,13 +35,14 @@ class AttentionPattern:
     col_ids: torch.Tensor
 
 
-def _as_source(data) -> Source:
+def _as_source(data) -> tuple[Source, tuple[str, torch.Tensor] | None]:
     """``data`` as one of the inputs :func:`~netsparse_torch.partition.rank_shard` reads: a PyG ``Data``
-    (anything with an ``edge_index``) becomes a :class:`Graph`; anything else unknown is one error."""
+    (anything with an ``edge_index``) becomes a :class:`Graph`; anything else unknown is one error.
+    Second: the PyG edge weights taken, ``(attribute, tensor)``, if any."""
     if isinstance(data, (Graph, PartitionedDataset, Shard, str, Path)):
-        return data
+        return data, None
     if getattr(data, "edge_index", None) is not None:
-        return from_pyg(data)
+        return from_pyg(data), pyg_edge_weight(data)
     raise ConfigError(f"DistGraph takes a PyG Data, a netsparse_torch.graph.Graph, a partitioned dataset "
                       f"(its directory or PartitionedDataset) or a Shard; got {type(data).__name__}")
 
@@ -72,6 +76,10 @@ class DistGraph:
     partitioned dataset (:class:`~netsparse_torch.partition.PartitionedDataset` or its directory: only
     this rank's shard is read, and its own partition is used); or this rank's
     :class:`~netsparse_torch.partition.Shard`.
+    A ``Data``'s ``edge_weight`` (else a one-weight ``edge_attr``) and a graph's or dataset's weights
+    come along: a ``DistGCNConv`` call aggregates with them when it passes them (``conv(x, dg,
+    data.edge_weight)`` or ``dg.edge_weight``; :mod:`~netsparse_torch.nn.edge_weights`), and without
+    them otherwise, as PyG's ``GCNConv`` does.
     Every rank of ``group`` (None: the default process group; ``rank`` and ``world_size`` are this
     rank's in it, by default those of the process group, or 0 and 1 without one) builds it together
     (the plan exchanges request ids), and its strategy runs on it.
@@ -98,7 +106,9 @@ class DistGraph:
         initialized = dist.is_available() and dist.is_initialized()
         rank = (dist.get_rank(group) if initialized else 0) if rank is None else rank
         world_size = (dist.get_world_size(group) if initialized else 1) if world_size is None else world_size
-        self.shard: Shard = rank_shard(_as_source(data), rank, world_size, partition, verify, group)
+        source, pyg_weights = _as_source(data)
+        self.shard: Shard = rank_shard(source, rank, world_size, partition, verify, group)
+        self._weights = GraphWeightsCheck(pyg_weights, self.shard.weighted)
         #: Where the graph's tensors live: features, labels, masks, adjacencies and the plan's index
         #: tensors (``None``: CPU). A model trained on it moves there with ``.to(graph.device)``.
         self.device = device
@@ -175,6 +185,18 @@ class DistGraph:
     def device_node_ids(self) -> torch.Tensor:
         """:attr:`node_ids` on the graph's device (the keys of dropout masks generated there)."""
         return self._on_device("node_ids", self.node_ids)
+
+    @property
+    def edge_weight(self):
+        """The graph's edge weights, to pass to ``DistGCNConv``: the PyG ``Data``'s tensor it was built
+        from, a :class:`~netsparse_torch.nn.edge_weights.GraphWeights` for weights held in the shard,
+        or None for a graph without weights."""
+        return self._weights.handle
+
+    def weighted_norm(self, norm: str, edge_weight, layer: str) -> str:
+        """``norm`` of the edge weights when ``edge_weight`` are the graph's, ``norm`` itself when None;
+        other weights are one ConfigError naming ``layer``."""
+        return WEIGHTED + norm if self._weights.uses(edge_weight, layer) else norm
 
     def adjacency(self, norm: str) -> CSR:
         """This rank's rows of the ``norm``-normalised adjacency, in the strategy's column space."""
