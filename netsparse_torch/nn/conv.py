@@ -35,8 +35,9 @@ class DistGCNConv(GCNConv):
         in_channels (int): Size of each input sample :math:`F_{in}`.
         out_channels (int): Size of each output sample :math:`F_{out}`.
         improved (bool, optional): If ``True``, :math:`\mathbf{\hat{A}} = \mathbf{A} + 2\mathbf{I}`
-            (PyG's ``GCNConv`` applies this only when given edge weights; without them this is PyG's
-            output with unit edge weights). (default: ``False``)
+            for a call that passes edge weights; without them it has no effect, exactly as in PyG's
+            ``GCNConv``, whose ``add_remaining_self_loops`` drops the fill value when there are no
+            weights (so a ported script gives PyG's numbers). (default: ``False``)
         cached (bool, optional): Accepted, no effect: the plan and the normalised adjacency are
             computed once per :class:`DistGraph` anyway. (default: ``False``)
         add_self_loops (bool, optional): Only its default: the normalisation adds the self loops
@@ -67,7 +68,10 @@ class DistGCNConv(GCNConv):
 
     def forward(self, x: torch.Tensor, graph: DistGraph, edge_weight=None, *,  # type: ignore[override]
                 tag: str = "") -> torch.Tensor:
-        norm = ("gcn_improved" if self.improved else "gcn") if self.normalize else "sum"
+        if not self.normalize:
+            norm = "sum"
+        else:  # as PyG's add_remaining_self_loops, which drops the fill value of a call without weights
+            norm = "gcn_improved" if self.improved and edge_weight is not None else "gcn"
         if edge_weight is not None:
             norm = graph.weighted_norm(norm, edge_weight, "DistGCNConv")
         out = graph.propagate(self.lin(x), norm, tag)
