@@ -93,6 +93,17 @@ class Strategy:
         """Strategy-specific statistics for the report (empty by default)."""
         return {}
 
+    def counters(self) -> dict:
+        """What this strategy has counted so far (nested dicts of numbers): the traffic meter's bytes and
+        the strategy's own counters, those of :meth:`stats` that grow with every gather. A resumed run
+        adds its checkpoint's with :meth:`add_counters`, so its report counts every epoch once."""
+        return {"forward_bytes": self.traffic.forward_bytes, "backward_bytes": self.traffic.backward_bytes}
+
+    def add_counters(self, counters: dict) -> None:
+        """Add ``counters`` (what :meth:`counters` returned, e.g. in an earlier process) to this strategy's."""
+        self.traffic.forward_bytes += int(counters.get("forward_bytes", 0))
+        self.traffic.backward_bytes += int(counters.get("backward_bytes", 0))
+
 
 def check_group(plan: Plan, group) -> None:
     """The plan was built for this rank of ``group``: a mismatch would exchange with the wrong ranks.

@@ -30,6 +30,7 @@ from netsparse_torch.report.curves import save_curves
 from netsparse_torch.report.metrics import check_logger
 from netsparse_torch.report.modeled import modeled_lines
 from netsparse_torch.report.plots import load_matplotlib
+from netsparse_torch.run.counters import add_switches
 from netsparse_torch.run.device import device_kind
 from netsparse_torch.run.launch import ByName, launch
 from netsparse_torch.run.switches import switch_service
@@ -83,6 +84,8 @@ def run(cfg: DictConfig) -> dict | None:
             switch_report = switches.report() if switches is not None and result is not None else None
         if result is None:
             return None
+        if switch_report is not None:  # a resumed run: the switches of the earlier attempts counted the epochs before
+            switch_report = add_switches(result.pop("switches_before", []), switch_report)
         report = build_train_report(cfg, data, result, time.perf_counter() - t0)
         report["hardware"] = hardware.to_dict()  # once; the RIG nodes, switches and modeled block used it
         if switch_report is not None:

@@ -135,3 +135,12 @@ def attach_rank(rank: int, world_size: int, cfg, bounds=None, hardware=None):
     return SwitchFabric(world_size, rank, address, token=_token(cfg), controls=controls,
                         timeout_s=float(cfg.rig.timeout_s), row_bounds=bounds, mtu=hardware.headers.mtu_bytes)
 
+
+
+def switch_counters(cfg) -> list[dict]:
+    """The counters of the run's switches now (``cfg.fabric.switches``), as the report lists them."""
+    from netsparse_torch.fabric.switch import switch_report
+
+    spec = cfg.fabric.switches
+    spec = OmegaConf.to_container(spec, resolve=True) if OmegaConf.is_config(spec) else dict(spec)
+    return switch_report(spec, token=_token(cfg))

@@ -186,6 +186,14 @@ class TwoFace(Strategy):
         self.async_bytes += a
         self.traffic.add(direction, s + a, x.size(1), tag)
 
+    def counters(self) -> dict:
+        return {**super().counters(), "sync_bytes": self.sync_bytes, "async_bytes": self.async_bytes}
+
+    def add_counters(self, counters: dict) -> None:
+        super().add_counters(counters)
+        self.sync_bytes += int(counters.get("sync_bytes", 0))
+        self.async_bytes += int(counters.get("async_bytes", 0))
+
     def stats(self) -> dict:
         by_k = {}
         for (_, k), lay in self._layouts.items():
