@@ -197,17 +197,25 @@ def configure_switches(spec: dict, world_size: int, rack_size: int, prop_bytes: 
                        token: str | None = None, tls_ca: bytes | None = None, **cfg) -> None:
     """Sends Configure to every switch of ``spec``: the spine first (a ToR's Configure connects its
     uplink, which the spine must already know), then each ToR with its rack and the spine address.
-    ``cfg``: configure_request keywords (cache, concatenation, delay_cycles, capacity_bytes, ...)."""
+    ``cfg``: configure_request keywords (cache, concatenation, delay_cycles, capacity_bytes, ...). Each switch's
+    counters start again from zero: the run's report holds what its own epochs counted, not an earlier run's
+    on the same switches (a resumed run adds its checkpoint's)."""
     from netsparse_torch.switch import configure_request
 
     check_spec(spec, world_size, rack_size)
     racks = racks_of(world_size, rack_size)
     spine = spec.get("spine") or ""
     if len(racks) > 1:
-        _control(spine, token, tls_ca).configure(configure_request(world_size, prop_bytes, racks, **cfg))
+        _configure(_control(spine, token, tls_ca), configure_request(world_size, prop_bytes, racks, **cfg))
     for rack, address in enumerate(spec["tors"]):
-        _control(address, token, tls_ca).configure(configure_request(
+        _configure(_control(address, token, tls_ca), configure_request(
             world_size, prop_bytes, racks, rack_id=rack, spine_address=spine if len(racks) > 1 else "", **cfg))
+
+
+def _configure(ctl: ControlClient, request) -> None:
+    ctl.configure(request)
+    ctl.reset()
+    ctl.close()
 
 
 def switch_report(spec: dict, *, token: str | None = None, tls_ca: bytes | None = None) -> list[dict]:

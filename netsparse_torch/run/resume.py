@@ -28,9 +28,11 @@ _COMPLETED = "netsparse/completed_epochs/{}"  # rank 0's completed epochs in tor
 
 
 def rank_counters(strategy) -> dict:
-    """Every counter of this rank that grows with the epochs."""
+    """Every counter of this rank that grows with the epochs (less the collectives that built the
+    strategy's state at its first gathers: setup, which every attempt runs once)."""
     routes = collective_path()["device_calls"] if dist.is_initialized() else {}
-    return {"collectives": comm_stats(), "device_calls": routes, "strategy": strategy.counters()}
+    return {"collectives": counters.sub(comm_stats(), strategy.setup_collectives), "device_calls": routes,
+            "strategy": strategy.counters()}
 
 
 class Carried:

@@ -145,8 +145,9 @@ class TwoFace(Strategy):
             rows = _scipy_rows(adjacency, plan.num_nodes)
             stripes = classify(find_stripes(rows, plan.bounds, plan.rank, self.width), k, self.cost.coefficients,
                                self.width, self.memory_limit_bytes, overlap=self.cost.overlap)
-            self._layouts[key] = build_layout(rows, stripes, plan.bounds, plan.rank, plan.world_size, k,
-                                              self.width, self.group, adjacency.device)
+            with self.first_use():
+                self._layouts[key] = build_layout(rows, stripes, plan.bounds, plan.rank, plan.world_size, k,
+                                                  self.width, self.group, adjacency.device)
         return self._layouts[key]
 
     def propagate(self, adjacency: CSR, x_local: torch.Tensor, tag: str = "") -> torch.Tensor:
