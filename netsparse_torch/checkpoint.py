@@ -63,7 +63,7 @@ def run_identity(cfg) -> dict[str, object]:
     """The run-defining keys of ``cfg``, flattened (``dataset.split``, ``lr``, ...). ``metis.*`` counts
     only with ``partition=metis``."""
     container = OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else dict(cfg)
-    keys = [k for k in RUN_KEYS if k != "metis" or container.get("partition") == "metis"]
+    keys = [k for k in RUN_KEYS if k in container and (k != "metis" or container.get("partition") == "metis")]
     flat = _flat({k: container.get(k) for k in keys})
     return {k: v for k, v in flat.items() if not _ignored(k)}
 

@@ -33,6 +33,7 @@ from netsparse_torch.report.plots import load_matplotlib
 from netsparse_torch.run.counters import add_switches
 from netsparse_torch.run.device import device_kind
 from netsparse_torch.run.launch import ByName, launch
+from netsparse_torch.run.restart import continue_after_restart
 from netsparse_torch.run.switches import switch_service
 from netsparse_torch.signals import Interrupted
 
@@ -60,6 +61,7 @@ def run(cfg: DictConfig) -> dict | None:
     hardware = train_hardware(cfg)  # the run's one hardware: RIG nodes, switches, modeled block, report
     device_kind(cfg.get("device", "auto"))  # device=cuda without a GPU: one line before any rank starts
     out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
+    continue_after_restart(cfg, out_dir, hydra_log_file())  # torchrun --max-restarts: go on from the checkpoint
     checkpoint.prepare(cfg, out_dir)  # default folder in the run's directory; resume=true: the same run?
     t0 = time.perf_counter()
     data = load_dataset(cfg.dataset)
