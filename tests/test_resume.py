@@ -109,7 +109,7 @@ def _metrics(run: Path) -> list[dict]:
     ["fabric=switch", "cluster.rack_size=1", "fabric.cache=false"],  # two ToRs and a spine
 ], ids=["netsparse", "twoface", "switch"])
 def test_a_resumed_run_reports_what_the_uninterrupted_run_reports(tmp_path, overrides):
-    common = ["dataset=cora", "world_size=2", "checkpoint_every=2", "logger=csv", *overrides]
+    common = ["dataset=cora", "world_size=2", "checkpoint_every=2", *overrides]
     whole, _ = train_here(tmp_path / "whole", *common, f"epochs={EPOCHS}", f"checkpoint_dir={tmp_path / 'a'}")
     ckpt = f"checkpoint_dir={tmp_path / 'b'}"
     first, _ = train_here(tmp_path / "first", *common, f"epochs={STOP_AT}", ckpt)
