@@ -218,15 +218,23 @@ def _configure(ctl: ControlClient, request) -> None:
     ctl.close()
 
 
-def switch_report(spec: dict, *, token: str | None = None, tls_ca: bytes | None = None) -> list[dict]:
-    """The train report's ``switches``: ``[{name, role, counters}]`` read over each switch's control plane."""
+def switch_report(spec: dict, *, token: str | None = None, tls_ca: bytes | None = None,
+                  timeout_s: float | None = None) -> list[dict]:
+    """The train report's ``switches``: ``[{name, role, counters}]`` read over each switch's control plane
+    (each call within ``timeout_s``, None: the control client's default); a switch that fails is named."""
     named = ([("spine", spec["spine"])] if spec.get("spine") else []) + [
         (f"tor{i}", a) for i, a in enumerate(spec["tors"])]
     out = []
     for name, address in named:
         ctl = _control(address, token, tls_ca)
-        out.append({"name": name, "role": ctl.health().role, "address": address, "counters": ctl.counters()})
-        ctl.close()
+        if timeout_s is not None:
+            ctl.timeout = timeout_s
+        try:
+            out.append({"name": name, "role": ctl.health().role, "address": address, "counters": ctl.counters()})
+        except SwitchError as e:
+            raise SwitchError(f"switch {address}: {e}", e.code) from None
+        finally:
+            ctl.close()
     return out
 
 
