@@ -237,6 +237,7 @@ class NetsparseProcessGroup(dist.ProcessGroup):
 
     def __init__(self, store, rank: int, size: int, timeout):
         super().__init__(rank, size)
+        store = attempt_store(store)
         self._name = ""  # set by torch (_set_group_name) once the group is registered
         self._timeout = timeout  # monitored_barrier's default, as gloo's is its group's timeout
         self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
@@ -468,6 +469,22 @@ class NetsparseProcessGroup(dist.ProcessGroup):
         if self._nccl is not None:
             getattr(self._nccl, how)()  # aborts NCCL's communicators and stops its watchdog
         self._gloo, self._nccl = _Destroyed(), None  # the last references: gloo joins its threads here
+
+
+def attempt_store(store):
+    """``store``, keyed per torchrun attempt when the workers share the agent's store.
+
+    torchrun's agent keeps one store for the whole job, so after ``--max-restarts`` restarts the
+    workers the previous attempt's gloo addresses are still in it, under the same keys: a worker that
+    reads a peer's key before the restarted peer rewrites it connects to a dead port ("Gloo
+    connectFullMesh failed ... Connection refused"). torch keyed its default group per attempt for
+    this, ``PrefixStore(f"/worker/attempt_{TORCHELASTIC_RESTART_COUNT}", store)`` whenever
+    ``TORCHELASTIC_USE_AGENT_STORE`` is set; torch 2.13 dropped the prefix on the assumption of a new
+    store per restart, which its agents do not make, so a plain gloo group now loses that race at
+    times. The inner groups keep torch's keying."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != str(True):
+        return store
+    return dist.PrefixStore(f"/worker/attempt_{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", store)
 
 
 def _flatten(tensors):

@@ -202,11 +202,26 @@ class HostStaging:
         self.seconds[way] += seconds
         self.bytes[way] += t.numel() * t.element_size()
 
-    def stats(self) -> dict:
-        """Seconds and bytes of the copies so far (CUDA copies are read from their events here)."""
+    def counters(self) -> dict:
+        """Seconds and bytes of the copies so far, by direction."""
+        self._read_timing()
+        return {"seconds": dict(self.seconds), "bytes": dict(self.bytes)}
+
+    def add_counters(self, counters: dict) -> None:
+        for way, seconds in counters.get("seconds", {}).items():
+            self.seconds[way] += seconds
+        for way, nbytes in counters.get("bytes", {}).items():
+            self.bytes[way] += nbytes
+
+    def _read_timing(self) -> None:
+        """Add the CUDA copies' times, read from their events."""
         for start, end in self._timing:
             end.synchronize()
             self.seconds["to_device"] += start.elapsed_time(end) / 1e3
         self._timing.clear()
+
+    def stats(self) -> dict:
+        """Seconds and bytes of the copies so far (CUDA copies are read from their events here)."""
+        self._read_timing()
         return {"staging_to_host_s": self.seconds["to_host"], "staging_to_device_s": self.seconds["to_device"],
                 "staging_to_host_bytes": self.bytes["to_host"], "staging_to_device_bytes": self.bytes["to_device"]}

@@ -57,6 +57,7 @@ def build_train_report(cfg, graph, result: dict, wall_s: float) -> dict:
             "edge_cut_total": sum(r["edge_cut"] for r in per_rank),
         },
         "per_rank": [{k: r[k] for k in PER_RANK} for r in per_rank],
+        "attempts": result["attempts"],  # which epochs ran in which attempt (netsparse_torch/run/resume.py)
         "final": result["final"],
         **{k: result[k] for k in ("best", "evaluations", "early_stop") if k in result},  # evaluation.py
         "epochs": [{k: e[k] for k in ("epoch", "loss", "time_s")} for e in result["epochs"]],
