@@ -160,6 +160,18 @@ class DistGraph:
         given) differ between ranks. Every rank calls it together."""
         training.check_in_sync(self, model)
 
+    def check_state(self) -> dict:
+        """Where the checks of :mod:`~netsparse_torch.nn.training` stand (how many aggregations and loss
+        calls ran): a checkpoint keeps it, so that a resumed run checks at the calls the uninterrupted
+        run checks (each check is one all-gather, which the traffic counters see)."""
+        return {"aggregations": self._aggregations, "aggregation_in_sync": self._aggregation_in_sync,
+                "loss_calls": self._loss_calls}
+
+    def load_check_state(self, state: dict) -> None:
+        self._aggregations = int(state["aggregations"])
+        self._aggregation_in_sync = bool(state["aggregation_in_sync"])
+        self._loss_calls = int(state["loss_calls"])
+
     def _backward_seen(self, grad: torch.Tensor) -> None:
         """Hook on each :meth:`loss`: its backward ran, so gradients now wait for :meth:`sync_gradients`."""
         self._backward_unsynced = True

@@ -263,7 +263,8 @@ class Trainer:
         state = {"epochs_done": epoch + 1, "model": self.model.state_dict(), "opt": self.opt.state_dict(),
                  "epochs": self.epochs, "evaluations": self.tracker.state(),
                  "counters": self.carried.loop(rank_counters(self.dg.strategy)),
-                 "attempts": self.carried.all_attempts(), "switches": self._switch_counters(epoch)}
+                 "attempts": self.carried.all_attempts(), "switches": self._switch_counters(epoch),
+                 "checks": self.dg.check_state()}
         checkpoint.save(self.ckpt_dir, self.rank, self.world_size, self.cfg, state)
 
     def _switch_counters(self, epoch: int) -> list[dict]:
@@ -284,6 +285,7 @@ class Trainer:
         self.epochs = state["epochs"]
         self.tracker.load_state(state.get("evaluations"))
         self.dg.strategy.add_counters(state["counters"].get("strategy", {}))
+        self.dg.load_check_state(state["checks"])
         self.start_epoch = int(state["epochs_done"])
         return state
 
