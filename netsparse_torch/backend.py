@@ -10,7 +10,7 @@ collective as input: the tensors it contributes, not what it receives.
 together (:func:`decide_cuda_path`; the answer is :func:`cuda_path` / :func:`collective_path`):
 
 - ``"nccl"``: every rank has its own GPU and torch has NCCL.
-- ``"gloo-shared-gpu"``: two or more ranks on one host use the same GPU. NCCL refuses that
+- ``"gloo-shared-gpu"``: two or more ranks use the same GPU. NCCL refuses that
   (``ncclInvalidUsage ... Duplicate GPU detected``), so NCCL is never created and CUDA tensors go
   through gloo, staged through host memory. This is how every multi-rank CUDA path runs on a machine
   with one GPU. The lowest rank of each such host prints one line saying so (once per process).
@@ -19,7 +19,10 @@ together (:func:`decide_cuda_path`; the answer is :func:`cuda_path` / :func:`col
 
 A rank's GPU is ``torch.cuda.current_device()`` when CUDA is initialised (call
 ``torch.cuda.set_device`` before ``init_process_group``), else ``LOCAL_RANK`` modulo the device count,
-else its index among the ranks of its host modulo the device count.
+else its index among the ranks of its host modulo the device count. Two ranks share a GPU when their
+devices have the same UUID: under SLURM or Kubernetes each rank often sees only its own GPU, as
+``cuda:0``, so the device index says nothing (and ``CUDA_VISIBLE_DEVICES=1,0`` makes ``cuda:1`` of one
+rank ``cuda:0`` of another). Where a UUID cannot be read, (host, device index) stands in for it.
 
 gloo stages CUDA tensors itself for allreduce, reduce, broadcast, allgather, gather, scatter and
 all_to_all_single (pinned copies on side streams). It hands raw pointers to its transport for send and
@@ -59,6 +62,7 @@ import hashlib
 import os
 import socket
 import sys
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -89,6 +93,7 @@ UNASSIGNED = -2  # a rank with GPUs that has not chosen one: resolved from its i
 #: Test hook, for CI's CPU twin of the shared-GPU path: every rank claims cuda:0 of a one-GPU host and
 #: CPU tensors are routed as CUDA tensors would be (the shared path, host staging included).
 TWIN_ENV = "NETSPARSE_BACKEND_CPU_TWIN"
+_TWIN_UUID = 1  # the twin's one GPU
 
 
 def _nbytes(tensors) -> int:
@@ -128,16 +133,17 @@ def resolve_devices(ranks: Sequence[tuple[Hashable, int, int]]) -> tuple[int, ..
     return tuple(NO_GPU if d < 0 else d for d in devices)
 
 
-def decide_cuda_path(ranks: Sequence[tuple[Hashable, int, int]], nccl_available: bool) -> CudaPlan:
+def decide_cuda_path(ranks: Sequence[tuple[Hashable, int, int]], nccl_available: bool,
+                     uuids: Sequence[int] | None = None) -> CudaPlan:
     """The CUDA path of a group whose rank ``r`` is on host ``ranks[r][0]`` with device ``ranks[r][1]``
-    (NO_GPU, UNASSIGNED or an index) of ``ranks[r][2]`` devices. Pure, so every rank, given the same
-    list, takes the same decision."""
+    (NO_GPU, UNASSIGNED or an index) of ``ranks[r][2]`` devices, that device's UUID being ``uuids[r]``
+    (an int; 0 or no list: unknown). Two ranks share a GPU when their UUIDs are equal, or, where
+    either is unknown, when host and index are. Pure, so every rank, given the same lists, takes the
+    same decision."""
     devices = resolve_devices(ranks)
-    users: dict[tuple[Hashable, int], list[int]] = defaultdict(list)
-    for rank, ((host, _, _), device) in enumerate(zip(ranks, devices, strict=True)):
-        if device != NO_GPU:
-            users[(host, device)].append(rank)
-    shared = tuple((host, dev, tuple(rs)) for (host, dev), rs in users.items() if len(rs) > 1)
+    uuids = list(uuids) if uuids is not None else [0] * len(devices)
+    shared = tuple((ranks[rs[0]][0], devices[rs[0]], tuple(rs))
+                   for rs in _same_gpu(ranks, devices, uuids) if len(rs) > 1)
     without = [r for r, d in enumerate(devices) if d == NO_GPU]
     if len(without) == len(devices):
         return CudaPlan(NO_CUDA, devices, (), "no rank has a CUDA device")
@@ -150,6 +156,61 @@ def decide_cuda_path(ranks: Sequence[tuple[Hashable, int, int]], nccl_available:
     if not nccl_available:
         return CudaPlan(GLOO, devices, (), "this torch has no NCCL")
     return CudaPlan(NCCL, devices, (), "every rank has its own GPU")
+
+
+def _same_gpu(ranks, devices: Sequence[int], uuids: Sequence[int]) -> list[list[int]]:
+    """The ranks with a GPU, grouped by the GPU they use: equal UUIDs, or equal (host, index) where a
+    UUID is unknown (two ranks wrongly thought to share only go through gloo; two ranks wrongly thought
+    apart would fail in NCCL)."""
+    parent = list(range(len(devices)))
+
+    def root(r: int) -> int:
+        while parent[r] != r:
+            parent[r] = parent[parent[r]]
+            r = parent[r]
+        return r
+
+    by_uuid: dict[int, int] = {}
+    by_index: dict[tuple, list[int]] = defaultdict(list)
+    for rank, ((host, _, _), device, gpu) in enumerate(zip(ranks, devices, uuids, strict=True)):
+        if device == NO_GPU:
+            continue
+        if gpu:
+            parent[root(rank)] = root(by_uuid.setdefault(gpu, rank))
+        by_index[(host, device)].append(rank)
+    for users in by_index.values():
+        if any(not uuids[r] for r in users):
+            for r in users[1:]:
+                parent[root(r)] = root(users[0])
+    groups: dict[int, list[int]] = defaultdict(list)
+    for rank, device in enumerate(devices):
+        if device != NO_GPU:
+            groups[root(rank)].append(rank)
+    return list(groups.values())
+
+
+def uuid_int(text: str | None) -> int:
+    """A GPU UUID as CUDA (``8-4-4-4-12`` hex) or NVML and ``CUDA_VISIBLE_DEVICES`` (``GPU-`` first)
+    write it, as a 128-bit int; 0 for anything else (unknown)."""
+    try:
+        return uuid.UUID(str(text).removeprefix("GPU-")).int
+    except ValueError:
+        return 0
+
+
+def gpu_uuid(device: int) -> int:
+    """The UUID of this process's CUDA device ``device`` (0: unknown). Read from the device properties
+    once CUDA is initialised; before that through NVML, which does not initialise CUDA here (a process
+    that initialised CUDA cannot fork ranks that use it), with ``CUDA_VISIBLE_DEVICES`` applied."""
+    if device < 0:
+        return 0
+    try:
+        if torch.cuda.is_initialized():
+            return uuid_int(str(torch.cuda.get_device_properties(device).uuid))
+        uuids = torch.cuda._raw_device_uuid_nvml()
+        return uuid_int(uuids[torch.cuda._get_nvml_device_index(device)]) if uuids else 0
+    except (RuntimeError, OSError, ValueError, IndexError, AttributeError):  # no NVML, a MIG slice, an older torch
+        return 0
 
 
 def _ranks(ranks: Sequence[int]) -> str:
@@ -244,7 +305,8 @@ class NetsparseProcessGroup(dist.ProcessGroup):
         host = _host_key(hostname)
         device, count = this_rank_gpu()
         nccl_available = dist.is_nccl_available() and not _twin()
-        self.cuda_plan = decide_cuda_path(self._exchange(host, device, count), nccl_available)
+        ranks = self._exchange([host, device, count])
+        self.cuda_plan = decide_cuda_path(ranks, nccl_available, self._gpu_uuids(ranks))
         self._device = self.cuda_plan.devices[rank]
         self._routed_types = ("cpu",) if _twin() else ("cuda",)
         self.device_calls: Counter = Counter()  # calls with device tensors, per route
@@ -256,12 +318,23 @@ class NetsparseProcessGroup(dist.ProcessGroup):
             _WARNED.add(line)
             print(line, file=sys.stderr, flush=True)
 
-    def _exchange(self, host: int, device: int, count: int) -> list[tuple[int, int, int]]:
-        """Every rank's ``(host, device, count)``, all-gathered on gloo."""
-        mine = torch.tensor([host, device, count], dtype=torch.int64)
-        everyone = [torch.empty(3, dtype=torch.int64) for _ in range(self.size())]
+    def _exchange(self, values: list[int]) -> list[tuple[int, ...]]:
+        """Every rank's ``values`` (int64), all-gathered on gloo."""
+        mine = torch.tensor(values, dtype=torch.int64)
+        everyone = [torch.empty_like(mine) for _ in range(self.size())]
         self._gloo.allgather([everyone], [mine]).wait()
         return [tuple(t.tolist()) for t in everyone]
+
+    def _gpu_uuids(self, ranks: list[tuple[int, ...]]) -> list[int] | None:
+        """Every rank's GPU UUID (0: unknown), once the devices are resolved (an UNASSIGNED rank learns
+        its own only from the others' hosts); None when no rank has a GPU."""
+        devices = resolve_devices(ranks)
+        if all(d == NO_GPU for d in devices):
+            return None
+        mine = (_TWIN_UUID if _twin() else gpu_uuid(devices[self.rank()])).to_bytes(16, "little")
+        halves = [int.from_bytes(mine[i:i + 8], "little", signed=True) for i in (0, 8)]  # gloo moves int64
+        return [int.from_bytes(b"".join(h.to_bytes(8, "little", signed=True) for h in pair), "little")
+                for pair in self._exchange(halves)]
 
     def _is_device(self, tensors) -> bool:
         first = tensors

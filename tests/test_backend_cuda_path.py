@@ -6,6 +6,7 @@ in CI through the backend's CPU twin (``NETSPARSE_BACKEND_CPU_TWIN``: every rank
 tensors are routed as CUDA tensors); the same collectives on real CUDA tensors of two ranks sharing
 cuda:0 run only where there is a GPU."""
 
+import uuid
 import warnings
 
 import pytest
@@ -25,8 +26,10 @@ from netsparse_torch.backend import (
     collective_path,
     cuda_path,
     decide_cuda_path,
+    gpu_uuid,
     resolve_devices,
     shared_gpu_warning,
+    uuid_int,
 )
 from netsparse_torch.run.launch import launch
 
@@ -101,6 +104,88 @@ def test_one_warning_line_per_sharing_host_from_its_lowest_sharing_rank():
     assert plan.path == SHARED_GPU
     assert [r for r in range(4) if shared_gpu_warning(plan, r, mixed[r][0], "h")] == [0]
     assert shared_gpu_warning(decide_cuda_path([(A, 0, 2), (A, 1, 2)], True), 0, A, "h") is None
+
+
+# -- the GPU's identity is its UUID: CUDA_VISIBLE_DEVICES-style layouts, simulated -----------------------
+#: Each host's GPUs in NVML order, as UUID strings ("GPU-" + 8-4-4-4-12 hex).
+PHYSICAL = {host: [f"GPU-{uuid.UUID(int=(h << 8) + i)}" for i in range(4)] for h, host in enumerate((A, B), 1)}
+
+
+def rank_view(host: str, visible: str | None, local_rank: int | None) -> tuple[tuple[str, int, int], int]:
+    """What a rank reports, ``((host, device, device_count), uuid)``, when its environment has
+    ``CUDA_VISIBLE_DEVICES=visible`` (indices or UUIDs; None: every GPU) and ``LOCAL_RANK=local_rank``
+    (None: unset, the device left UNASSIGNED). The device's UUID is the one of the physical GPU that
+    the rank's index names among the GPUs it sees."""
+    physical = PHYSICAL[host]
+    seen = physical if visible is None else [
+        physical[int(v)] if v.isdigit() else v for v in visible.split(",")]
+    device = UNASSIGNED if local_rank is None else local_rank % len(seen)
+    return (host, device, len(seen)), 0 if device == UNASSIGNED else uuid_int(seen[device])
+
+
+def decide(views, nccl=True):
+    ranks, uuids = zip(*views, strict=True)
+    return decide_cuda_path(list(ranks), nccl, list(uuids))
+
+
+def test_one_gpu_per_rank_seen_as_cuda0_is_nccl():
+    # SLURM or Kubernetes: each rank sees only its own GPU, as cuda:0. By index every rank of a host
+    # would share cuda:0 (and fall back to gloo); by UUID each has its own GPU.
+    views = [rank_view(h, str(i), 0) for h in (A, B) for i in range(4)]
+    plan = decide(views)
+    assert (plan.path, plan.devices, plan.shared) == (NCCL, (0,) * 8, ())
+
+
+def test_the_same_gpu_under_two_indices_is_shared():
+    # CUDA_VISIBLE_DEVICES=1,0 makes physical GPU 1 cuda:0 of rank 0; rank 1 sees it as cuda:1.
+    plan = decide([rank_view(A, "1,0", 0), rank_view(A, "0,1", 1)])
+    assert plan.path == SHARED_GPU and plan.shared == ((A, 0, (0, 1)),)
+    assert plan.devices == (0, 1)
+
+
+def test_visible_devices_by_uuid_and_by_index_name_the_same_gpu():
+    by_uuid = rank_view(A, f"{PHYSICAL[A][2]},{PHYSICAL[A][3]}", 0)
+    assert decide([by_uuid, rank_view(A, "2", 0)]).path == SHARED_GPU
+    assert decide([by_uuid, rank_view(A, "3", 0)]).path == NCCL
+    assert decide([rank_view(A, str(i), 0) for i in range(4)], nccl=False).path == GLOO
+
+
+def test_without_uuids_the_host_and_index_decide():
+    assert decide([((A, 0, 1), 0), ((A, 0, 1), 0)]).path == SHARED_GPU
+    assert decide([((A, 0, 1), 0), ((B, 0, 1), 0)]).path == NCCL
+    # One known UUID is not enough to tell two ranks apart: index and host still share.
+    assert decide([((A, 0, 1), uuid_int(PHYSICAL[A][0])), ((A, 0, 1), 0)]).path == SHARED_GPU
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([A, B]), st.sets(st.integers(0, 3), min_size=1, max_size=4),
+                          st.integers(0, 7)), min_size=1, max_size=8))
+def test_nccl_exactly_when_no_two_ranks_see_one_physical_gpu(raw):
+    views = [rank_view(host, ",".join(map(str, sorted(vis))), local) for host, vis, local in raw]
+    physical = [(host, sorted(vis)[local % len(vis)]) for host, vis, local in raw]
+    plan = decide(views)
+    assert (plan.path == NCCL) == (len(set(physical)) == len(physical))
+    assert plan.path in (NCCL, SHARED_GPU)
+
+
+def test_uuid_strings_as_cuda_and_nvml_write_them():
+    text = "9e0e5a3c-2d4b-4f8e-8a61-0c7b5d3e2f10"
+    assert uuid_int(text) == uuid_int("GPU-" + text) == uuid.UUID(text).int
+    assert uuid_int("MIG-GPU-1/2/3") == uuid_int(None) == uuid_int("0") == 0
+
+
+def test_gpu_uuid_reads_nvml_through_visible_devices_without_initialising_cuda(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    monkeypatch.setattr(torch.cuda, "_raw_device_uuid_nvml", lambda: PHYSICAL[A])
+    monkeypatch.setattr(torch.cuda, "_get_nvml_device_index", lambda d: [3, 1][d])  # CUDA_VISIBLE_DEVICES=3,1
+    assert gpu_uuid(1) == uuid_int(PHYSICAL[A][1]) and gpu_uuid(0) == uuid_int(PHYSICAL[A][3])
+    assert gpu_uuid(NO_GPU) == 0
+
+    def no_nvml():
+        raise OSError("libnvidia-ml.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(torch.cuda, "_raw_device_uuid_nvml", no_nvml)
+    assert gpu_uuid(0) == 0  # unknown: the host and index decide
 
 
 def test_cuda_path_needs_a_netsparse_group():
