@@ -26,8 +26,9 @@ rank ``cuda:0`` of another). Where a UUID cannot be read, (host, device index) s
 
 gloo stages CUDA tensors itself for allreduce, reduce, broadcast, allgather, gather, scatter and
 all_to_all_single (pinned copies on side streams). It hands raw pointers to its transport for send and
-recv, and allreduce_coalesced is CPU only, so for those the backend copies to host memory, runs gloo
-on the copies and copies the results back when the work is waited on.
+recv, and allreduce_coalesced, allgather_coalesced, the single-tensor all-gather and reduce-scatter and
+the list forms of reduce_scatter and all_to_all are CPU only, so for those the backend copies to host
+memory, runs gloo on the copies and copies the results back when the work is waited on.
 
 **Every collective of torch.distributed** works as under gloo, counted (a test runs the whole API at
 2 ranks against gloo: tests/test_collectives_conformance.py), and some that gloo lacks: the stacked
@@ -477,9 +478,11 @@ class NetsparseProcessGroup(dist.ProcessGroup):
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         self._count("reduce_scatter", input_tensors)
-        return self._inner(output_tensors).reduce_scatter(
-            output_tensors, input_tensors, opts or ReduceScatterOptions()
-        )
+        opts = opts or ReduceScatterOptions()
+        if not self._staged(output_tensors):  # gloo's list-form reduce_scatter is CPU only
+            return self._inner(output_tensors).reduce_scatter(output_tensors, input_tensors, opts)
+        return _staged_lists(output_tensors, input_tensors,
+                             lambda outs, ins: self._gloo.reduce_scatter(outs, ins, opts))
 
     def alltoall_base(self, output, input, output_split_sizes: Sequence[int], input_split_sizes, opts=None):
         self._count("alltoall", input)
@@ -489,7 +492,10 @@ class NetsparseProcessGroup(dist.ProcessGroup):
 
     def alltoall(self, output_tensors, input_tensors, opts=None):
         self._count("alltoall", input_tensors)
-        return self._inner(input_tensors).alltoall(output_tensors, input_tensors, opts or AllToAllOptions())
+        opts = opts or AllToAllOptions()
+        if not self._staged(input_tensors):  # gloo stages only the single-tensor form
+            return self._inner(input_tensors).alltoall(output_tensors, input_tensors, opts)
+        return _staged_lists(output_tensors, input_tensors, lambda outs, ins: self._gloo.alltoall(outs, ins, opts))
 
     # gloo's send and recv hand the tensor's data pointer to its transport: a device pointer there would
     # be read as host memory, so device tensors travel as host copies.
@@ -541,6 +547,14 @@ class NetsparseProcessGroup(dist.ProcessGroup):
         if self._nccl is not None:
             getattr(self._nccl, how)()  # aborts NCCL's communicators and stops its watchdog
         self._gloo, self._nccl = _Destroyed(), None  # the last references: gloo joins its threads here
+
+
+def _staged_lists(outputs: list, inputs: list, run) -> _StagedWork:
+    """``run(host outputs, host inputs)`` on gloo for a collective whose tensors are lists (or lists of
+    lists), the outputs copied back when the work is waited on."""
+    hosts = [torch.empty_like(t, device="cpu", memory_format=torch.contiguous_format) for t in outputs]
+    staged_in = [[_host_copy(t) for t in ts] if isinstance(ts, list | tuple) else _host_copy(ts) for ts in inputs]
+    return _StagedWork(run(hosts, staged_in), lambda: [t.copy_(h) for t, h in zip(outputs, hosts, strict=True)])
 
 
 def _flatten(tensors):

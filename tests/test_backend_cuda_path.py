@@ -216,6 +216,14 @@ def collectives(rank, world_size, device, own_group=False):
     dist.all_to_all_single(out, torch.arange(float(sum(split_in)), device=device) + 10 * rank, split_out, split_in,
                            group=group)
     seen["all_to_all_single"] = out.tolist()
+    # The list forms of reduce_scatter and all_to_all: gloo takes them on CPU tensors only.
+    mine = torch.empty(2, device=device)
+    dist.reduce_scatter(mine, [torch.full((2,), rank + 1.0 + i, device=device) for i in range(world_size)],
+                        group=group)
+    seen["reduce_scatter"] = mine.tolist()
+    outs = [torch.empty(2, device=device) for _ in range(world_size)]
+    dist.all_to_all(outs, [torch.full((2,), 10.0 * rank + i, device=device) for i in range(world_size)], group=group)
+    seen["all_to_all"] = [o.tolist() for o in outs]
     parts = [torch.empty(2, device=device) for _ in range(world_size)]
     dist.all_gather(parts, torch.full((2,), float(rank), device=device), group=group)
     seen["all_gather"] = [p.tolist() for p in parts]
@@ -266,9 +274,10 @@ def ddp_step(rank, world_size, device, group) -> bool:
 
 
 EXPECTED = [
-    {"all_reduce": [3.0] * 4, "all_to_all_single": [0.0, 10.0, 11.0, 12.0], "isend_irecv": [0.0, 2.0, 4.0]},
+    {"all_reduce": [3.0] * 4, "all_to_all_single": [0.0, 10.0, 11.0, 12.0], "isend_irecv": [0.0, 2.0, 4.0],
+     "reduce_scatter": [3.0, 3.0], "all_to_all": [[0.0, 0.0], [10.0, 10.0]]},
     {"all_reduce": [3.0] * 4, "all_to_all_single": [1.0, 2.0, 13.0], "isend_irecv": [0.0, 1.0, 2.0],
-     "send_recv": [7.0, 8.0]},
+     "send_recv": [7.0, 8.0], "reduce_scatter": [5.0, 5.0], "all_to_all": [[1.0, 1.0], [11.0, 11.0]]},
 ]
 
 
@@ -290,10 +299,11 @@ def test_cpu_twin_of_two_ranks_sharing_a_gpu(monkeypatch, own_group):
     monkeypatch.setenv(TWIN_ENV, "1")
     seen = launch(collectives, 2, ("cpu", own_group), timeout_s=120)
     check(seen)
-    # all_reduce_coalesced, sends and receives were staged by the backend (rank 0: isend, irecv, send;
-    # rank 1: isend, irecv, recv); everything else went to gloo as it is.
+    # all_reduce_coalesced, the list forms of reduce_scatter and all_to_all, sends and receives were
+    # staged by the backend (rank 0: isend, irecv, send; rank 1: isend, irecv, recv); everything else
+    # went to gloo as it is.
     for mine in seen:
-        assert mine["path"]["device_calls"]["host-staged"] == 4
+        assert mine["path"]["device_calls"]["host-staged"] == 6
         assert mine["path"]["device_calls"]["gloo"] >= 6
         assert "nccl" not in mine["path"]["device_calls"]
 
@@ -320,4 +330,4 @@ def test_two_ranks_share_cuda0_through_gloo(monkeypatch):
     for mine in seen:
         assert mine["devices"] == ["cuda:0"]
         assert "nccl" not in mine["path"]["device_calls"]
-        assert mine["path"]["device_calls"]["host-staged"] == 4
+        assert mine["path"]["device_calls"]["host-staged"] == 6
