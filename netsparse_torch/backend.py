@@ -519,6 +519,21 @@ class NetsparseProcessGroup(dist.ProcessGroup):
         hosts = [torch.empty_like(t, device="cpu", memory_format=torch.contiguous_format) for t in tensors]
         return _StagedWork(self._gloo.recv_anysource(hosts, tag), lambda: tensors[0].copy_(hosts[0]))
 
+    def batch_isend_irecv(self, ops: Sequence[dist.P2POp]) -> list:
+        """The point-to-point operations ``ops`` (on this group) as one batch: on the NCCL path one NCCL
+        group (a send and a receive with the same peer, posted one after the other outside a group,
+        can deadlock once a message exceeds NCCL's buffers); on gloo, whose sends and receives do not
+        wait for each other, one after the other."""
+        tensors = [op.tensor for op in ops]
+        if self._nccl is None or not self._is_device(tensors):
+            return [w for op in ops if (w := _post(self, op)) is not None]
+        self._check_device(tensors)
+        device = tensors[0].device
+        self._nccl._start_coalescing(device)
+        for op in ops:
+            _post(self, op)
+        return [self._nccl._end_coalescing(device)]
+
     def barrier(self, opts=None):
         self._count("barrier", [])
         return self._gloo.barrier(opts or BarrierOptions())
@@ -547,6 +562,27 @@ class NetsparseProcessGroup(dist.ProcessGroup):
         if self._nccl is not None:
             getattr(self._nccl, how)()  # aborts NCCL's communicators and stops its watchdog
         self._gloo, self._nccl = _Destroyed(), None  # the last references: gloo joins its threads here
+
+
+def _post(pg: NetsparseProcessGroup, op: dist.P2POp):
+    """One P2POp on ``pg`` (its peer as a rank of ``pg``), counted as dist.isend/irecv count it."""
+    if op.op in (dist.isend, dist.send):
+        return pg.send([op.tensor], op.group_peer, op.tag)
+    return pg.recv([op.tensor], op.group_peer, op.tag)
+
+
+def batch_isend_irecv(ops: Sequence[dist.P2POp]) -> list:
+    """``torch.distributed.batch_isend_irecv``, grouped on a netsparse group too: torch groups the
+    operations only on a plain process group and posts them one by one on any other, which on the NCCL
+    path may deadlock (:meth:`NetsparseProcessGroup.batch_isend_irecv`). Returns the works to wait on."""
+    if not ops:
+        raise ValueError("batch_isend_irecv: no operations")
+    group = ops[0].group  # P2POp puts the default group there when it is given none
+    if not isinstance(group, NetsparseProcessGroup):
+        return dist.batch_isend_irecv(list(ops))
+    if any(op.group is not group for op in ops):
+        raise ValueError("batch_isend_irecv: every operation of a batch must use the same process group")
+    return group.batch_isend_irecv(ops)
 
 
 def _staged_lists(outputs: list, inputs: list, run) -> _StagedWork:
