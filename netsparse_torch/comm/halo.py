@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Protocol
 
@@ -130,7 +131,42 @@ def reverse_exchange(plan: Plan, grad_halo: torch.Tensor, group) -> tuple[torch.
 
 def add_returned(grad_x: torch.Tensor, plan: Plan, back: torch.Tensor, work: Pending) -> torch.Tensor:
     work.wait()
-    return grad_x.index_add_(0, plan.send_idx, back)
+    return add_rows(grad_x, plan.send_idx, back)
+
+
+# The rounds of each send list by id, computed once per list and dropped with it (a tensor compares
+# element-wise, so it cannot key a WeakKeyDictionary).
+_ROUNDS: dict[int, list[tuple[torch.Tensor, torch.Tensor]]] = {}
+
+
+def occurrence_rounds(idx: torch.Tensor) -> list[torch.Tensor]:
+    """The positions of ``idx`` by occurrence: round ``k`` holds, in position order, the position of
+    every value's ``k``-th appearance (``k`` from 0). No round repeats a value. Torch ops on ``idx``'s
+    device, one host read (the number of rounds)."""
+    n = idx.numel()
+    if n == 0:
+        return []
+    order = torch.argsort(idx, stable=True)
+    ranks = torch.arange(n, device=idx.device)
+    starts = torch.ones(n, dtype=torch.bool, device=idx.device)
+    starts[1:] = idx[order[1:]] != idx[order[:-1]]
+    first = torch.cummax(torch.where(starts, ranks, 0), 0).values  # where each value's run begins
+    occurrence = torch.empty_like(ranks)
+    occurrence[order] = ranks - first
+    return [torch.nonzero(occurrence == k).flatten() for k in range(int(occurrence.max()) + 1)]
+
+
+def add_rows(target: torch.Tensor, idx: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``target[idx[i]] += rows[i]`` in place, the rows of one target row added in ``i`` order on every
+    device. From 3 ranks on a row is sent to several peers and ``idx`` repeats it; ``index_add_`` adds
+    repeats in order on CPU but with atomics on CUDA, in whatever order they land. So the repeats go
+    in rounds of distinct rows (:func:`occurrence_rounds`): the same bits on CPU and CUDA, every run."""
+    if id(idx) not in _ROUNDS:
+        _ROUNDS[id(idx)] = [(positions, idx[positions]) for positions in occurrence_rounds(idx)]
+        weakref.finalize(idx, _ROUNDS.pop, id(idx), None)
+    for positions, distinct in _ROUNDS[id(idx)]:
+        target.index_add_(0, distinct, rows[positions])
+    return target
 
 
 class HostStaging:
