@@ -175,15 +175,18 @@ class HostStaging:
     On CPU tensors nothing is copied unless ``always`` (the CPU twin of the GPU path, which runs the
     same steps with plain host buffers). On CUDA the owner rows go to a pinned buffer (the copy is
     waited for: the RIG units read it from another thread), and :meth:`to_device` copies the filled host
-    halo back on a side stream; :meth:`join` makes the caller's stream wait for that copy.
+    halo back on a side stream of the halo's device; :meth:`join` makes the caller's stream on that
+    device wait for that copy. Every stream and event is the tensors' device's, never the current
+    device's: a library caller need not have called ``torch.cuda.set_device``.
     """
 
     def __init__(self, always: bool = False):
         self.always = bool(always)
         self.seconds = {"to_host": 0.0, "to_device": 0.0}
         self.bytes = {"to_host": 0, "to_device": 0}
-        self._stream = None
-        self._copied: torch.cuda.Event | None = None
+        self._streams: dict[torch.device, torch.cuda.Stream] = {}
+        self._ready: torch.cuda.Event | None = None
+        self._copied: tuple[torch.device, torch.cuda.Event] | None = None
         self._timing: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
 
     def needed(self, device: torch.device) -> bool:
@@ -202,9 +205,13 @@ class HostStaging:
         return host
 
     def host_buffer(self, like: torch.Tensor) -> torch.Tensor:
-        """A host buffer for ``like`` (itself when no staging is needed)."""
+        """A host buffer for ``like`` (itself when no staging is needed). Call it in the caller's thread:
+        on CUDA it marks where the caller's stream stands, so that the copy back into ``like`` waits for
+        what that stream queued before (``like`` may be memory a kernel still reads)."""
         if not self.needed(like.device):
             return like
+        if like.is_cuda:
+            self._ready = torch.cuda.current_stream(like.device).record_event()
         return torch.empty(like.shape, dtype=like.dtype, pin_memory=like.is_cuda)
 
     def to_device(self, host: torch.Tensor, out: torch.Tensor) -> None:
@@ -216,23 +223,29 @@ class HostStaging:
             out.copy_(host)
             self._add("to_device", time.perf_counter() - t0, host)
             return
-        if self._stream is None:
-            self._stream = torch.cuda.Stream(out.device)
+        if out.device not in self._streams:
+            self._streams[out.device] = torch.cuda.Stream(out.device)
+        stream = self._streams[out.device]
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         # The device context too: this may run in the gather's thread, whose current device is its own.
-        with torch.cuda.device(out.device), torch.cuda.stream(self._stream):
+        with torch.cuda.device(out.device), torch.cuda.stream(stream):
+            if self._ready is not None:
+                stream.wait_event(self._ready)
             start.record()
             out.copy_(host, non_blocking=True)
             end.record()
-        self._copied = end
+        out.record_stream(stream)  # the allocator must not hand its memory out before the copy ends
+        self._copied = (out.device, end)
         self._timing.append((start, end))
         self.bytes["to_device"] += host.numel() * host.element_size()
 
     def join(self) -> None:
-        """The caller's stream waits for the last copy to the device (CUDA); it does not block the host."""
+        """The caller's stream on the halo's device waits for the last copy to it (CUDA); it does not
+        block the host."""
         if self._copied is not None:
-            torch.cuda.current_stream().wait_event(self._copied)
-            self._copied = None
+            device, copied = self._copied
+            torch.cuda.current_stream(device).wait_event(copied)
+            self._copied = self._ready = None
 
     def _add(self, way: str, seconds: float, t: torch.Tensor) -> None:
         self.seconds[way] += seconds

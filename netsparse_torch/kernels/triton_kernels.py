@@ -15,6 +15,7 @@ scatter-add, whose job it is, adds with atomics.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from typing import NamedTuple
@@ -25,6 +26,22 @@ import triton.language as tl
 import triton.testing
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def on_operands_device(launch):
+    """Runs ``launch`` with its first tensor argument's CUDA device current: Triton launches on the
+    current device's current stream, which is not the tensors' unless the caller set it (a library
+    caller on a multi-GPU node need not have)."""
+
+    @functools.wraps(launch)
+    def guarded(*args, **kwargs):
+        first = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
+        if first is None or first.device.type != "cuda":
+            return launch(*args, **kwargs)
+        with torch.cuda.device(first.device):
+            return launch(*args, **kwargs)
+
+    return guarded
 
 
 def _configs(space: list[dict], warps: tuple[int, ...] = (4,)) -> list[triton.Config]:
@@ -279,6 +296,7 @@ def make_plan(crow: torch.Tensor, col: torch.Tensor, long_row: int = LONG_ROW, c
                     64 * int(math.log2(1.0 + mean_short)) + int(math.log2(1.0 + nnz)))
 
 
+@on_operands_device
 def spmm(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, B: torch.Tensor,
          plan: SpMMPlan | None = None) -> torch.Tensor:
     """``A x B`` for CSR ``(crow, col, val)``; inputs already validated, ``val.dtype == B.dtype``.
@@ -306,6 +324,7 @@ def spmm(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, B: torch.Tens
     return out
 
 
+@on_operands_device
 def sddmm(crow: torch.Tensor, col: torch.Tensor, X: torch.Tensor, Y: torch.Tensor,
           val: torch.Tensor | None) -> torch.Tensor:
     """``out[p] = val[p] * <X[row(p)], Y[col[p]]>`` over the nonzeros of the CSR pattern."""
@@ -325,6 +344,7 @@ def _dense_grid(n: int, K: int):
     return lambda meta: (triton.cdiv(n, meta["BLOCK_R"]), triton.cdiv(K, meta["BLOCK_K"]))
 
 
+@on_operands_device
 def gather(B: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     """``out[i] = B[idx[i]]``."""
     n, K = idx.numel(), B.size(1)
@@ -334,6 +354,7 @@ def gather(B: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@on_operands_device
 def scatter_add(src: torch.Tensor, idx: torch.Tensor, n_out: int) -> torch.Tensor:
     """``out = zeros(n_out, K); out[idx[i]] += src[i]``."""
     n, K = idx.numel(), src.size(1)
@@ -470,6 +491,7 @@ def _sddmm_heads_kernel(crow_ptr, col_ptr, x_ptr, y_ptr, out_ptr, H, C, HC, BLOC
             tl.store(out_ptr + ps * H + h, acc.to(out_ptr.dtype.element_ty), mask=p_mask)
 
 
+@on_operands_device
 def edge_softmax(crow, col, mult, src, dst, slope: float) -> torch.Tensor:
     """GAT attention ``(nnz, H)``; inputs validated by :mod:`netsparse_torch.kernels`."""
     src, dst = src.contiguous(), dst.contiguous()
@@ -482,6 +504,7 @@ def edge_softmax(crow, col, mult, src, dst, slope: float) -> torch.Tensor:
     return out
 
 
+@on_operands_device
 def edge_softmax_backward(crow, col, alpha, grad, src, dst, slope: float, t_crow, t_col,
                           perm) -> tuple[torch.Tensor, torch.Tensor]:
     """``(d_src, d_dst)`` of :func:`edge_softmax`. ``d_src[c] = sum of d e over column c`` runs as the
@@ -502,6 +525,7 @@ def _heads_grid(n_rows: int, HC: int, block_k: int):
     return (max(n_rows, 1), triton.cdiv(max(HC, 1), block_k))
 
 
+@on_operands_device
 def spmm_heads(crow, col, alpha, B, perm=None) -> torch.Tensor:
     """Multi-head SpMM ``(crow.numel() - 1, H*C)``; with ``perm``, entry ``p`` of the pattern reads
     ``alpha[perm[p]]`` (the transposed product on a cached transposed pattern, without atomics)."""
@@ -516,6 +540,7 @@ def spmm_heads(crow, col, alpha, B, perm=None) -> torch.Tensor:
     return out
 
 
+@on_operands_device
 def sddmm_heads(crow, col, X, Y, heads: int) -> torch.Tensor:
     """Multi-head SDDMM ``(nnz, H)``."""
     X, Y = X.contiguous(), Y.contiguous()
