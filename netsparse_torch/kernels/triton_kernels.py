@@ -109,6 +109,7 @@ _SEGMENTS_SPACE = [
 # Under the interpreter: small tiles, so the tests' tiny inputs still span several tiles and steps.
 _SEGMENTS_INTERPRETED = {"BLOCK_ROWS": 4, "BLOCK_NNZ": 2, "BLOCK_K": 16}
 _FIXUP_K = 128
+_FIXUP_C = 16  # chunk sums per fix-up step
 
 
 def _tuned(space, interpreted: dict) -> list[triton.Config]:
@@ -181,18 +182,22 @@ def _spmm_segments_kernel(seg_start_ptr, seg_len_ptr, seg_dest_ptr, n_seg, col_p
 
 
 @triton.jit
-def _spmm_fixup_kernel(long_rows_ptr, long_chunks_ptr, part_ptr, out_ptr, K, stride_on, BLOCK_K: tl.constexpr):
-    """out[r, k-tile] = the sum of the partial sums of long row r's chunks, in chunk order."""
+def _spmm_fixup_kernel(long_rows_ptr, long_chunks_ptr, part_ptr, out_ptr, K, stride_on, BLOCK_C: tl.constexpr,
+                       BLOCK_K: tl.constexpr):
+    """out[r, k-tile] = the sum of the partial sums of long row r's chunks: BLOCK_C chunks per step,
+    each accumulated in its own lane and the lanes reduced at the end (a fixed order, so the same bits
+    every run; a hub of 200K nonzeros has some 3K chunks, which one at a time would make a tail)."""
     i = tl.program_id(0)
     r = tl.load(long_rows_ptr + i).to(tl.int64)
     c0 = tl.load(long_chunks_ptr + i).to(tl.int64)
     c1 = tl.load(long_chunks_ptr + i + 1).to(tl.int64)
     ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     k_mask = ks < K
-    acc = tl.zeros((BLOCK_K,), dtype=out_ptr.dtype.element_ty)
-    for c in range(c0, c1):
-        acc += tl.load(part_ptr + c * K + ks, mask=k_mask, other=0.0)
-    tl.store(out_ptr + r * stride_on + ks, acc.to(out_ptr.dtype.element_ty), mask=k_mask)
+    acc = tl.zeros((BLOCK_C, BLOCK_K), dtype=out_ptr.dtype.element_ty)
+    for c in range(c0, c1, BLOCK_C):
+        cs = c + tl.arange(0, BLOCK_C)
+        acc += tl.load(part_ptr + cs[:, None] * K + ks[None, :], mask=(cs < c1)[:, None] & k_mask[None, :], other=0.0)
+    tl.store(out_ptr + r * stride_on + ks, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=k_mask)
 
 
 @triton.autotune(configs=_configs(_SDDMM_SPACE, (2, 4)), key=["K"])
@@ -320,9 +325,9 @@ def spmm(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, B: torch.Tens
         plan.seg_start, plan.seg_len, plan.seg_dest, n_seg, plan.col, val, B, out, part, K, B.stride(0),
         B.stride(1), out.stride(0), plan.graph_key)
     if n_chunks:
-        block_k = 16 if INTERPRETED else min(_FIXUP_K, triton.next_power_of_2(K))
+        block_c, block_k = (2, 16) if INTERPRETED else (_FIXUP_C, min(_FIXUP_K, triton.next_power_of_2(K)))
         _spmm_fixup_kernel[(plan.long_rows.numel(), triton.cdiv(K, block_k))](
-            plan.long_rows, plan.long_chunks, part, out, K, out.stride(0), BLOCK_K=block_k)
+            plan.long_rows, plan.long_chunks, part, out, K, out.stride(0), BLOCK_C=block_c, BLOCK_K=block_k)
     return out
 
 
