@@ -3,6 +3,8 @@ is sent to several peers, and ``index_add_`` adds such repeats with atomics on C
 they land). The returned rows are added in rounds of distinct rows, each row's in send order, which
 on CPU is bit for bit what ``index_add_`` gives."""
 
+import devices
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -60,7 +62,6 @@ def test_returned_rows_never_reach_index_add_with_a_repeat(monkeypatch):
 
 
 def sa_backward_at_3_ranks(rank, world_size):
-    import pytest
     import torch.distributed as dist
     from graphs import random_graph
 
@@ -82,3 +83,14 @@ def test_sa_backward_at_3_ranks_adds_no_repeat_with_index_add():
     seen = launch(sa_backward_at_3_ranks, 3, timeout_s=120)
     assert any(r["send_repeats"] for r in seen), "the graph must send some row to two peers"
     assert all(r["repeats"] and not any(r["repeats"]) for r in seen)
+
+
+@pytest.mark.skipif(not devices.CUDA, reason="needs a CUDA GPU")
+def test_cuda_adds_the_returned_rows_as_the_cpu_does_bit_for_bit():
+    gen = torch.Generator().manual_seed(0)
+    idx = torch.randint(0, 500, (60_000,), generator=gen)  # every row about 120 times
+    rows = torch.randn(60_000, 16, generator=gen) * 1e3
+    target = torch.randn(500, 16, generator=gen)
+    cpu = add_rows(target.clone(), idx, rows)
+    for _ in range(2):
+        assert torch.equal(add_rows(target.cuda(), idx.cuda(), rows.cuda()).cpu(), cpu)

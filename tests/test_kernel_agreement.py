@@ -5,6 +5,7 @@ fastest. On CPU the timings are fake (the candidates are never run) and the rank
 import time
 from functools import partial
 
+import devices
 import pytest
 import torch
 import torch.distributed as dist
@@ -159,3 +160,23 @@ def test_summary_names_the_agreed_kernels():
               "kernel_agreement": [{"keys": {"forward/K=16/float32": "torch", "backward/K=16/float32": "triton"}}]}
     assert _kernel_lines(report) == ["  kernels      CUDA SpMM agreed by all ranks: forward/K=16/float32 torch, "
                                      "backward/K=16/float32 triton (measured)"]
+
+
+@pytest.mark.skipif(not devices.CUDA, reason="needs a CUDA GPU")
+def test_a_cuda_graph_agrees_its_kernels_with_real_timings_and_stays_exact(monkeypatch):
+    from graphs import random_graph
+
+    from netsparse_torch.nn import DistGCNConv, DistGraph
+
+    monkeypatch.delenv(_choice.FORCE_ENV, raising=False)
+    _choice.forget_agreements()
+    outs = []
+    for device in ("cpu", "cuda"):
+        dg = DistGraph(random_graph(), 0, 1, strategy="sa", device=device)
+        torch.manual_seed(0)
+        outs.append(DistGCNConv(dg.shard.num_features, 16).to(device)(dg.x, dg).cpu())
+    torch.testing.assert_close(outs[1], outs[0], rtol=1e-5, atol=1e-5)
+    (agreement,) = _choice.agreed_choices()
+    assert set(agreement["keys"]) == {"forward/K=16/float32", "backward/K=16/float32"}
+    assert all(ms > 0 for times in agreement["ms_per_rank"][0].values() for ms in times.values())
+    _choice.forget_agreements()
