@@ -113,3 +113,17 @@ def test_summaries_read_the_benchmarks_json():
     assert epoch == {"device_name": "card", "ours_over_pyg": {"gcn": 0.8},
                      "median_s": {"gcn": {"ours": 0.4, "pyg": 0.5}}, "two_ranks_median_s": {"2 ranks sa": 0.9}}
     assert gpu_check.kernel_summary(None) is None and gpu_check.epoch_summary({"skipped": "no GPU"}) is None
+
+
+def test_a_step_past_its_cap_ends_everything_it_started(tmp_path):
+    import time
+
+    pid_file = tmp_path / "child.pid"
+    result = gpu_check.step("slow", ["bash", "-c", f"sleep 60 & echo $! > {pid_file}; wait"], 2)
+    assert result["rc"] == 124 and result["tail"][-1] == "slow: timed out after 2 s"
+    stat = Path(f"/proc/{int(pid_file.read_text())}/stat")
+    for _ in range(50):  # killed: gone, or a zombie until its new parent reaps it
+        if not stat.exists() or stat.read_text().split(")")[-1].split()[0] == "Z":
+            return
+        time.sleep(0.1)
+    pytest.fail("the step's background child still runs")

@@ -33,6 +33,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -160,14 +161,17 @@ def step(name: str, cmd: list[str], timeout: float, env: dict | None = None) -> 
     t0 = time.perf_counter()
     timeout = max(1.0, timeout)
     print(f"== {name} (cap {timeout:.0f} s): {' '.join(cmd)}", flush=True)
+    # Its own session, so that a timeout ends everything it started (ninja's compilers, pytest's workers
+    # holding the GPU), not only the process it started.
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **(env or {})}, start_new_session=True)
     try:
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, **(env or {})})
-        rc, out = proc.returncode, proc.stdout + proc.stderr
-    except subprocess.TimeoutExpired as exc:
-        printed = "".join(p.decode(errors="replace") if isinstance(p, bytes) else p
-                          for p in (exc.stdout, exc.stderr) if p)
-        rc, out = 124, f"{printed}\n{name}: timed out after {timeout:.0f} s"
+        out, _ = proc.communicate(timeout=timeout)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        rc, out = 124, f"{out}\n{name}: timed out after {timeout:.0f} s"
     tail = out.strip().splitlines()[-15:]
     print("\n".join(tail), flush=True)
     return {"command": cmd, "rc": rc, "seconds": round(time.perf_counter() - t0, 1), "cap_s": round(timeout),
