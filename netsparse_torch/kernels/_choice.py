@@ -1,8 +1,8 @@
 """``backend="auto"`` on CUDA: which SpMM kernel, Triton or ``torch.sparse.mm`` (cuSPARSE), a run uses
 for one feature width, dtype and direction (``forward`` ``A x B``, ``backward`` ``A^T x G``).
 
-Neither wins everywhere (issue 25: the row-split Triton kernel ran at 0.21-0.39x cuSPARSE on an
-H200), and the graph is static, so the candidates are timed once and the faster kept. In a
+Neither need win everywhere (the Triton kernel is built for power-law rows, cuSPARSE is tuned per
+GPU), and the graph is static, so the candidates are timed once and the faster kept. In a
 distributed run the choice is taken once per width and dtype, for both directions, by every rank
 together (:func:`agree`): each rank times the candidates on its own rows, in turn (ranks that share a
 GPU would otherwise time each other's kernels), and every rank takes the candidate whose slowest rank
