@@ -219,6 +219,7 @@ class DistGraph:
 
     def propagate(self, x_local: torch.Tensor, norm: str, tag: str = "") -> torch.Tensor:
         training.check_aggregation(self, x_local)
+        training.agree_kernels(self, self.adjacency(norm), x_local)
         return self.strategy.propagate(self.adjacency(norm), x_local, tag)
 
     def attention_gather(self, rows: torch.Tensor, add_self_loops: bool = True,

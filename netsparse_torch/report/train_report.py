@@ -33,6 +33,8 @@ def build_train_report(cfg, graph, result: dict, wall_s: float) -> dict:
         from netsparse_torch.comm.netsparse import summarize
 
         extra["netsparse"] = summarize([r["strategy_stats"] for r in per_rank])
+    if per_rank[0].get("kernel_agreement"):  # CUDA: the same on every rank
+        extra["kernel_agreement"] = per_rank[0]["kernel_agreement"]
     times = [e["time_s"] for e in result["epochs"]]
     dataset = {"name": graph.name, "nodes": graph.num_nodes, "nnz": int(graph.nnz), "features": graph.num_features,
                "classes": graph.num_classes}
@@ -159,8 +161,12 @@ def _eval_lines(report: dict) -> list[str]:
 
 
 def _kernel_lines(report: dict) -> list[str]:
-    """On CUDA: how often ``backend="auto"`` chose each SpMM kernel (timed once per matrix, width, dtype and
-    direction; ``per_rank[].kernels`` has every choice with its times)."""
+    """On CUDA: the SpMM kernels every rank agreed on (``kernel_agreement``: every rank's times), or how
+    often ``backend="auto"`` chose each kernel where each matrix timed its own (``per_rank[].kernels``)."""
+    agreed = {key: choice for a in report.get("kernel_agreement") or [] for key, choice in a["keys"].items()}
+    if agreed:
+        keys = ", ".join(f"{key} {choice}" for key, choice in agreed.items())
+        return [f"  kernels      CUDA SpMM agreed by all ranks: {keys} (measured)"]
     chosen = Counter(c["choice"] for r in report["per_rank"] for c in r.get("kernels") or [])
     if not chosen:
         return []

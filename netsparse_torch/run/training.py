@@ -16,7 +16,7 @@ from hw_models.hardware import TRAIN_SHORTCUTS, train_hardware
 from netsparse_torch import checkpoint
 from netsparse_torch.backend import collective_path, comm_stats
 from netsparse_torch.evaluation import SPLITS, BestTracker, Evaluator
-from netsparse_torch.kernels import recorded_choices
+from netsparse_torch.kernels import _choice, agreed_choices, recorded_choices
 from netsparse_torch.nn import DistGNN, DistGraph
 from netsparse_torch.nn.models import model_options
 from netsparse_torch.partition import Partitioning, rank_shard
@@ -74,6 +74,7 @@ class Trainer:
                  hardware=None):
         self.rank, self.world_size, self.cfg = rank, world_size, cfg
         self.device = rank_device(device_kind(cfg.get("device", "auto")), rank)  # before any collective
+        _choice.forget_agreements()  # this run's ranks agree their CUDA kernels anew (DistGraph.propagate)
         hardware = hardware if hardware is not None else train_hardware(cfg)
         options = strategy_options(cfg, hardware)
         shard = rank_shard(data, rank, world_size, partitioning or str(cfg.partition),
@@ -222,6 +223,7 @@ class Trainer:
                  "halo": plan.n_halo,
                  "halo_from": plan.recv_counts, "edge_cut": shard.edge_cut, "partition": shard.mode,
                  "peak_rss_bytes": peak_rss_bytes(), **rank_threads(), "kernels": recorded_choices(),
+                 "kernel_agreement": agreed_choices(),
                  "strategy_stats": self.dg.strategy.stats(), **self._carried_on()}
         per_rank = [local]
         if self.world_size > 1:

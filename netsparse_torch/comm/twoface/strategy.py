@@ -34,7 +34,7 @@ from hw_models.twoface.classify import (
 )
 from hw_models.twoface.cost import CostModel
 from netsparse_torch.comm.base import Strategy, row_bytes
-from netsparse_torch.comm.halo import Done
+from netsparse_torch.comm.halo import Done, add_rows
 from netsparse_torch.comm.twoface.layout import Layout, Transfer, build_layout
 from netsparse_torch.kernels import CSR, gather, spmm
 
@@ -91,7 +91,7 @@ def _add_returned(gx: torch.Tensor, layout: Layout, async_back: tuple, sync_back
     """Add the gradients returned for the rows this rank sent, asynchronous stripes first."""
     for (back, work), xfer in ((async_back, layout.async_xfer), (sync_back, layout.sync_xfer)):
         work.wait()
-        gx.index_add_(0, xfer.send_idx, back)
+        add_rows(gx, xfer.send_idx, back)
 
 
 class _TwoFaceGather(torch.autograd.Function):
