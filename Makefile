@@ -16,7 +16,7 @@ GPU_PY   ?= python3
 GPU_DATA ?= $(or $(NETSPARSE_DATA),../shared/data)
 GPU_OUT  ?= benchmarks/results/gpu
 
-.PHONY: install demo test lint bench clean gpu-check gpu-wheels gpu-data
+.PHONY: install demo test soak lint bench clean gpu-check gpu-wheels gpu-data
 
 install: $(EXT)
 
@@ -49,7 +49,11 @@ demo: install
 	$(PY) -m netsparse_torch.cli.train $(DEMO)
 
 test: install
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile tests
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not soak" tests
+
+# The fault-injection soak (10 SIGKILLs of a torchrun worker at random epochs, ~10 minutes): not in make test.
+soak: install
+	$(PY) -m pytest -q -m soak tests
 
 lint: install
 	$(PY) -m ruff check netsparse_torch hw_models tests benchmarks examples tools

@@ -175,7 +175,7 @@ def test_netsparse_train_restarted_by_torchrun_goes_on_from_its_checkpoint(tmp_p
 RESTARTS = 10
 
 
-@pytest.mark.slow
+@pytest.mark.soak
 def test_sigkill_at_a_random_epoch_ends_with_the_uninterrupted_losses(tmp_path, uninterrupted):
     """SIGKILL to a random worker at a random epoch, 10 times: each run restarts and ends with the
     uninterrupted run's losses."""
