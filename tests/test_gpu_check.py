@@ -60,7 +60,7 @@ def test_prepared_data_is_what_the_check_reads(tmp_path):
 
 
 #: How a test says that it runs only on a GPU.
-CUDA_ONLY = re.compile(r"requires_cuda|needs a CUDA GPU|devices\.CUDA|\bcuda\b\)|torch\.cuda\.is_available\(\)")
+CUDA_ONLY = re.compile(r"requires_cuda|needs a CUDA GPU|devices\.CUDA|\bcuda\b\)|not torch\.cuda\.is_available\(\)")
 
 
 def test_the_selection_holds_every_file_with_a_cuda_test():
