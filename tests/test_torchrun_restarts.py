@@ -125,8 +125,12 @@ def killed_run(tmp_path: Path, kills: list[tuple[int, int]], *overrides: str) ->
         for attempt, (at, rank) in enumerate(kills):
             _wait_for(proc, lambda a=attempt: a == 0 or f"torchrun restart {a}:" in _text(log), deadline)
             _wait_for(proc, lambda n=at: _completed_epochs(epochs) >= n, deadline)
-            seen.append(_completed_epochs(run / "epochs.jsonl"))
             _kill_worker(tag, rank)
+            # The epochs completed when the kill landed: the ranks may finish one more between the read
+            # above and the kill, and none after it (an epoch needs every rank); rank 0 may still be
+            # writing that one's line, so read it once it had time to.
+            time.sleep(1.0)
+            seen.append(_completed_epochs(epochs))
         out, err = proc.communicate(timeout=DEADLINE_S)
     finally:
         if proc.poll() is None:
