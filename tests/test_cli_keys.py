@@ -152,9 +152,10 @@ def documented_command_lines() -> list[tuple[str, str, list[str]]]:
 
 
 def _is_override(word: str) -> bool:
-    """Not a flag, a placeholder (``<name>``, ``a | b``, ``...``), a fragment of ``[a | b]`` or prose ("x=1,")."""
+    """Not a flag, a placeholder (``<name>``, ``a | b``, ``...``), a fragment of ``[a | b]`` or prose ("x=1,",
+    "(resume=true" in a quoted error message)."""
     return not (word.startswith("-") or word.endswith(",") or re.search(r"[<>|]|\.\.\.", word)
-                or word.count("[") != word.count("]"))
+                or word.count("[") != word.count("]") or word.count("(") != word.count(")"))
 
 
 def _as_bash_passes(word: str) -> str:
