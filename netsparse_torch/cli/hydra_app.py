@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import NoReturn
 
-from netsparse_torch.config_keys import Cli, check_command_line
+from netsparse_torch.config_keys import Cli, check_command_line, file_choices
 from netsparse_torch.errors import ConfigError, NetsparseError
 
 #: Set on an exception that the task (the CLI's own work) raised: that one is not Hydra's.
@@ -25,6 +25,7 @@ def run_app(cli: Cli, hydra_main: Callable[[], None]) -> None:
     function) with Hydra's errors as one line; any :class:`NetsparseError` is ``<prog>: error: ...``
     and exit 2."""
     try:
+        sys.argv[1:] = file_choices(sys.argv[1:], cli)  # hw=path/to/file.yaml: a key Hydra composes
         check_command_line(sys.argv[1:], cli)
         with hydra_errors():
             hydra_main()
@@ -35,6 +36,21 @@ def run_app(cli: Cli, hydra_main: Callable[[], None]) -> None:
 def fail(prog: str, exc: NetsparseError) -> NoReturn:
     print(f"{prog}: error: {exc}", file=sys.stderr)
     sys.exit(2)
+
+
+def job_failed(prog: str, exc: NetsparseError, say: Callable[[str, NetsparseError], NoReturn] = fail) -> NoReturn:
+    """A task's error: in a single run ``say(prog, exc)`` (one line, exit 2); in a multirun the error,
+    naming its job, is raised to the launcher, which hands it back to the sweep (an exit would end a
+    joblib worker or a submitit job without a result, which the launcher reports as a traceback); the
+    sweep stops with it and :func:`run_app` prints it as one line."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
+        say(prog, exc)
+    job = HydraConfig.get().job
+    exc.args = (f"job {job.num} ({' '.join(HydraConfig.get().overrides.task)}): {exc}",)
+    raise exc
 
 
 @contextlib.contextmanager
@@ -58,6 +74,8 @@ def hydra_errors() -> Iterator[None]:
 
     before = os.environ.get("HYDRA_FULL_ERROR")
     os.environ["HYDRA_FULL_ERROR"] = "1"
+    stderr = sys.stderr
+    sys.stderr = _WithoutJobErrorLine(stderr)
     try:
         yield
     except (HydraException, OmegaConfBaseException) as exc:
@@ -65,10 +83,25 @@ def hydra_errors() -> Iterator[None]:
             raise
         raise ConfigError(hydra_message(exc)) from None
     finally:
+        sys.stderr = stderr
         if before is None:
             os.environ.pop("HYDRA_FULL_ERROR", None)
         else:
             os.environ["HYDRA_FULL_ERROR"] = before
+
+
+class _WithoutJobErrorLine:
+    """``sys.stderr`` without the line Hydra writes before it re-raises a failed job's error ("Error
+    executing job with overrides: [...]"): the error's own line (:func:`job_failed`) names the job."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return len(text) if text.startswith("Error executing job with overrides:") else self._stream.write(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
 
 
 def hydra_message(exc: BaseException) -> str:

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from netsparse_torch.cli.hydra_app import fail, run_app, task
+from netsparse_torch.cli.hydra_app import job_failed, run_app, task
 from netsparse_torch.config_check import config_dir
 from netsparse_torch.config_keys import SIMULATE
 from netsparse_torch.errors import NetsparseError
@@ -29,10 +30,13 @@ def _hydra_main(cfg: DictConfig) -> None:
         with task():
             from netsparse_torch.run.simulation import run  # hw_models and scipy: after the command line's check
 
-            out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
-            run(cfg, out_dir)
+            hc = HydraConfig.get() if HydraConfig.initialized() else None
+            if hc is None:
+                run(cfg)
+            else:
+                run(cfg, Path(hc.runtime.output_dir), list(hc.overrides.task), hc.mode == RunMode.MULTIRUN)
     except NetsparseError as exc:
-        fail(SIMULATE.prog, exc)
+        job_failed(SIMULATE.prog, exc)
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ from typing import NoReturn
 import hydra
 from omegaconf import DictConfig
 
-from netsparse_torch.cli.hydra_app import hydra_errors, task
+from netsparse_torch.cli.hydra_app import hydra_errors, job_failed, task
 from netsparse_torch.config_check import GROUPS, check_values, config_dir, group_choices, omp_threads
 from netsparse_torch.config_keys import TRAIN, check_command_line
 from netsparse_torch.errors import NetsparseError
@@ -47,7 +47,7 @@ def _hydra_main(cfg: DictConfig) -> None:
 
             run(cfg)
     except NetsparseError as exc:
-        fail(exc)
+        job_failed(TRAIN.prog, exc, lambda _, e: fail(e))
 
 
 def fail(exc: NetsparseError) -> NoReturn:
@@ -144,7 +144,7 @@ def main() -> None:
             _hydra_main()
     except Interrupted as stop:
         stopped = stop
-    except NetsparseError as exc:  # one of Hydra's own errors, before the run
+    except NetsparseError as exc:  # one of Hydra's own errors before the run, or a multirun job's (job_failed)
         say_error(exc)
         exit_now(2)
     except SystemExit as done:  # fail(): the error line is out
@@ -163,8 +163,13 @@ def main() -> None:
 def exit_now(code: int) -> NoReturn:
     """Exit once the run's last line is out, without the interpreter's teardown: freeing torch, PyG and
     matplotlib takes ~2 s here (and the forkserver's own copy as long again, while it still holds the
-    console). The exit handlers still run: log files, the resource tracker and multiprocessing."""
+    console). The exit handlers still run: log files, the resource tracker and multiprocessing, after
+    the executors' shutdowns (``threading._register_atexit``)."""
     stop_forkserver()
+    # What a normal exit runs before the exit handlers: the executors' shutdowns (a joblib launcher's
+    # workers; the exit handlers would otherwise wait out their 300 s idle timeout).
+    for shutdown in reversed(getattr(threading, "_threading_atexits", [])):
+        shutdown()
     atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()
