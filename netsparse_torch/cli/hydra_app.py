@@ -20,17 +20,53 @@ from netsparse_torch.errors import ConfigError, NetsparseError
 _TASK = "_netsparse_task_error"
 
 
-def run_app(cli: Cli, hydra_main: Callable[[], None]) -> None:
+def run_app(cli: Cli, hydra_main: Callable[[], None], doc: str | None = None,
+            flags: dict[str, Callable[[], str]] | None = None) -> None:
     """A Hydra CLI's start: its command line checked, then ``hydra_main`` (the ``@hydra.main``
     function) with Hydra's errors as one line; any :class:`NetsparseError` is ``<prog>: error: ...``
-    and exit 2."""
+    and exit 2. ``--help`` prints :func:`help_text` (``doc``: the CLI's own lines); each of ``flags``
+    (``--explain``) prints its text, and neither runs anything."""
+    args = sys.argv[1:]
     try:
-        sys.argv[1:] = file_choices(sys.argv[1:], cli)  # hw=path/to/file.yaml: a key Hydra composes
-        check_command_line(sys.argv[1:], cli)
+        sys.argv[1:] = args = file_choices(args, cli)  # hw=path/to/file.yaml: a key Hydra composes
+        check_command_line(args, cli)
+        for flag, text in (flags or {}).items():
+            if flag in args:
+                print(text())
+                return
+        if doc is not None and ("--help" in args or "-h" in args):
+            with hydra_errors():
+                print(help_text(cli, [a for a in args if not a.startswith("-")], doc))
+            return
         with hydra_errors():
             hydra_main()
     except NetsparseError as exc:
         fail(cli.prog, exc)
+
+
+LAUNCHERS = ("basic", "joblib", "submitit_local", "submitit_slurm", "slurm")
+"""``hydra/launcher`` choices (Hydra's basic one, the two plugins' and configs/hydra/launcher/slurm.yaml)."""
+
+
+def help_text(cli: Cli, overrides: list[str], doc: str) -> str:
+    """``--help``: the CLI's ``doc``, the config groups it reads (Hydra's own lists every folder of
+    configs/, the other CLIs' too), the launchers and the config composed with ``overrides``."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from netsparse_torch.config_check import config_dir, group_choices
+
+    groups = "\n".join(f"{g}: {', '.join(group_choices(config_dir(), g))}" for g in cli.groups)
+    added = "\n".join(f"+{g}: {', '.join(group_choices(config_dir(), g))}" for g in cli.add_groups)
+    files = "".join(f"\n{g}=path/to/file.yaml reads the {g} sections from a file" for g in cli.file_groups)
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        cfg = compose(cli.config, overrides=overrides)
+    intro = doc.strip().replace("``", "")
+    return (f"{intro}\n\n== Configuration groups ==\nCompose your configuration from those groups "
+            f"(group=option)\n\n{groups}{chr(10) + added if added else ''}{files}\n\n== Launchers ==\n"
+            f"Sweeps (-m, multirun) run on hydra/launcher: {', '.join(LAUNCHERS)} (docs/experiments.md)\n\n"
+            f"== Config ==\nOverride anything in the config (foo.bar=value); Hydra's own options: --hydra-help\n\n"
+            f"{OmegaConf.to_yaml(cfg)}")
 
 
 def fail(prog: str, exc: NetsparseError) -> NoReturn:

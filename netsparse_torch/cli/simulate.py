@@ -22,6 +22,7 @@ from netsparse_torch.cli.hydra_app import job_failed, run_app, task
 from netsparse_torch.config_check import config_dir
 from netsparse_torch.config_keys import SIMULATE
 from netsparse_torch.errors import NetsparseError
+from netsparse_torch.report.glossary import explain_text
 
 
 @hydra.main(config_path=config_dir(), config_name="simulate", version_base="1.3")
@@ -44,7 +45,7 @@ def main() -> None:
     from netsparse_torch.malloc import keep_freed_memory
 
     keep_freed_memory()  # the simulator allocates and frees hundreds of MB: ~1 s of page faults otherwise
-    run_app(SIMULATE, _hydra_main)
+    run_app(SIMULATE, _hydra_main, __doc__, {"--explain": explain_text})
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ from typing import NoReturn
 import hydra
 from omegaconf import DictConfig
 
-from netsparse_torch.cli.hydra_app import hydra_errors, job_failed, task
-from netsparse_torch.config_check import GROUPS, check_values, config_dir, group_choices, omp_threads
+from netsparse_torch.cli.hydra_app import help_text, hydra_errors, job_failed, task
+from netsparse_torch.config_check import check_values, config_dir, omp_threads
 from netsparse_torch.config_keys import TRAIN, check_command_line
 from netsparse_torch.errors import NetsparseError
 from netsparse_torch.progress import append_line, hydra_log_file
@@ -108,21 +108,6 @@ def stopped_line(stop: Interrupted) -> str:
             f"{n} completed epochs is in {path}")
 
 
-def help_text(overrides: list[str]) -> str:
-    """``--help``: the groups training reads (Hydra's own lists every folder of configs/, the simulator's
-    ``experiment`` too) and the composed config with the given overrides."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
-    groups = "\n".join(f"{g}: {', '.join(group_choices(config_dir(), g))}" for g in GROUPS)
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        cfg = compose("train", overrides=overrides)
-    intro = __doc__.strip().replace("``", "")
-    return (f"{intro}\n\n== Configuration groups ==\nCompose your configuration from those groups "
-            f"(group=option)\n\n{groups}\n\n== Config ==\nOverride anything in the config (foo.bar=value); "
-            f"Hydra's own options: --hydra-help\n\n{OmegaConf.to_yaml(cfg)}")
-
-
 def main() -> None:
     args = sys.argv[1:]
     try:  # a wrong group choice or key is one line here, not Hydra's multi-line error (or silence)
@@ -130,7 +115,7 @@ def main() -> None:
         omp_threads(os.environ)  # before the forkserver loads torch (and libgomp its own complaint)
         if "--help" in args or "-h" in args:
             with hydra_errors():
-                print(help_text([a for a in args if not a.startswith("-")]))
+                print(help_text(TRAIN, [a for a in args if not a.startswith("-")], __doc__))
             return
     except NetsparseError as exc:
         fail(exc)

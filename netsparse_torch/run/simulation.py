@@ -26,7 +26,8 @@ from netsparse_torch.progress import iterate
 from netsparse_torch.report import write_json
 from netsparse_torch.report.identity import differences, identity, report_identity, report_stem
 from netsparse_torch.report.provenance import provenance
-from netsparse_torch.report.simulation import save_figures, summary_lines
+from netsparse_torch.report.sim_figures import save_figures, write_breakdown_csv
+from netsparse_torch.report.simulation import summary_lines
 
 
 def load_matrix(cfg: DictConfig) -> tuple[Pattern, str]:
@@ -130,8 +131,10 @@ def run(cfg: DictConfig, out_dir: Path | None = None, overrides: list[str] | tup
     report["config"] = config
     report["provenance"] = provenance()
     paths = write_json(report, cfg.get("report_path"), dir_path, own)
+    csvs = [write_breakdown_csv(report, p.with_suffix(".breakdown.csv")) for p in paths]
     if cfg.get("plots", True) and paths:
         paths += save_figures(report, paths[-1].parent)
+    paths += [p for p in csvs if p is not None]
     for line in summary_lines(report):
         print(line)
     for p in paths:
