@@ -26,9 +26,12 @@ def run_app(cli: Cli, hydra_main: Callable[[], None], doc: str | None = None,
     function) with Hydra's errors as one line; any :class:`NetsparseError` is ``<prog>: error: ...``
     and exit 2. ``--help`` prints :func:`help_text` (``doc``: the CLI's own lines); each of ``flags``
     (``--explain``) prints its text, and neither runs anything."""
+    from netsparse_torch.report.provenance import remember_command
+
     args = sys.argv[1:]
     try:
         sys.argv[1:] = args = file_choices(args, cli)  # hw=path/to/file.yaml: a key Hydra composes
+        remember_command()  # the reports of a launcher's jobs name the sweep's command line
         check_command_line(args, cli)
         for flag, text in (flags or {}).items():
             if flag in args:

@@ -109,7 +109,10 @@ def stopped_line(stop: Interrupted) -> str:
 
 
 def main() -> None:
+    from netsparse_torch.report.provenance import remember_command
+
     args = sys.argv[1:]
+    remember_command()  # the reports of a launcher's jobs name the sweep's command line
     try:  # a wrong group choice or key is one line here, not Hydra's multi-line error (or silence)
         check_command_line(args, TRAIN)
         omp_threads(os.environ)  # before the forkserver loads torch (and libgomp its own complaint)

@@ -57,9 +57,13 @@ GLOSSARY: dict[str, str] = {
 
 def explain_text() -> str:
     """``netsparse-simulate --explain``: every term of :data:`GLOSSARY`, one per line."""
+    import textwrap
+
     width = max(len(t) for t in GLOSSARY)
+    lines = [textwrap.fill(meaning, 110, initial_indent=f"  {term:<{width}}  ", subsequent_indent=" " * (width + 4))
+             for term, meaning in GLOSSARY.items()]
     return "Terms of the netsparse-simulate summary, report and figures (docs/simulator.md, \"Terms\"):\n\n" + \
-        "\n".join(f"  {term:<{width}}  {meaning}" for term, meaning in GLOSSARY.items())
+        "\n".join(lines)
 
 
 def glossary_table() -> list[str]:

@@ -14,6 +14,7 @@ import gzip
 import itertools
 import math
 import os
+import sys
 from pathlib import Path
 
 from hydra.experimental.callback import Callback
@@ -159,25 +160,39 @@ def check_slurm(peaks: list[tuple[str, int]], mem_gb) -> None:
 
 class MemoryCheck(Callback):
     """Hydra callback (configs/simulate.yaml, ``hydra.callbacks``): before a multirun launches, its jobs
-    must fit in memory as the launcher runs them (the module's docstring)."""
+    must fit in memory as the launcher runs them (the module's docstring); else ``<prog>: error: ...``
+    and exit 2."""
+
+    def __init__(self, prog: str = "netsparse-simulate") -> None:
+        self.prog = prog
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
-        target = str(OmegaConf.select(config, "hydra.launcher._target_") or "")
-        launcher = LAUNCHERS.get(target.rpartition(".")[2])
-        if launcher is None:
-            return  # the basic launcher runs the jobs one after another, in this process
-        peaks = []
-        for job in sweep_jobs(config):
-            size = matrix_size(job)
-            if size is not None:
-                peaks.append((job["matrix"], peak_bytes(*size)))
-        if launcher == "submitit_slurm":
-            check_slurm(peaks, OmegaConf.select(config, "hydra.launcher.mem_gb"))
-        elif launcher == "joblib":
-            n_jobs = int(OmegaConf.select(config, "hydra.launcher.n_jobs") or -1)
-            check_parallel(peaks, joblib_workers(n_jobs), available_bytes(),
-                           f"hydra/launcher=joblib with hydra.launcher.n_jobs={n_jobs}",
-                           "set hydra.launcher.n_jobs={n} (or fewer)")
-        else:  # submitit's local executor starts every job at once
-            check_parallel(peaks, len(peaks), available_bytes(), "hydra/launcher=submitit_local",
-                           "use hydra/launcher=joblib hydra.launcher.n_jobs={n} (or fewer)")
+        try:
+            check_sweep(config)
+        except ConfigError as exc:
+            # Hydra turns a callback's exception into a warning and launches anyway: an exit stops it.
+            print(f"{self.prog}: error: {exc}", file=sys.stderr)
+            sys.exit(2)
+
+
+def check_sweep(config: DictConfig) -> None:
+    """Refuse (:class:`ConfigError`) a multirun whose jobs do not fit in memory as its launcher runs them."""
+    target = str(OmegaConf.select(config, "hydra.launcher._target_") or "")
+    launcher = LAUNCHERS.get(target.rpartition(".")[2])
+    if launcher is None:
+        return  # the basic launcher runs the jobs one after another, in this process
+    peaks = []
+    for job in sweep_jobs(config):
+        size = matrix_size(job)
+        if size is not None:
+            peaks.append((job["matrix"], peak_bytes(*size)))
+    if launcher == "submitit_slurm":
+        check_slurm(peaks, OmegaConf.select(config, "hydra.launcher.mem_gb"))
+    elif launcher == "joblib":
+        n_jobs = int(OmegaConf.select(config, "hydra.launcher.n_jobs") or -1)
+        check_parallel(peaks, joblib_workers(n_jobs), available_bytes(),
+                       f"hydra/launcher=joblib with hydra.launcher.n_jobs={n_jobs}",
+                       "set hydra.launcher.n_jobs={n} (or fewer)")
+    else:  # submitit's local executor starts every job at once
+        check_parallel(peaks, len(peaks), available_bytes(), "hydra/launcher=submitit_local",
+                       "use hydra/launcher=joblib hydra.launcher.n_jobs={n} (or fewer)")
