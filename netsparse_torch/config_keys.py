@@ -124,7 +124,9 @@ def file_choices(args: list[str], cli: Cli) -> list[str]:
 
 
 def check_command_line(args: list[str], cli: Cli) -> None:
-    """Every config group choice and every key of ``args`` (a CLI's ``sys.argv[1:]``) is one ``cli`` reads."""
+    """Every config group choice and every key of ``args`` (a CLI's ``sys.argv[1:]``) is one ``cli`` reads
+    (a group's YAML file, ``hw=path/to/file.yaml``, as the key :func:`file_choices` makes of it)."""
+    args = file_choices(args, cli)
     check_group_overrides(args, config_dir(), cli)
     check_override_keys(args, config_dir(), cli)
 
