@@ -7,7 +7,8 @@ full-size analogs.
 
 Both sweeps read the analogs from one ``analog_cache`` filled before the timing (so neither pays the
 generation) and write their reports into their own ``report_dir``; the script checks that the two give
-the same modeled times for every point, prints each sweep's wall time and their ratio, and records
+the same modeled times for every point, prints each sweep's wall time (and the sum of its points' own
+``wall_clock_s``: matrix, model and simulator, without start-up) and their ratio, and records
 ``uptime``'s load average before and after each sweep (the host is shared: a busy second core leaves
 joblib nothing to gain). Writes benchmarks/results/sweep_launchers.json.
 """
@@ -41,10 +42,10 @@ def sweep(tmp: Path, name: str, scale: float, launcher: list[str]) -> dict:
     t0 = time.perf_counter()
     subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    times = {p.stem: json.loads(p.read_text())["strategies"]["netsparse"]["comm_time_s"]
-             for p in (tmp / name).glob("*.json")}
+    reports = {p.stem: json.loads(p.read_text()) for p in (tmp / name).glob("*.json")}
     return {"command": " ".join(cmd[1:]), "wall_s": wall, "uptime_before": before, "uptime_after": uptime(),
-            "points": len(times), "netsparse_s": times}
+            "points": len(reports), "points_wall_s": sum(r["wall_clock_s"] for r in reports.values()),
+            "netsparse_s": {k: r["strategies"]["netsparse"]["comm_time_s"] for k, r in reports.items()}}
 
 
 def main() -> None:
@@ -62,7 +63,8 @@ def main() -> None:
     same = serial["netsparse_s"] == joblib["netsparse_s"]
     print(f"sensitivity sweep at scale {args.scale:g}: {serial['points']} points; host: {os.cpu_count()} CPUs")
     for name, r in (("serial (basic launcher)", serial), (f"joblib, n_jobs={args.n_jobs}", joblib)):
-        print(f"  {name:<24} {r['wall_s']:7.1f} s   before: {r['uptime_before']}\n"
+        print(f"  {name:<24} {r['wall_s']:7.1f} s (its points' own wall_clock_s: {r['points_wall_s']:.1f} s)   "
+              f"before: {r['uptime_before']}\n"
               f"  {'':<24} {'':>9}   after:  {r['uptime_after']}")
     print(f"  serial / joblib: {serial['wall_s'] / joblib['wall_s']:.2f}x; same modeled times at every point: {same}")
     path = write_result("sweep_launchers", {"scale": args.scale, "n_jobs": args.n_jobs, "same_results": same,

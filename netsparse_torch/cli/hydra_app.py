@@ -67,7 +67,7 @@ def help_text(cli: Cli, overrides: list[str], doc: str) -> str:
     intro = doc.strip().replace("``", "")
     return (f"{intro}\n\n== Configuration groups ==\nCompose your configuration from those groups "
             f"(group=option)\n\n{groups}{chr(10) + added if added else ''}{files}\n\n== Launchers ==\n"
-            f"Sweeps (-m, multirun) run on hydra/launcher: {', '.join(LAUNCHERS)} (docs/experiments.md)\n\n"
+            f"Sweeps (-m, multirun) run on hydra/launcher: {', '.join(LAUNCHERS)} (README, \"Sweeps\")\n\n"
             f"== Config ==\nOverride anything in the config (foo.bar=value); Hydra's own options: --hydra-help\n\n"
             f"{OmegaConf.to_yaml(cfg)}")
 

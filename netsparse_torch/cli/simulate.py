@@ -29,7 +29,10 @@ from netsparse_torch.report.glossary import explain_text
 def _hydra_main(cfg: DictConfig) -> None:
     try:
         with task():
+            from netsparse_torch.malloc import keep_freed_memory
             from netsparse_torch.run.simulation import run  # hw_models and scipy: after the command line's check
+
+            keep_freed_memory()  # again in a launcher's worker process (a joblib worker, a submitit job)
 
             hc = HydraConfig.get() if HydraConfig.initialized() else None
             if hc is None:

@@ -149,8 +149,9 @@ def markdown(kind: str, reports: list[dict]) -> list[str]:
     if kind not in TABLES:
         raise ValueError(f"unknown table {kind!r}; choose one of {', '.join([*TABLES, *SPECIAL])}")
     swept = swept_keys(reports, SHOWN) if kind != "table3" else []
-    head = TABLES[kind][:len(_ID)] if TABLES[kind][:len(_ID)] == _ID else []
-    rest = TABLES[kind][len(head):]
+    cols = TABLES[kind]
+    n_id = next((i for i, c in enumerate(cols) if c not in _ID), len(cols))  # the identity columns lead
+    head, rest = cols[:n_id], cols[n_id:]
     run = ["run"] if kind in ("speedup", "sweep") else []
     rows = ([*(fmt(lookup(r, p), p in _MICRO) for _, p in head), *(fmt(actual_value(r, k)) for k in swept),
              *(fmt(lookup(r, p), p in _MICRO) for _, p in rest), *([r["_file"]] if run else [])] for r in reports)

@@ -8,6 +8,7 @@ loads torch only when a strong-scaling sweep asks for it.
 from __future__ import annotations
 
 import functools
+import json
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -102,11 +103,10 @@ def run(cfg: DictConfig, out_dir: Path | None = None, overrides: list[str] | tup
     point whose report is written already (same settings) is skipped unless ``rerun=true``."""
     t0 = time.perf_counter()
     params = simulate_hardware(cfg)  # the run's one hardware: simulator, baselines and the report's `hardware`
-    k, kernel = gathered_k(cfg), str(cfg.kernel)
+    k = gathered_k(cfg)
     config = _container(cfg)
     ident = identity(config, params.to_dict())
-    name = matrix_name(cfg)
-    dir_path = _report_dir_path(cfg, name, params, k, list(overrides))
+    dir_path = _report_dir_path(cfg, matrix_name(cfg), params, k, list(overrides))
     own = out_dir / "report.json" if out_dir else None
     finished = _finished([dir_path, own], ident) if multirun and not cfg.get("rerun") else None
     if finished is not None:
@@ -114,12 +114,21 @@ def run(cfg: DictConfig, out_dir: Path | None = None, overrides: list[str] | tup
     _refuse_overwrite(dir_path, ident)
     if multirun and cfg.get("report_path"):  # every job of a sweep would write this one path
         _refuse_overwrite(Path(str(cfg.report_path)), ident)
+    report = model(cfg, params, k)
+    report["wall_clock_s"] = time.perf_counter() - t0
+    report["config"] = config
+    report["provenance"] = provenance()
+    _write(report, cfg, [cfg.get("report_path"), dir_path, own])
+    return report
+
+
+def model(cfg: DictConfig, params: HardwareParams, k: int) -> dict:
+    """The modeled report of the configured matrix on ``params``: the analytic optima, the simulator and
+    what ``cfg`` adds (ablation, extra strategies, strong scaling)."""
     a, name = load_matrix(cfg)
-    simulator = with_link_layer(default_simulator(), cfg)
-    mechanisms = _container(cfg.get("mechanisms"))
-    report = analyze(a, params, k=k, kernel=kernel, partition=str(cfg.partition),
-                     simulator=simulator, mechanisms=mechanisms, ablation=bool(cfg.ablation),
-                     progress=_progress, extras=list(cfg.get("strategies") or []),
+    report = analyze(a, params, k=k, kernel=str(cfg.kernel), partition=str(cfg.partition),
+                     simulator=with_link_layer(default_simulator(), cfg), mechanisms=_container(cfg.get("mechanisms")),
+                     ablation=bool(cfg.ablation), progress=_progress, extras=list(cfg.get("strategies") or []),
                      snic_sw_options=_container(cfg.get("snic_sw")) or {})
     report = {"kind": "simulate", **report}
     report["matrix"]["name"] = name
@@ -127,10 +136,13 @@ def run(cfg: DictConfig, out_dir: Path | None = None, overrides: list[str] | tup
         report["matrix"]["label"] = analogs.label(str(cfg.matrix))
     if cfg.get("strong_scaling"):
         report["strong_scaling"] = strong_scaling_block(a, params, cfg, k)
-    report["wall_clock_s"] = time.perf_counter() - t0
-    report["config"] = config
-    report["provenance"] = provenance()
-    paths = write_json(report, cfg.get("report_path"), dir_path, own)
+    return report
+
+
+def _write(report: dict, cfg: DictConfig, targets: list) -> None:
+    """The report to each of ``targets`` (each once), its breakdown CSV beside each, the figures beside
+    the last, and the summary."""
+    paths = write_json(report, *targets)
     csvs = [write_breakdown_csv(report, p.with_suffix(".breakdown.csv")) for p in paths]
     if cfg.get("plots", True) and paths:
         paths += save_figures(report, paths[-1].parent)
@@ -139,7 +151,6 @@ def run(cfg: DictConfig, out_dir: Path | None = None, overrides: list[str] | tup
         print(line)
     for p in paths:
         print(f"  written      {p}")
-    return report
 
 
 def _finished(paths: list[Path | None], ident: dict) -> Path | None:
@@ -170,8 +181,6 @@ def _refuse_overwrite(path: Path | None, ident: dict) -> None:
 
 
 def _read_report(path: Path) -> dict:
-    import json
-
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError) as exc:
