@@ -117,7 +117,7 @@ def test_the_parallelism_that_fits_is_named():
         sweep.check_slurm(peaks, 3)
 
 
-# Measured peak RSS of full-size runs (docs/benchmarks.md, "Full-size analogs"), GiB.
+# Measured peak RSS of full-size runs, GiB (docs/benchmarks.md, "The paper-scale model", its table of the five analogs).
 MEASURED_PEAK_GIB = {"arabic": 3.91, "europe": 2.61, "queen": 2.16, "stokes": 2.49, "uk": 2.55}
 
 
