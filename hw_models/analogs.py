@@ -17,7 +17,9 @@ tolerance that holds at ``@0.01``-``@0.05`` is :data:`SCALED_TOLERANCE`.
 Optional cache: :func:`load` with ``cache_dir`` writes the pattern as ``.npy`` files (read back with
 ``mmap_mode``) beside a JSON sidecar with the generator version, parameters, seed, scale and a
 BLAKE2b checksum; the file name carries a digest of all of them, so a sweep generates each analog
-once and a changed parameter never reads a stale file. A checksum mismatch is one
+once and a changed parameter never reads a stale file. Parallel jobs of a sweep share the cache: one
+generates an analog under a lock (``<stem>.lock``) while the others wait, then read its files; each file
+is written under a temporary name and renamed, so no reader sees half a file. A checksum mismatch is one
 :class:`~hw_models.errors.GraphInputError`.
 """
 
@@ -33,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from hw_models.errors import ConfigError, GraphInputError
+from hw_models.files import locked, temporary, write_text_atomic
 from hw_models.native import graph as _graph
 from hw_models.pattern import Pattern
 
@@ -182,8 +185,11 @@ def load(spec: str, seed: int = 0, cache_dir: str | os.PathLike | None = None) -
     stem = Path(cache_dir) / f"{name}-seed{seed}-{_digest(meta)}"
     if _files(stem)[2].is_file():
         return _read(stem, meta), name
-    pattern = generate(m, scale, seed)
-    _write(stem, meta, pattern)
+    with locked(f"{stem}.lock"):  # a sweep's parallel jobs: one generates, the others wait and read its files
+        if _files(stem)[2].is_file():
+            return _read(stem, meta), name
+        pattern = generate(m, scale, seed)
+        _write(stem, meta, pattern)
     return pattern, name
 
 
@@ -213,14 +219,13 @@ def _write(stem: Path, meta: dict, p: Pattern) -> None:
     indptr_f, indices_f, sidecar = _files(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     for path, arr in ((indptr_f, p.indptr), (indices_f, p.indices)):
-        tmp = path.with_name(path.name + ".tmp")
+        tmp = temporary(path)
         with open(tmp, "wb") as f:
             np.save(f, arr)
         os.replace(tmp, path)
     info = {**meta, "rows": p.n_rows, "nnz": p.nnz, "checksum": {"blake2b": _checksum(p.indptr, p.indices)}}
-    tmp = sidecar.with_name(sidecar.name + ".tmp")
-    tmp.write_text(json.dumps(info, indent=1, sort_keys=True))
-    os.replace(tmp, sidecar)  # last: a sidecar only exists beside complete arrays
+    write_text_atomic(sidecar, json.dumps(info, indent=1, sort_keys=True))  # last: only beside complete arrays
+
 
 
 def _read(stem: Path, meta: dict) -> Pattern:

@@ -28,6 +28,9 @@ class Cli:
     groups: tuple[str, ...]
     open_keys: Callable
     add_groups: tuple[str, ...] = ()
+    file_groups: tuple[str, ...] = ()
+    """Groups whose choice may be a YAML file instead (``hw=path/to/file.yaml``): the command line's
+    ``<group>=<file>`` becomes ``<group>_file=<absolute path>`` (:func:`file_choices`), a key of the config."""
 
 
 # -- the keys each CLI reads that no YAML lists --------------------------------------------------------
@@ -97,7 +100,8 @@ def hardware_keys(prefix: str) -> set[str]:
 
 
 TRAIN = Cli("netsparse-train", "train", GROUPS, train_open_keys)
-SIMULATE = Cli("netsparse-simulate", "simulate", ("hw", "assumption"), simulate_open_keys, add_groups=("experiment",))
+SIMULATE = Cli("netsparse-simulate", "simulate", ("hw", "assumption"), simulate_open_keys, add_groups=("experiment",),
+               file_groups=("hw",))
 PARTITION = Cli("netsparse-partition", "partition", ("dataset",), dataset_params)
 
 
@@ -106,8 +110,23 @@ PARTITION = Cli("netsparse-partition", "partition", ("dataset",), dataset_params
 OTHER_CONFIG_FLAGS = ("-cn", "--config-name", "-cp", "--config-path", "-cd", "--config-dir")
 
 
+def file_choices(args: list[str], cli: Cli) -> list[str]:
+    """``args`` with each ``<group>=<file>.yaml`` of ``cli.file_groups`` (every value of a sweep a YAML
+    file) as ``<group>_file=<absolute path>``: absolute, because a launcher's job may start elsewhere."""
+    out = []
+    for arg in args:
+        group, sep, value = arg.partition("=")
+        files = value.split(",")
+        if sep and group in cli.file_groups and all(f.endswith((".yaml", ".yml")) for f in files):
+            arg = f"{group}_file=" + ",".join(str(Path(f).expanduser().resolve()) for f in files)
+        out.append(arg)
+    return out
+
+
 def check_command_line(args: list[str], cli: Cli) -> None:
-    """Every config group choice and every key of ``args`` (a CLI's ``sys.argv[1:]``) is one ``cli`` reads."""
+    """Every config group choice and every key of ``args`` (a CLI's ``sys.argv[1:]``) is one ``cli`` reads
+    (a group's YAML file, ``hw=path/to/file.yaml``, as the key :func:`file_choices` makes of it)."""
+    args = file_choices(args, cli)
     check_group_overrides(args, config_dir(), cli)
     check_override_keys(args, config_dir(), cli)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from netsparse_torch.cli.hydra_app import fail, run_app, task
+from netsparse_torch.cli.hydra_app import job_failed, run_app, task
 from netsparse_torch.config_check import config_dir
 from netsparse_torch.config_keys import PARTITION
 from netsparse_torch.errors import ConfigError, NetsparseError
@@ -72,7 +72,7 @@ def _hydra_main(cfg: DictConfig) -> None:
         with task():
             run(cfg)
     except NetsparseError as exc:
-        fail(PARTITION.prog, exc)
+        job_failed(PARTITION.prog, exc)
 
 
 def main() -> None:

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
+from hw_models.files import locked, write_text_atomic
 from netsparse_torch.errors import ConfigError, DatasetNotFoundError, PartitionedDatasetError
 from netsparse_torch.graph import EdgeWeights, Graph
 from netsparse_torch.partition.partitioning import Partitioning
@@ -93,8 +93,15 @@ def _on_pattern(values: sp.csr_matrix, pattern: sp.csr_matrix) -> np.ndarray:
 
 def write_partitioned(graph: Graph, partitioning: Partitioning, out: Path | str, source: dict | None = None,
                       progress: bool = True) -> dict:
-    """Write ``graph`` cut by ``partitioning`` to the directory ``out``; returns the manifest."""
+    """Write ``graph`` cut by ``partitioning`` to the directory ``out``; returns the manifest. Two writers
+    of one directory (parallel jobs of a sweep) take turns: a lock beside it (``.<out>.lock``)."""
     out = Path(out)
+    with locked(out.parent / f".{out.name}.lock"):
+        return _write_partitioned(graph, partitioning, out, source, progress)
+
+
+def _write_partitioned(graph: Graph, partitioning: Partitioning, out: Path, source: dict | None,
+                       progress: bool) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).unlink(missing_ok=True)  # until the new one is complete, the directory is not a dataset
     order = partitioning.order if partitioning.order is not None else np.arange(graph.num_nodes, dtype=np.int64)
@@ -121,9 +128,7 @@ def write_partitioned(graph: Graph, partitioning: Partitioning, out: Path | str,
         "edge_cut": sum(p["edge_cut"] for p in per_part),
         "per_part": per_part,
     }
-    tmp = out / f"{MANIFEST}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=1))
-    os.replace(tmp, out / MANIFEST)
+    write_text_atomic(out / MANIFEST, json.dumps(manifest, indent=1))
     return manifest
 
 

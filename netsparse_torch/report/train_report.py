@@ -9,6 +9,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from hw_models.files import write_text_atomic
 from netsparse_torch.report.provenance import provenance
 
 #: The per-rank summary of the report: partition sizes, the rank's peak RSS (getrusage, bytes), and its
@@ -111,7 +112,7 @@ def write_json(report: dict, *paths: Path | str | None) -> list[Path]:
             continue
         p = Path(p)
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
+        write_text_atomic(p, text)  # a sweep's reader (collect, a rerun's skip) never sees half a report
         written.append(p)
     return written
 
