@@ -20,8 +20,9 @@ from omegaconf import DictConfig, OmegaConf
 from netsparse_torch.config_check import config_dir
 from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.graph import load_dataset
+from netsparse_torch.partition.analog import partition_dataset
 from netsparse_torch.partition.dataset import PartitionedDataset, write_partitioned
-from netsparse_torch.partition.partitioning import partition_graph, partition_settings
+from netsparse_torch.partition.partitioning import partition_settings
 
 
 def run(cfg: DictConfig) -> dict:
@@ -39,7 +40,7 @@ def run(cfg: DictConfig) -> dict:
     t0 = time.perf_counter()
     print(f"netsparse-partition: {graph.name} ({graph.num_nodes:,} nodes, {graph.nnz:,} nnz) -> "
           f"{cfg.parts} parts by {cfg.partition}", flush=True)
-    partitioning = partition_graph(graph.adj, int(cfg.parts), str(cfg.partition), **partition_settings(cfg))
+    graph, partitioning = partition_dataset(graph, int(cfg.parts), str(cfg.partition), **partition_settings(cfg))
     times["partition_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     source = {"dataset": OmegaConf.to_container(cfg.dataset, resolve=True), "times": times}

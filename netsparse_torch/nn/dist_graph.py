@@ -16,6 +16,7 @@ from netsparse_torch.graph import Graph, from_pyg
 from netsparse_torch.kernels import CSR
 from netsparse_torch.nn import training
 from netsparse_torch.partition import PartitionedDataset, Partitioning, Shard, rank_shard
+from netsparse_torch.partition.analog import AnalogDataset
 from netsparse_torch.partition.source import Source
 from netsparse_torch.plan import build_plan
 from netsparse_torch.plan.plan import request_rows
@@ -35,7 +36,7 @@ class AttentionPattern:
 def _as_source(data) -> Source:
     """``data`` as one of the inputs :func:`~netsparse_torch.partition.rank_shard` reads: a PyG ``Data``
     (anything with an ``edge_index``) becomes a :class:`Graph`; anything else unknown is one error."""
-    if isinstance(data, (Graph, PartitionedDataset, Shard, str, Path)):
+    if isinstance(data, (Graph, PartitionedDataset, AnalogDataset, Shard, str, Path)):
         return data
     if getattr(data, "edge_index", None) is not None:
         return from_pyg(data)
