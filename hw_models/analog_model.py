@@ -128,17 +128,19 @@ def analog_training(m: analogs.PaperMatrix, scale: float, seed: int, params: Har
     """:func:`~hw_models.analysis.modeled_training` of the analog ``m`` at ``scale``, through the cache in
     ``cache_dir`` (none: everything computed). The pattern is generated (or read from ``analog_cache``)
     only when a gather is missing, after a check that it fits in ``memory_bytes`` (default: what
-    :func:`available_bytes` says). ``progress`` wraps the list of gathers simulated. The block has one
-    key more than ``modeled_training``'s: ``matrix`` (the analog's rows and nonzeros)."""
+    :func:`available_bytes` says). ``progress`` wraps the list of gathers simulated. The block has two
+    keys more than ``modeled_training``'s: ``matrix`` (the analog's rows and nonzeros) and ``model_cache``
+    (the cache file, whether the pattern was generated, the gathers computed rather than read)."""
     specs = gather_specs(gathers)
     cache = None if cache_dir is None else AnalogModelCache(cache_dir, m, scale, seed, params, partition,
                                                             simulator is not None)
-    if cache is None or not cache.complete(specs):
+    todo = list(dict.fromkeys(specs)) if cache is None else cache.missing(specs)
+    generated = cache is None or not cache.complete(specs)
+    if generated:
         check_fits(m, scale, memory_bytes)
         a, _ = analogs.load(f"paper:{m.name}@{scale:g}", seed, analog_cache)
         w = workload_for(a, params, partition)
         work = compute.NodeWork.of(w)
-        todo = list(dict.fromkeys(specs)) if cache is None else cache.missing(specs)
         computed = {}
         for spec in (progress or list)(todo):
             computed[spec] = gather_comm_times(a, w, params, *spec, simulator)
@@ -151,6 +153,8 @@ def analog_training(m: analogs.PaperMatrix, scale: float, seed: int, params: Har
         work, computed = cache.work(), {s: cache.comm(s) for s in dict.fromkeys(specs)}
     block = training_block(params, specs, work, computed, compute_model, partition, simulator is not None)
     block["matrix"] = {"rows": int(work.rows.sum()), "nnz": int(work.nnz.sum())}
+    block["model_cache"] = {"path": None if cache is None else str(cache.path), "pattern_generated": generated,
+                            "gathers_computed": [{"k": k, "kernel": kernel} for k, kernel in todo]}
     return block
 
 

@@ -122,15 +122,15 @@ def modeled_block(cfg, graph, hardware, log=None) -> dict | None:
     specs = [(g["k"], g["kernel"]) for g in gathers]
     if _is_analog(graph):
         block = _analog_block(graph, graph.scale, hardware, specs, model, partition, log)
-        block["adjacency"] = _analog_adjacency(graph.spec, str(cfg.model.name))
+        block["adjacency"] = _analog_adjacency(_spec(graph.matrix.name, graph.scale), str(cfg.model.name))
     else:
         adj, source = _whole_adjacency(graph)
         block = modeled_training(adj, hardware, specs, model, partition, default_simulator())
         block["adjacency"] = source
     block = _labelled(block, gathers, model, cluster)
     if _full_size(cluster):
-        full = _analog_block(graph, 1.0, hardware, specs, model, partition, log)
-        full["adjacency"] = _analog_adjacency(f"paper:{graph.matrix.name}", str(cfg.model.name))
+        full = _analog_block(graph, FULL_SCALE, hardware, specs, model, partition, log)
+        full["adjacency"] = _analog_adjacency(_spec(graph.matrix.name, FULL_SCALE), str(cfg.model.name))
         block["full_size"] = _labelled(full, gathers, model, cluster)
     return block
 
@@ -147,6 +147,14 @@ def _labelled(block: dict, gathers: list[dict], model, cluster) -> dict:
     for g, row in zip(gathers, block["per_gather"], strict=True):
         row.update(layer=g["layer"], direction=g["direction"])
     return {"what": WHAT, "cluster_name": str(cluster.name), **{k: v for k, v in block.items() if k != "what"}}
+
+
+FULL_SCALE = 1.0
+"""The scale of ``modeled.full_size``: the paper's full-size matrix (tests shrink it to afford a run)."""
+
+
+def _spec(matrix: str, scale: float) -> str:
+    return f"paper:{matrix}" + ("" if scale == 1 else f"@{scale!r}")
 
 
 def _is_analog(graph) -> bool:
@@ -169,12 +177,12 @@ def _analog_block(graph, scale: float, hardware, specs: list, model, partition: 
     from netsparse_torch.model_process import model_cache_dir, run_model
 
     name = analogs.display_name(graph.matrix, scale)
+    spec = _spec(graph.matrix.name, scale)
     result = run_model({"name": name, "matrix": graph.matrix.name, "scale": scale, "seed": graph.analog_seed,
                         "hardware": hardware, "gathers": specs, "compute_model": model, "partition": partition,
                         "cache_dir": str(model_cache_dir()), "analog_cache": graph.analog_cache}, log)
     block = result["block"]
-    block["graph"] = {"name": name, "label": analogs.label(f"paper:{graph.matrix.name}@{scale:g}"),
-                      **block.pop("matrix")}
+    block["graph"] = {"name": name, "spec": spec, "label": analogs.label(spec), **block.pop("matrix")}
     block["process"] = {"peak_rss_bytes": result["peak_rss_bytes"], "wall_s": result["wall_s"],
                         "what": "measured: the process that modeled this block (it held the whole pattern when a "
                                 "gather was not cached; no rank did)"}
@@ -203,10 +211,10 @@ def _check_full_size_fits(cfg, graph, hardware) -> None:
     from netsparse_torch.model_process import model_cache_dir
 
     specs = gather_specs([(g["k"], g["kernel"]) for g in _gathers(cfg, graph)])
-    cache = AnalogModelCache(model_cache_dir(), graph.matrix, 1.0, graph.analog_seed, hardware,
+    cache = AnalogModelCache(model_cache_dir(), graph.matrix, FULL_SCALE, graph.analog_seed, hardware,
                              _virtual_partition(cfg), True)
     if not cache.complete(specs):
-        check_fits(graph.matrix, 1.0)
+        check_fits(graph.matrix, FULL_SCALE)
 
 
 def _virtual_partition(cfg) -> str:

@@ -51,7 +51,11 @@ class AnalogDataset:
 
     def __init__(self, matrix: str, scale: float, num_features: int = 16, num_classes: int = 4, seed: int = 0,
                  analog_seed: int = 0, analog_cache: str | None = None):
-        self.matrix, self.scale = analogs.parse(f"paper:{matrix}@{scale}")
+        if matrix not in analogs.PAPER_MATRICES:
+            raise ConfigError(f"unknown dataset.matrix {matrix!r}; choose one of {', '.join(analogs.PAPER_MATRICES)}")
+        if not 0 < scale <= 1:  # also NaN
+            raise ConfigError(f"dataset.scale must be in (0, 1], got {scale:g}")
+        self.matrix, self.scale = analogs.PAPER_MATRICES[matrix], float(scale)
         if num_features < 1 or num_classes < 2:
             raise ConfigError(f"dataset=paper needs num_features >= 1 and num_classes >= 2, got "
                               f"{num_features} and {num_classes}")
@@ -72,7 +76,7 @@ class AnalogDataset:
     @property
     def spec(self) -> str:
         """The ``netsparse-simulate`` matrix of this graph, ``paper:<matrix>@<scale>``."""
-        return f"paper:{self.matrix.name}@{self.scale:g}"
+        return f"paper:{self.matrix.name}@{self.scale!r}"
 
     @property
     def name(self) -> str:

@@ -34,7 +34,7 @@ from tqdm import tqdm
 
 import netsparse_torch.backend  # noqa: F401  (registers the "netsparse" backend)
 from netsparse_torch.errors import NetsparseError
-from netsparse_torch.malloc import keep_freed_memory
+from netsparse_torch.malloc import RANK_LARGEST_KEPT, keep_freed_memory
 from netsparse_torch.run.forkserver import start_forkserver
 from netsparse_torch.run.torchrun import under_torchrun
 from netsparse_torch.signals import raise_if_stopped, rank_signals, stop_processes, torchrun_worker_signals
@@ -51,7 +51,7 @@ STOP_GRACE_S = 2.0
 
 
 def init_rank(rank: int, world_size: int, timeout_s: float, backend: str = "netsparse") -> None:
-    keep_freed_memory()
+    keep_freed_memory(RANK_LARGEST_KEPT)
     dist.init_process_group(backend, rank=rank, world_size=world_size,
                             timeout=datetime.timedelta(seconds=timeout_s))
 
