@@ -131,20 +131,16 @@ class AnalogDataset:
         adj = sp.csr_matrix((np.ones(indices.size, dtype=np.float32), indices, indptr),
                             shape=(r1 - r0, self.num_nodes))
         del indptr, indices  # scipy keeps int32 copies where they fit
-        row_sum = np.diff(adj.indptr).astype(np.float64)
-        own = np.repeat(np.arange(r0, r1, dtype=np.int64), np.diff(adj.indptr))
-        row_loop = np.zeros(r1 - r0, dtype=bool)
-        row_loop[own[adj.indices == own] - r0] = True
-        del own
         cols = np.unique(adj.indices)
         halo = cols[(cols < r0) | (cols >= r1)].astype(np.int64)
+        del cols
         halo_nnz, halo_loop = analogs.row_degrees(self.matrix, self.scale, self.analog_seed, halo)
         ids = np.arange(r0, r1, dtype=np.int64)
         shard = Shard(self.name, partitioning.mode, part, partitioning.bounds, adj,
                       torch.from_numpy(self.features(ids)), torch.empty(0, dtype=torch.long),
-                      *self.split_masks(ids), self.num_classes, ids, row_sum, row_loop, halo,
-                      halo_nnz.astype(np.float64), halo_loop)
-        shard.y = torch.from_numpy(self._teacher_labels(shard, cols))
+                      *self.split_masks(ids), self.num_classes, ids, np.diff(adj.indptr).astype(np.float64),
+                      _diagonal(adj, r0), halo, halo_nnz.astype(np.float64), halo_loop)
+        shard.y = torch.from_numpy(self._teacher_labels(shard))
         return shard
 
     def features(self, ids: np.ndarray) -> np.ndarray:
@@ -161,21 +157,29 @@ class AnalogDataset:
         gen = torch.Generator().manual_seed(self.seed)
         return torch.randn(self.num_features, self.num_classes, generator=gen, dtype=torch.float64).numpy()
 
-    def _teacher_labels(self, shard: Shard, cols: np.ndarray) -> np.ndarray:
-        """``argmax(Â X W)`` of the shard's rows; ``cols`` are the sorted columns its rows read. Each row's
-        sums run in the same order at every partition (column order, features in order), so a node
-        gets the same label at every world size."""
-        a = gcn_norm_rows(shard.adj, shard.row_start, shard.lookup).astype(np.float64)
-        own = np.arange(shard.row_start, shard.row_start + shard.num_rows, dtype=np.int64)
-        cols = np.union1d(cols, own)  # the self loops GCN adds
-        local = sp.csr_matrix((a.data, np.searchsorted(cols, a.indices), a.indptr), shape=(a.shape[0], cols.size))
+    def _teacher_labels(self, shard: Shard) -> np.ndarray:
+        """``argmax(Â X W)`` of the shard's rows, a block of rows at a time (bounded temporaries). Each row's
+        sums run in the same order at every partition (column order, features in order), so a node gets
+        the same label at every world size."""
         w = self.teacher()
-        xw = np.zeros((cols.size, self.num_classes))
-        for start in range(0, cols.size, 1 << 18):  # bounded temporaries
-            x = self.features(cols[start:start + (1 << 18)]).astype(np.float64)
+        y = np.empty(shard.num_rows, dtype=np.int64)
+        for a, b in _row_chunks(shard.adj.indptr):
+            rows = shard.adj[a:b]
+            norm = gcn_norm_rows(rows, shard.row_start + a, shard.lookup).astype(np.float64)
+            cols = np.unique(norm.indices)  # the rows' columns, the self loops GCN adds among them
+            local = sp.csr_matrix((norm.data, np.searchsorted(cols, norm.indices), norm.indptr),
+                                  shape=(b - a, cols.size))
+            y[a:b] = np.asarray(local @ self._times_teacher(cols, w)).argmax(axis=1)
+        return y
+
+    def _times_teacher(self, ids: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """``X[ids] @ W`` in float64, summed feature by feature (the same order for any set of ids)."""
+        xw = np.zeros((ids.size, self.num_classes))
+        for start in range(0, ids.size, _CHUNK):
+            x = self.features(ids[start:start + _CHUNK]).astype(np.float64)
             for f in range(self.num_features):
                 xw[start:start + x.shape[0]] += x[:, f:f + 1] * w[f]
-        return np.asarray(local @ xw).argmax(axis=1).astype(np.int64)
+        return xw
 
     # -- the whole graph: tests, metis; never on a rank's path -----------------------------------------------
     def graph(self) -> Graph:
@@ -183,6 +187,29 @@ class AnalogDataset:
         s = self.shard(0, Partitioning("rows", np.array([0, self.num_nodes], dtype=np.int64)))
         adj = sp.csr_matrix(s.adj)
         return Graph(self.name, adj, s.x, s.y, s.train_mask, s.val_mask, s.test_mask, self.num_classes).validate()
+
+
+_CHUNK = 1 << 18
+"""Rows, or nonzeros, per block of the shard's one-off computations (our choice: temporaries of a few
+tens of MB, against a rank's hundreds)."""
+
+
+def _row_chunks(indptr: np.ndarray):
+    """``(a, b)`` row blocks of about :data:`_CHUNK` nonzeros (at least one row each)."""
+    n, a = len(indptr) - 1, 0
+    while a < n:
+        b = max(a + 1, min(n, int(np.searchsorted(indptr, indptr[a] + _CHUNK, side="right")) - 1))
+        yield a, b
+        a = b
+
+
+def _diagonal(adj: sp.csr_matrix, row_start: int) -> np.ndarray:
+    """Whether each row of ``adj`` (global column ids, first row ``row_start``) holds its diagonal entry."""
+    out = np.zeros(adj.shape[0], dtype=bool)
+    for a, b in _row_chunks(adj.indptr):
+        own = np.repeat(np.arange(a, b) + row_start, np.diff(adj.indptr[a:b + 1]))
+        out[own[adj.indices[adj.indptr[a]:adj.indptr[b]] == own] - row_start] = True
+    return out
 
 
 def _scale(value) -> float:
