@@ -14,7 +14,11 @@ from hw_models import analogs
 from netsparse_torch.report import collect
 from netsparse_torch.run import simulation as simulate
 
-EXPERIMENTS = sorted(p.stem for p in (ROOT / "configs" / "experiment").glob("*.yaml"))
+ALL_EXPERIMENTS = sorted(p.stem for p in (ROOT / "configs" / "experiment").glob("*.yaml"))
+#: Experiments of netsparse-train (they choose a training dataset); the others are netsparse-simulate's.
+TRAIN_EXPERIMENTS = [n for n in ALL_EXPERIMENTS
+                     if "override /dataset" in (ROOT / "configs" / "experiment" / f"{n}.yaml").read_text()]
+EXPERIMENTS = [n for n in ALL_EXPERIMENTS if n not in TRAIN_EXPERIMENTS]
 KARATE = DATA / "mtx_small" / "karate.mtx"
 SMALL = [f"matrix={KARATE}", "nodes=4", "rack_size=2", "plots=false", "compute_models=[spade]"]
 # a 400-row synthetic matrix on 4 nodes stands in for the paper analogs the sweeps name
@@ -34,9 +38,33 @@ def _points(name: str) -> list[list[str]]:
 
 def test_every_experiment_is_documented_with_its_command():
     doc = (ROOT / "docs" / "experiments.md").read_text()
-    assert EXPERIMENTS
+    assert EXPERIMENTS and TRAIN_EXPERIMENTS == ["paper_training"]
     for name in EXPERIMENTS:
         assert f"python -m netsparse_torch.cli.simulate +experiment={name}" in doc, name
+    for name in TRAIN_EXPERIMENTS:
+        assert f"python -m netsparse_torch.cli.train +experiment={name}" in doc, name
+
+
+def test_paper_training_runs_and_collects(tmp_path, monkeypatch):
+    """+experiment=paper_training at a test's size (one tiny analog, 2 ranks; the full-size block at a
+    stand-in scale), and its collect table: one row per run with the measured and modeled columns."""
+    from cli import train_here
+
+    monkeypatch.setattr("netsparse_torch.modeled.FULL_SCALE", 1e-4)
+    sweep = _sweep("paper_training")
+    assert sweep == {"dataset.matrix": ["arabic", "europe", "queen", "stokes", "uk"]}
+    report, _ = train_here(tmp_path, "+experiment=paper_training", "dataset.matrix=europe", "dataset.scale=5e-5",
+                           "world_size=2", "epochs=1", f"report_path={tmp_path / 'out' / 'europe.json'}")
+    assert report["strategy"] == "netsparse" and report["modeled"]["full_size"]["graph"]["rows"] == 5091
+    table = collect.markdown("paper_training", collect.load_reports(tmp_path / "out"))
+    assert len(table) == 3 and table[0].startswith("| analog | rows | nonzeros | ranks | strategy | epoch s (measured)")
+    m, full = report["modeled"], report["modeled"]["full_size"]
+    cells = table[2].strip("| ").split(" | ")
+    assert cells[:5] == ["paper-europe@5e-05", "2,546", collect.fmt(report["dataset"]["nnz"]), "2", "netsparse"]
+    assert cells[8] == (f"{collect.fmt(m['comm_speedup']['netsparse_vs_su_opt'])}x / "
+                        f"{collect.fmt(m['comm_speedup']['netsparse_vs_sa_opt'])}x")
+    assert cells[11] == (f"{collect.fmt(full['end_to_end_speedup']['none']['netsparse_vs_su_opt'])}x / "
+                         f"{collect.fmt(full['end_to_end_speedup']['none']['netsparse_vs_sa_opt'])}x")
 
 
 def test_swept_matrices_exist():

@@ -63,12 +63,13 @@ def rank_bytes(rank, world_size, data, strategy):
 
 @pytest.mark.parametrize("strategy", ["sa", "netsparse"])
 def test_per_rank_memory_falls_as_the_world_size_grows(strategy):
-    """Nothing a rank holds scales with the whole graph: its largest rank's bytes at 2 and 4 ranks are
-    close to a half and a quarter of one rank's (the halo and per-rank constants on top)."""
+    """Nothing a rank holds scales with the whole graph: the largest rank's bytes fall with every doubling
+    of the ranks, by about half from 2 to 4 (from 1 to 2 less: a rank of several also keeps its adjacency
+    split into own and halo columns)."""
     data = AnalogDataset("europe", 0.002, num_features=16)  # 101,824 rows
     held = {ws: launch(rank_bytes, ws, (data, strategy)) for ws in (1, 2, 4)}
     assert held[1] > 20 * 2**20  # the whole graph's rows, features and adjacency on one rank
-    assert held[2] < 0.6 * held[1] and held[4] < 0.35 * held[1], held
+    assert held[2] < 0.7 * held[1] and held[4] < 0.55 * held[2], held
 
 
 def _simulate(spec: str, k: int) -> dict:
