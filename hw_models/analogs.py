@@ -192,10 +192,19 @@ def row_degrees(m: PaperMatrix, scale: float, seed: int, ids: np.ndarray) -> tup
 
 def row_counts(m: PaperMatrix, scale: float, seed: int, chunk: int = 1 << 22) -> np.ndarray:
     """Nonzeros of every row (int64): one counting pass, ``chunk`` rows generated at a time, so it holds
-    8 B per row and never the pattern (``partition=nnz``'s row pointer, the nonzero total)."""
+    8 B per row and never the pattern (``partition=nnz``'s row pointer)."""
+    return np.concatenate(list(_counts(m, scale, seed, chunk)))
+
+
+def count_nonzeros(m: PaperMatrix, scale: float, seed: int, chunk: int = 1 << 22) -> int:
+    """The analog's nonzeros: the counting pass of :func:`row_counts`, holding one chunk's counts at a time."""
+    return sum(int(c.sum()) for c in _counts(m, scale, seed, chunk))
+
+
+def _counts(m: PaperMatrix, scale: float, seed: int, chunk: int):
     n = scaled_rows(m, scale)
-    return np.concatenate([row_degrees(m, scale, seed, np.arange(b, min(b + chunk, n), dtype=np.int64))[0]
-                           for b in range(0, n, chunk)])
+    for b in range(0, n, chunk):
+        yield row_degrees(m, scale, seed, np.arange(b, min(b + chunk, n), dtype=np.int64))[0]
 
 
 def pattern_bytes(m: PaperMatrix, scale: float = 1.0) -> int:

@@ -53,10 +53,13 @@ def test_paper_training_runs_and_collects(tmp_path, monkeypatch):
     monkeypatch.setattr("netsparse_torch.modeled.FULL_SCALE", 1e-4)
     sweep = _sweep("paper_training")
     assert sweep == {"dataset.matrix": ["arabic", "europe", "queen", "stokes", "uk"]}
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=["+experiment=paper_training", "dataset.matrix=uk"])
+    assert cfg.report_path == "outputs/experiments/paper_training/uk@0.01.json" and cfg.cluster.full_size
     report, _ = train_here(tmp_path, "+experiment=paper_training", "dataset.matrix=europe", "dataset.scale=5e-5",
-                           "world_size=2", "epochs=1", f"report_path={tmp_path / 'out' / 'europe.json'}")
+                           "world_size=2", "epochs=1")
     assert report["strategy"] == "netsparse" and report["modeled"]["full_size"]["graph"]["rows"] == 5091
-    table = collect.markdown("paper_training", collect.load_reports(tmp_path / "out"))
+    table = collect.markdown("paper_training", collect.load_reports(tmp_path))
     assert len(table) == 3 and table[0].startswith("| analog | rows | nonzeros | ranks | strategy | epoch s (measured)")
     m, full = report["modeled"], report["modeled"]["full_size"]
     cells = table[2].strip("| ").split(" | ")

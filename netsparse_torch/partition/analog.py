@@ -87,14 +87,10 @@ class AnalogDataset:
         return analogs.label(self.spec)
 
     @property
-    def digest(self) -> str:
-        return analogs.digest(self.matrix, self.scale, self.analog_seed)
-
-    @property
     def nnz(self) -> int:
-        """Nonzeros of the whole pattern: one counting pass (8 B per row at a time), done once."""
+        """Nonzeros of the whole pattern: one counting pass (a chunk of rows at a time), done once."""
         if self._nnz is None:
-            self._nnz = int(self.row_counts().sum())
+            self._nnz = analogs.count_nonzeros(self.matrix, self.scale, self.analog_seed)
         return self._nnz
 
     def row_counts(self) -> np.ndarray:
