@@ -146,3 +146,11 @@ def test_scipy_keeps_int32_indices_of_a_generated_shard():
     s = small.shard(1, partition_dataset(small, 2)[1])
     assert s.adj.indices.dtype == np.int32 and s.adj.indptr.dtype == np.int32
     assert isinstance(s.adj, sp.csr_matrix)
+
+
+def test_sorted_unique_is_numpys_unique():
+    from hw_models.pattern import sorted_unique
+
+    rng = np.random.default_rng(0)
+    for a in (rng.integers(0, 50, 1000).astype(np.int32), rng.integers(-5, 5, 7), np.empty(0, dtype=np.int64)):
+        assert np.array_equal(sorted_unique(a), np.unique(a)) and sorted_unique(a).dtype == a.dtype

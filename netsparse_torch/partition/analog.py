@@ -22,6 +22,7 @@ import torch
 from hw_models import analogs
 from hw_models.bounds import ROW_MODES, row_bounds
 from hw_models.native import graph as _native
+from hw_models.pattern import sorted_unique
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.graph import Graph
 from netsparse_torch.graph.normalize import gcn_norm_rows
@@ -127,7 +128,7 @@ class AnalogDataset:
         adj = sp.csr_matrix((np.ones(indices.size, dtype=np.float32), indices, indptr),
                             shape=(r1 - r0, self.num_nodes))
         del indptr, indices  # scipy keeps int32 copies where they fit
-        cols = np.unique(adj.indices)
+        cols = sorted_unique(adj.indices)
         halo = cols[(cols < r0) | (cols >= r1)].astype(np.int64)
         del cols
         halo_nnz, halo_loop = analogs.row_degrees(self.matrix, self.scale, self.analog_seed, halo)
@@ -154,27 +155,29 @@ class AnalogDataset:
         return torch.randn(self.num_features, self.num_classes, generator=gen, dtype=torch.float64).numpy()
 
     def _teacher_labels(self, shard: Shard) -> np.ndarray:
-        """``argmax(Â X W)`` of the shard's rows, a block of rows at a time (bounded temporaries). Each row's
-        sums run in the same order at every partition (column order, features in order), so a node gets
-        the same label at every world size."""
+        """``argmax(Â X W)`` of the shard's rows, a block of rows at a time (bounded temporaries). ``X W`` is
+        formed once per node, own and halo, and each row's sum runs in column order: a node gets the
+        same label at every world size."""
         w = self.teacher()
-        y = np.empty(shard.num_rows, dtype=np.int64)
+        xw = np.concatenate([self._times_teacher(shard.x.numpy(), w),
+                             self._times_teacher(self.features(shard.halo_ids), w)])
+        r0, n = shard.row_start, shard.num_rows
+        y = np.empty(n, dtype=np.int64)
         for a, b in _row_chunks(shard.adj.indptr):
-            rows = shard.adj[a:b]
-            norm = gcn_norm_rows(rows, shard.row_start + a, shard.lookup).astype(np.float64)
-            cols = np.unique(norm.indices)  # the rows' columns, the self loops GCN adds among them
-            local = sp.csr_matrix((norm.data, np.searchsorted(cols, norm.indices), norm.indptr),
-                                  shape=(b - a, cols.size))
-            y[a:b] = np.asarray(local @ self._times_teacher(cols, w)).argmax(axis=1)
+            norm = gcn_norm_rows(shard.adj[a:b], r0 + a, shard.lookup).astype(np.float64)
+            own = (norm.indices >= r0) & (norm.indices < r0 + n)
+            slot = np.where(own, norm.indices - r0, n + np.searchsorted(shard.halo_ids, norm.indices))
+            local = sp.csr_matrix((norm.data, slot, norm.indptr), shape=(b - a, xw.shape[0]))
+            y[a:b] = np.asarray(local @ xw).argmax(axis=1)
         return y
 
-    def _times_teacher(self, ids: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """``X[ids] @ W`` in float64, summed feature by feature (the same order for any set of ids)."""
-        xw = np.zeros((ids.size, self.num_classes))
-        for start in range(0, ids.size, _CHUNK):
-            x = self.features(ids[start:start + _CHUNK]).astype(np.float64)
+    def _times_teacher(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """``x @ W`` in float64, summed feature by feature: the same order for any set of rows."""
+        xw = np.zeros((x.shape[0], self.num_classes))
+        for start in range(0, x.shape[0], _CHUNK):
+            block = x[start:start + _CHUNK].astype(np.float64)
             for f in range(self.num_features):
-                xw[start:start + x.shape[0]] += x[:, f:f + 1] * w[f]
+                xw[start:start + block.shape[0]] += block[:, f:f + 1] * w[f]
         return xw
 
     # -- the whole graph: tests, metis; never on a rank's path -----------------------------------------------
