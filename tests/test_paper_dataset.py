@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
-from cli import run_cli
+from cli import run_cli, train_here
 
 from hw_models import analogs
 from hw_models.native import graph as native
@@ -107,16 +107,21 @@ def test_metis_above_its_limit_is_one_line():
     (["dataset.matrix=europa"], "unknown dataset.matrix 'europa'; choose one of arabic, europe, queen, stokes, uk"),
     (["dataset.scale=0"], "dataset.scale must be in (0, 1], got 0"),
     (["dataset.scale=1.5"], "dataset.scale must be in (0, 1], got 1.5"),
-    (["dataset.scale=1e-5"], "paper:europe@1e-05 has 509 rows; the analog needs at least 2048"),
     (["dataset.scale=abc"], "dataset.scale must be a number in (0, 1], got 'abc'"),
+    (["dataset.scale=1e-5"], "paper:europe@1e-05 has 509 rows; the analog needs at least 2048"),
     (["dataset.scale=0.1", "partition=metis"], "partition=metis needs the whole graph in one process"),
 ])
-def test_bad_input_is_one_line(tmp_path, overrides, message):
-    proc = run_cli("netsparse_torch.cli.train", "dataset=paper", *overrides, "epochs=1",
+def test_bad_input_is_one_error_before_any_rank(tmp_path, overrides, message):
+    with pytest.raises(ConfigError) as err:
+        train_here(tmp_path, "dataset=paper", *overrides, "epochs=1")
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_bad_input_is_one_line_from_the_cli(tmp_path):
+    proc = run_cli("netsparse_torch.cli.train", "dataset=paper", "dataset.scale=1.5", "epochs=1",
                    f"hydra.run.dir={tmp_path}", timeout=120)
     assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("netsparse-train: error: ") and message in lines[0], proc.stderr
+    assert proc.stderr.strip().splitlines() == ["netsparse-train: error: dataset.scale must be in (0, 1], got 1.5"]
 
 
 def test_partition_cli_writes_generated_parts(tmp_path):
