@@ -61,8 +61,19 @@ def model(request: dict) -> dict:
                             request["compute_model"], request["partition"], default_simulator(),
                             cache_dir=request["cache_dir"], analog_cache=request.get("analog_cache"),
                             progress=lambda specs: _progress(specs, request["name"], request.get("log")))
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
-    return {"block": block, "peak_rss_bytes": int(peak), "wall_s": time.perf_counter() - t0}
+    return {"block": block, "peak_rss_bytes": peak_rss_bytes(), "wall_s": time.perf_counter() - t0}
+
+
+def peak_rss_bytes() -> int:
+    """This process's own peak RSS: ``VmHWM`` on Linux. getrusage's ``ru_maxrss`` would not do: Linux
+    carries it across ``exec``, so it would include the launcher that forked this process."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
 
 
 def _progress(specs, name: str, log):

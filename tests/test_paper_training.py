@@ -112,6 +112,8 @@ def test_the_full_size_block_has_the_same_fields_and_is_cached(tmp_path, monkeyp
     second, _ = train_here(tmp_path / "b", *SMALL, "world_size=2", "cluster.full_size=true")
     again = second["modeled"]["full_size"]
     assert not again["model_cache"]["pattern_generated"] and again["model_cache"]["gathers_computed"] == []
+    # the model process's own peak (not the forking launcher's, which this pytest worker's RSS would be)
+    assert again["process"]["peak_rss_bytes"] < 256 * 2**20
     for key in ("comm_time_s", "per_gather", "epoch_time_s", "end_to_end_speedup", "graph"):
         assert again[key] == full[key], key
 

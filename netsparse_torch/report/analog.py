@@ -30,5 +30,7 @@ def _process_lines(block: dict) -> list[str]:
     p = block.get("process")
     if not p:
         return []
+    cached = not (block.get("model_cache") or {}).get("pattern_generated", True)
+    how = "every gather read from the cache" if cached else "after the ranks; no rank holds the whole pattern"
     return [f"  model proc   peak RSS {p['peak_rss_bytes'] / 2**30:.2f} GiB, {p['wall_s']:.1f} s (measured: the "
-            "process that modeled it, after the ranks; no rank holds the whole pattern)"]
+            f"process that modeled it, {how})"]
