@@ -10,11 +10,13 @@ JOBS    ?= 2
 TEST_JOBS ?= 2
 
 # make gpu-check runs on a GPU machine with its own python3 (torch, triton and PyG installed, no network):
-# no .venv there, whose CPU torch would replace the machine's CUDA build. docs/gpu.md.
-GPU_PY  ?= python3
-GPU_CHECK_JSON ?= benchmarks/results/gpu_check.json
+# no .venv there, whose CPU torch would replace the machine's CUDA build. GPU_DATA: the data folder
+# (default $NETSPARSE_DATA or ../shared/data); GPU_OUT: where its JSON and the benchmarks' go. docs/gpu.md.
+GPU_PY   ?= python3
+GPU_DATA ?= $(or $(NETSPARSE_DATA),../shared/data)
+GPU_OUT  ?= benchmarks/results/gpu
 
-.PHONY: install demo paper test lint bench clean gpu-check gpu-wheels
+.PHONY: install demo paper test soak lint bench clean gpu-check gpu-wheels gpu-data
 
 install: $(EXT)
 
@@ -56,18 +58,26 @@ paper: install
 	$(PY) -m netsparse_torch.cli.train $(PAPER)
 
 test: install
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile tests
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not soak" tests
+
+# The fault-injection soak (10 SIGKILLs of a torchrun worker at random epochs, ~10 minutes): not in make test.
+soak: install
+	$(PY) -m pytest -q -m soak tests
 
 lint: install
 	$(PY) -m ruff check netsparse_torch hw_models tests benchmarks examples tools
 	.venv/bin/lint-imports
 
 gpu-check:
-	$(GPU_PY) tools/gpu_check.py --out $(GPU_CHECK_JSON)
+	$(GPU_PY) tools/gpu_check.py --data $(GPU_DATA) --out-dir $(GPU_OUT)
 
 # Wheels of what a GPU machine's image lacks (docs/gpu.md), for Python 3.12 on x86-64, into .whl/.
 gpu-wheels:
 	python3 tools/gpu_wheels.py
+
+# The data gpu-check reads (about 5 MB), copied into .gpu-data/ to travel with the repository.
+gpu-data:
+	python3 tools/gpu_check.py --data $(GPU_DATA) --prepare-data .gpu-data
 
 bench: install
 	$(PY) benchmarks/spmm_strategies.py

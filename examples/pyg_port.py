@@ -2,11 +2,13 @@
 ranks (docs/porting.md explains each changed line, marked ``# port``).
 
     PLANETOID_ROOT=DIR torchrun --nproc-per-node=2 examples/pyg_port.py
+    PLANETOID_ROOT=DIR torchrun --nproc-per-node=2 examples/pyg_port.py --use_gdc     # weighted edges
 
 With the same seed it trains the same model at every world size (dropout keyed on node ids), and with
 DROPOUT=0 the same losses as examples/pyg_gcn.py (tests/test_porting.py checks both).
 """
 
+import argparse
 import os
 
 import torch
@@ -19,6 +21,9 @@ from netsparse_torch.nn import DistGCNConv, DistGraph, keyed_dropout  # port: in
 
 EPOCHS = int(os.environ.get("EPOCHS", 200))
 P = float(os.environ.get("DROPOUT", 0.5))
+parser = argparse.ArgumentParser()
+parser.add_argument('--use_gdc', action='store_true', help='Use GDC')
+args = parser.parse_args()
 
 dist.init_process_group("netsparse")  # port
 if dist.get_rank() > 0:  # port: rank 0 downloads and processes Cora first,
@@ -27,21 +32,31 @@ dataset = Planetoid(os.environ.get("PLANETOID_ROOT", "data/Planetoid"), "Cora", 
 if dist.get_rank() == 0:  # port
     dist.barrier()        # port
 data = dataset[0]
+if args.use_gdc:
+    transform = T.GDC(
+        self_loop_weight=1,
+        normalization_in='sym',
+        normalization_out='col',
+        diffusion_kwargs=dict(method='ppr', alpha=0.05),
+        sparsification_kwargs=dict(method='topk', k=128, dim=0),
+        exact=True,
+    )
+    data = transform(data)
 dg = DistGraph(data)  # port: this rank's rows of the graph, and how it exchanges the others
 
 
 class GCN(torch.nn.Module):
     def __init__(self, in_channels, hidden_channels, out_channels):
         super().__init__()
-        self.conv1 = DistGCNConv(in_channels, hidden_channels, cached=True)  # port
-        self.conv2 = DistGCNConv(hidden_channels, out_channels, cached=True)  # port
+        self.conv1 = DistGCNConv(in_channels, hidden_channels, cached=True, normalize=not args.use_gdc)  # port
+        self.conv2 = DistGCNConv(hidden_channels, out_channels, cached=True, normalize=not args.use_gdc)  # port
 
-    def forward(self, x, dg, epoch=0):
+    def forward(self, x, dg, edge_weight=None, epoch=0):
         # port: dropout masks keyed on (seed, epoch, layer, node id): the same at every world size
         x = keyed_dropout(x, dg.device_node_ids, P, seed=0, epoch=epoch, layer=0, training=self.training)
-        x = self.conv1(x, dg).relu()
+        x = self.conv1(x, dg, edge_weight).relu()
         x = keyed_dropout(x, dg.device_node_ids, P, seed=0, epoch=epoch, layer=1, training=self.training)
-        return self.conv2(x, dg)
+        return self.conv2(x, dg, edge_weight)
 
 
 torch.manual_seed(0)  # the same initial weights on every rank
@@ -52,7 +67,7 @@ optimizer = torch.optim.Adam([dict(params=model.conv1.parameters(), weight_decay
 for epoch in range(EPOCHS):
     model.train()
     optimizer.zero_grad()
-    out = model(dg.x, dg, epoch)  # port: this rank's rows
+    out = model(dg.x, dg, data.edge_attr, epoch)  # port: this rank's rows
     loss = dg.loss(out, "train")  # port: this rank's share of the mean over every rank's training nodes
     loss.backward()
     dg.sync_gradients(model)  # port: sum the gradients over ranks
@@ -63,7 +78,7 @@ for epoch in range(EPOCHS):
 
 model.eval()
 with torch.no_grad():
-    out = model(dg.x, dg)  # port
+    out = model(dg.x, dg, data.edge_attr)  # port
 for split in ("train", "val", "test"):
     acc = dg.accuracy(out, split)  # port: over every rank's nodes of the split
     if dist.get_rank() == 0:  # port

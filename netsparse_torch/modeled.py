@@ -49,6 +49,7 @@ class _ProbeGraph:
         from netsparse_torch.nn import AttentionPattern
 
         self.log: list[dict] = []
+        self.edge_weight = None  # the probe's cost is the same with weights
         self.node_ids = self.device_node_ids = torch.zeros(1, dtype=torch.long)  # a CPU graph
         one = torch.zeros(1, dtype=torch.long)
         self.pattern = AttentionPattern(CSR(torch.tensor([0, 1]), one, torch.ones(1), 1), one, one)

@@ -38,3 +38,21 @@ def conv_grads(conv_cls, dg, width: int, rank: int) -> dict:
     out = conv(x, dg)
     out.pow(2).sum().backward()
     return {"out": out.detach(), "x": x.grad, **{n: p.grad for n, p in conv.named_parameters()}}
+
+
+def weighted_data(n: int = 41, m: int = 160, seed: int = 0):
+    """A PyG ``Data`` with edge weights (``edge_weight``) and the awkward cases: a duplicate edge with
+    two weights, a node with three self loops of different weights and one with two, a zero weight,
+    an isolated node; features, labels and masks as :func:`random_graph`'s."""
+    from torch_geometric.data import Data
+
+    rng = np.random.default_rng(seed)
+    src = np.concatenate([rng.integers(0, n, m), [3, 3, 5, 5, 5, 9, 9, 11]])
+    dst = np.concatenate([rng.integers(0, n, m), [7, 7, 5, 5, 5, 9, 9, 12]])
+    keep = (src != n - 1) & (dst != n - 1)  # the last node is isolated
+    weight = rng.uniform(0.2, 2.0, m + 8)
+    weight[-1] = 0.0  # the edge 11 -> 12 weighs nothing
+    g = random_graph(n, m, seed=seed)
+    return Data(x=g.x, y=g.y, train_mask=g.train_mask, val_mask=g.val_mask, test_mask=g.test_mask,
+                edge_index=torch.from_numpy(np.vstack([src[keep], dst[keep]])),
+                edge_weight=torch.from_numpy(weight[keep]).float(), num_nodes=n)

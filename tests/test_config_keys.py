@@ -10,12 +10,8 @@ import sys
 import pytest
 from cli import ROOT, run_cli
 
-from netsparse_torch.config_check import (
-    STRATEGY_OPTIONS,
-    SYNTHETIC_PARAMS,
-    check_override_keys,
-    config_dir,
-)
+from netsparse_torch.config_check import config_dir
+from netsparse_torch.config_keys import STRATEGY_OPTIONS, SYNTHETIC_PARAMS, check_override_keys
 from netsparse_torch.errors import ConfigError
 
 
@@ -95,7 +91,8 @@ def test_synthetic_params_mirror_the_generators():
 
 
 def test_the_check_is_torch_free():
-    code = ("import sys\nfrom netsparse_torch.config_check import check_override_keys, config_dir\n"
+    code = ("import sys\nfrom netsparse_torch.config_check import config_dir\n"
+            "from netsparse_torch.config_keys import check_override_keys\n"
             "check_override_keys(['strategy=netsparse', '+strategy.options.stage=true', 'cluster=leafspine128', "
             "'+cluster.hw.link.bandwidth_gbps=1'], config_dir())\nassert 'torch' not in sys.modules\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

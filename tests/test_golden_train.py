@@ -57,8 +57,8 @@ CASES: dict[str, list[str]] = {
 #: Report fields that measure the machine, not the training (see the module docstring).
 MACHINE = {"wall_s", "epoch_time_s", "provenance", "config"}
 #: Per-rank fields of the machine: peak RSS, and where the rank ran (its device, its CUDA collectives, the
-#: CUDA kernels timed and chosen there).
-PER_RANK_MACHINE = {"peak_rss_bytes", "device", "cuda_collectives", "kernels"}
+#: CUDA kernels timed and chosen there, its torch threads).
+PER_RANK_MACHINE = {"peak_rss_bytes", "device", "cuda_collectives", "kernels", "threads", "threads_source"}
 #: RIG counters that depend on packet arrival times when the switch fabric runs a kernel event-driven.
 ARRIVAL = {"packets", "prs", "payload_bytes", "header_bytes", "wire_bytes", "goodput", "prs_per_packet", "rounds"}
 

@@ -5,12 +5,12 @@ import pytest
 import scipy.io
 import torch
 from conftest import DATA
-from graphs import edge_index, random_graph
+from graphs import weighted_data
 from omegaconf import OmegaConf
 from torch_geometric.nn.conv.gcn_conv import gcn_norm as pyg_gcn_norm
 from torch_geometric.utils import scatter
 
-from netsparse_torch.graph import gcn_norm, generate, load_dataset, load_mtx, mean_norm, read_mtx
+from netsparse_torch.graph import from_pyg, gcn_norm, generate, load_dataset, load_mtx, mean_norm, read_mtx
 
 
 def cfg(**kw):
@@ -98,21 +98,41 @@ def test_gzipped_matrix_market():
     assert adj.shape == (65536, 65536) and adj.nnz == 393150
 
 
-def test_gcn_norm_matches_pyg():
-    g = random_graph()
-    ei = edge_index(g)
-    ei_n, w = pyg_gcn_norm(ei, None, g.num_nodes, add_self_loops=True)
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("improved", [False, True])
+def test_gcn_norm_matches_pyg(weighted, improved):
+    """On a graph with a node of three self loops and one of two (PyG keeps one) and edge weights."""
+    data = weighted_data()
+    g = from_pyg(data)
+    w = data.edge_weight if weighted else torch.ones(data.edge_index.size(1))
+    ei_n, w_n = pyg_gcn_norm(data.edge_index, w, g.num_nodes, improved=improved, add_self_loops=True)
     dense_ref = torch.zeros(g.num_nodes, g.num_nodes, dtype=torch.float64)
-    dense_ref.index_put_((ei_n[1], ei_n[0]), w.double(), accumulate=True)
-    np.testing.assert_allclose(gcn_norm(g.adj).toarray(), dense_ref.numpy(), atol=1e-6)
+    dense_ref.index_put_((ei_n[1], ei_n[0]), w_n.double(), accumulate=True)
+    ours = gcn_norm(g.adj, 2.0 if improved else 1.0, g.weights if weighted else None)
+    np.testing.assert_allclose(ours.toarray(), dense_ref.numpy(), atol=1e-6)
 
 
 def test_mean_norm_is_pyg_mean_aggregation():
-    g = random_graph()
-    ei = edge_index(g)
+    """Every edge is one term of the mean, repeated self loops included."""
+    data = weighted_data()
+    g, ei = from_pyg(data), data.edge_index
+    assert (ei[0] == ei[1]).sum() > len(set(ei[0][ei[0] == ei[1]].tolist()))  # repeated self loops
     ref = scatter(g.x[ei[0]], ei[1], dim=0, dim_size=g.num_nodes, reduce="mean")
     ours = torch.from_numpy(mean_norm(g.adj) @ g.x.numpy())
     torch.testing.assert_close(ours, ref, atol=1e-5, rtol=0)
+
+
+def test_self_loop_rows_is_pygs_gat_pattern():
+    """GATConv(add_self_loops=True): remove_self_loops then add_self_loops, one loop per node."""
+    from torch_geometric.utils import add_self_loops, remove_self_loops
+
+    from netsparse_torch.graph.normalize import self_loop_rows
+
+    data = weighted_data()
+    ei, _ = add_self_loops(remove_self_loops(data.edge_index)[0], num_nodes=data.num_nodes)
+    dense_ref = torch.zeros(data.num_nodes, data.num_nodes)
+    dense_ref.index_put_((ei[1], ei[0]), torch.ones(ei.size(1)), accumulate=True)
+    np.testing.assert_array_equal(self_loop_rows(from_pyg(data).adj, 0).toarray(), dense_ref.numpy())
 
 
 @pytest.mark.parametrize("shape", ["powerlaw", "banded", "road"])

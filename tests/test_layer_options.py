@@ -4,6 +4,7 @@ give PyG's output); the ones they do not honour are refused with an error naming
 import pytest
 import torch
 from graphs import edge_index, random_graph
+from torch_geometric.data import Data
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 
 from netsparse_torch.errors import ConfigError
@@ -78,17 +79,25 @@ def test_one_rank_matches_pyg(dist_layer, pyg_layer, kwargs):
     conv.load_state_dict(pyg.state_dict())  # the same parameters: only the aggregation differs
     dg = DistGraph(graph, 0, 1, "rows", "sa")
     edges = edge_index(graph)
-    # GCNConv weighs its inserted self loops 2 (improved=True) only when given edge weights: without
-    # them PyG 2.8 drops the fill value. Unit weights are the graph's; DistGCNConv applies A + 2I.
-    args = (edges, torch.ones(edges.size(1))) if pyg_layer is GCNConv else (edges,)
-    torch.testing.assert_close(conv(graph.x, dg), pyg(graph.x, *args), atol=1e-5, rtol=0)
+    torch.testing.assert_close(conv(graph.x, dg), pyg(graph.x, edges), atol=1e-5, rtol=0)
+    if pyg_layer is GCNConv:  # and with the graph's edge weights (improved=True then fills the loops with 2)
+        weights = torch.rand(edges.size(1), generator=torch.Generator().manual_seed(1)) + 0.5
+        wdg = DistGraph(Data(x=graph.x, y=graph.y, edge_index=edges, edge_weight=weights), 0, 1, "rows", "sa")
+        torch.testing.assert_close(conv(graph.x, wdg, weights), pyg(graph.x, edges, weights), atol=1e-5, rtol=0)
 
 
-def test_improved_changes_the_gcn_output():
+def test_improved_changes_the_gcn_output_only_with_edge_weights_as_in_pyg():
     graph = random_graph()
-    dg = DistGraph(graph, 0, 1, "rows", "sa")
+    edges = edge_index(graph)
+    ones = torch.ones(edges.size(1))
+    dg = DistGraph(Data(x=graph.x, y=graph.y, edge_index=edges, edge_weight=ones), 0, 1, "rows", "sa")
     torch.manual_seed(0)
     plain = DistGCNConv(graph.num_features, 5)
     improved = DistGCNConv(graph.num_features, 5, improved=True)
     improved.load_state_dict(plain.state_dict())
-    assert not torch.allclose(plain(graph.x, dg), improved(graph.x, dg), atol=1e-3)
+    assert not torch.allclose(plain(graph.x, dg, ones), improved(graph.x, dg, ones), atol=1e-3)
+    # PyG's GCNConv(improved=True) without weights is A + I: a ported script keeps PyG's numbers.
+    torch.testing.assert_close(improved(graph.x, dg), plain(graph.x, dg), atol=0, rtol=0)
+    pyg = GCNConv(graph.num_features, 5, improved=True)
+    pyg.load_state_dict(plain.state_dict())
+    torch.testing.assert_close(improved(graph.x, dg), pyg(graph.x, edges), atol=1e-5, rtol=0)

@@ -10,27 +10,30 @@ holds the whole graph; the training ranks then read only their own shards.
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from netsparse_torch.cli.hydra_app import fail, run_app, task
 from netsparse_torch.config_check import config_dir
+from netsparse_torch.config_keys import PARTITION
 from netsparse_torch.errors import ConfigError, NetsparseError
-from netsparse_torch.graph import load_dataset
-from netsparse_torch.partition.analog import partition_dataset
-from netsparse_torch.partition.dataset import PartitionedDataset, write_partitioned
-from netsparse_torch.partition.partitioning import partition_settings
 
 
 def run(cfg: DictConfig) -> dict:
     """Partition as configured; returns the manifest and prints a summary."""
     if not cfg.get("out"):
         raise ConfigError("netsparse-partition needs out=<directory for the partitioned dataset>")
-    if int(cfg.parts) < 1:
-        raise ConfigError(f"parts must be >= 1, got {cfg.parts}")
+    if isinstance(cfg.parts, bool) or not isinstance(cfg.parts, int) or cfg.parts < 1:
+        raise ConfigError(f"parts must be an integer >= 1, got {cfg.parts!r}")
+    # The loaders and partitioners (torch, scipy) load once the settings above are known to be good.
+    from netsparse_torch.graph import load_dataset
+    from netsparse_torch.partition.analog import partition_dataset
+    from netsparse_torch.partition.dataset import PartitionedDataset, write_partitioned
+    from netsparse_torch.partition.partitioning import partition_settings
+
     times = {}
     t0 = time.perf_counter()
     graph = load_dataset(cfg.dataset)
@@ -67,14 +70,14 @@ def summary_lines(manifest: dict, out: Path) -> list[str]:
 @hydra.main(config_path=config_dir(), config_name="partition", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> None:
     try:
-        run(cfg)
+        with task():
+            run(cfg)
     except NetsparseError as exc:
-        print(f"netsparse-partition: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        fail(PARTITION.prog, exc)
 
 
 def main() -> None:
-    _hydra_main()
+    run_app(PARTITION, _hydra_main)
 
 
 if __name__ == "__main__":

@@ -11,31 +11,28 @@ analytic (``hw_models``); the NetSparse block needs the C++ simulator and says s
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from netsparse_torch.config_check import SIMULATE_GROUPS, check_group_overrides, config_dir
+from netsparse_torch.cli.hydra_app import fail, run_app, task
+from netsparse_torch.config_check import config_dir
+from netsparse_torch.config_keys import SIMULATE
 from netsparse_torch.errors import NetsparseError
-from netsparse_torch.run.simulation import run
 
 
 @hydra.main(config_path=config_dir(), config_name="simulate", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> None:
     try:
-        out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
-        run(cfg, out_dir)
+        with task():
+            from netsparse_torch.run.simulation import run  # hw_models and scipy: after the command line's check
+
+            out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
+            run(cfg, out_dir)
     except NetsparseError as exc:
-        _fail(exc)
-
-
-def _fail(exc: NetsparseError) -> NoReturn:
-    print(f"netsparse-simulate: error: {exc}", file=sys.stderr)
-    sys.exit(2)
+        fail(SIMULATE.prog, exc)
 
 
 def main() -> None:
@@ -43,11 +40,7 @@ def main() -> None:
     from netsparse_torch.malloc import keep_freed_memory
 
     keep_freed_memory()  # the simulator allocates and frees hundreds of MB: ~1 s of page faults otherwise
-    try:  # a wrong group choice in one line, before Hydra's multi-line composition error
-        check_group_overrides([a for a in sys.argv[1:] if not a.startswith("-")], config_dir(), SIMULATE_GROUPS)
-    except NetsparseError as exc:
-        _fail(exc)
-    _hydra_main()
+    run_app(SIMULATE, _hydra_main)
 
 
 if __name__ == "__main__":

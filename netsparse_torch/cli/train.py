@@ -19,15 +19,10 @@ from typing import NoReturn
 import hydra
 from omegaconf import DictConfig
 
-from netsparse_torch.config_check import (
-    GROUPS,
-    check_group_overrides,
-    check_override_keys,
-    check_values,
-    config_dir,
-    group_choices,
-)
-from netsparse_torch.errors import ConfigError, NetsparseError
+from netsparse_torch.cli.hydra_app import hydra_errors, task
+from netsparse_torch.config_check import GROUPS, check_values, config_dir, group_choices, omp_threads
+from netsparse_torch.config_keys import TRAIN, check_command_line
+from netsparse_torch.errors import NetsparseError
 from netsparse_torch.progress import append_line, hydra_log_file
 from netsparse_torch.report.metrics import check_logger
 from netsparse_torch.run.forkserver import start_forkserver, stop_forkserver
@@ -45,25 +40,31 @@ def _hydra_main(cfg: DictConfig) -> None:
     if under_torchrun():
         cfg.world_size = int(os.environ["WORLD_SIZE"])
     try:
-        check_values(cfg)  # torch-free checks first: a wrong value is one line before torch and PyG load
-        check_logger(str(cfg.get("logger") or "none"))
-        from netsparse_torch.run.job import run
+        with task():
+            check_values(cfg)  # torch-free checks first: a wrong value is one line before torch and PyG load
+            check_logger(str(cfg.get("logger") or "none"))
+            from netsparse_torch.run.job import run
 
-        run(cfg)
+            run(cfg)
     except NetsparseError as exc:
         fail(exc)
 
 
-def fail(exc: NetsparseError) -> None:
-    """One line and exit 2. Under torchrun, one line for the whole job: the first rank to fail says
-    why, the others (the same error, or lost contact with that rank) exit quietly."""
+def fail(exc: NetsparseError) -> NoReturn:
+    """One line and exit 2 (:func:`say_error`)."""
+    say_error(exc)
+    sys.exit(2)
+
+
+def say_error(exc: NetsparseError) -> None:
+    """The error's one line. Under torchrun, one line for the whole job: the first rank to fail says
+    why, the others (the same error, or lost contact with that rank) stay quiet."""
     if threading.current_thread() is threading.main_thread():
         # Under torchrun another rank's failure makes the agent stop this one: a stop in the middle of
         # its torch import (first_error) would leave torch half-loaded and this rank's error unsaid.
         for s in STOP_SIGNALS:
             signal.signal(s, signal.SIG_IGN)
     say(f"netsparse-train: error: {exc}")
-    sys.exit(2)
 
 
 def say(line: str, lead: str = "", unsure: bool = True) -> None:
@@ -125,23 +126,27 @@ def help_text(overrides: list[str]) -> str:
 def main() -> None:
     args = sys.argv[1:]
     try:  # a wrong group choice or key is one line here, not Hydra's multi-line error (or silence)
-        check_group_overrides(args, config_dir())
-        check_override_keys(args, config_dir())
-    except ConfigError as exc:
+        check_command_line(args, TRAIN)
+        omp_threads(os.environ)  # before the forkserver loads torch (and libgomp its own complaint)
+        if "--help" in args or "-h" in args:
+            with hydra_errors():
+                print(help_text([a for a in args if not a.startswith("-")]))
+            return
+    except NetsparseError as exc:
         fail(exc)
-    if "--help" in args or "-h" in args:
-        print(help_text([a for a in args if not a.startswith("-")]))
-        return
     if not under_torchrun():
         # The ranks' torch and PyG import (~3 s) on the second core while Hydra composes the config and
         # the launcher loads the graph; a config error then stops it again within the second.
         start_forkserver()
     stopped = None
     try:
-        with stop_on_signals():  # SIGTERM/SIGINT: every rank and switch stopped on the way out
+        with stop_on_signals(), hydra_errors():  # SIGTERM/SIGINT: every rank and switch stopped on the way out
             _hydra_main()
     except Interrupted as stop:
         stopped = stop
+    except NetsparseError as exc:  # one of Hydra's own errors, before the run
+        say_error(exc)
+        exit_now(2)
     except SystemExit as done:  # fail(): the error line is out
         exit_now(done.code if isinstance(done.code, int) else 1)
     if stopped is not None:

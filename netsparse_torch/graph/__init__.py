@@ -7,7 +7,7 @@ from pathlib import Path
 from hw_models.mtx import default_data_root, read_mtx
 from hw_models.synthetic import generate
 from netsparse_torch.errors import ConfigError
-from netsparse_torch.graph.graph import Graph, csr_from_edges
+from netsparse_torch.graph.graph import EdgeWeights, Graph, csr_from_edges, edge_weights
 from netsparse_torch.graph.loaders import (
     default_cache_dir,
     from_pyg,
@@ -22,7 +22,8 @@ from netsparse_torch.graph.normalize import gcn_norm, mean_norm
 DATASETS = ("cora", "citeseer", "tolokers", "minesweeper", "squirrel", "mtx", "synthetic", "paper", "partitioned")
 
 __all__ = [
-    "DATASETS", "Graph", "csr_from_edges", "from_pyg", "gcn_norm", "generate", "load_dataset", "load_mtx",
+    "DATASETS", "EdgeWeights", "Graph", "csr_from_edges", "edge_weights", "from_pyg", "gcn_norm", "generate",
+    "load_dataset", "load_mtx",
     "load_npz", "load_planetoid", "mean_norm", "random_split", "read_mtx", "with_generated_features",
 ]
 
@@ -54,7 +55,8 @@ def load_dataset(cfg):
     if name == "mtx":
         if not cfg.get("path"):
             raise ConfigError("dataset=mtx needs dataset.path=<file.mtx or .mtx.gz>")
-        return load_mtx(Path(cfg.path), int(cfg.num_features), int(cfg.num_classes), seed)
+        return load_mtx(Path(cfg.path), int(cfg.num_features), int(cfg.num_classes), seed,
+                        weighted=bool(cfg.get("weighted", False)))
     if name == "synthetic":
         params = dict(cfg.get("params") or {})
         adj = generate(str(cfg.shape), int(cfg.num_nodes), seed=seed, **params)

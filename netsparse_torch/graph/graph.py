@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,12 +13,28 @@ from netsparse_torch.errors import GraphInputError
 
 
 @dataclass
+class EdgeWeights:
+    """A graph's edge weights, as PyG's ``GCNConv`` reads ``edge_weight``.
+
+    ``adj`` has the graph's pattern and sums the weights of duplicate edges (their messages add);
+    ``loop[i]`` is the weight of node ``i``'s self loop as ``add_remaining_self_loops`` keeps it (of
+    several, the last in edge order; 0 where the node has none). The normalised GCN adjacency uses
+    ``loop``, the plain weighted sum (``normalize=False``) every self loop.
+    """
+
+    adj: sp.csr_matrix
+    loop: np.ndarray
+
+
+@dataclass
 class Graph:
     """A whole graph on one process.
 
     ``adj[i, j]`` counts the edges ``j -> i``: row ``i`` aggregates from column ``j``, the PyG
     ``source_to_target`` convention, so a nonzero ``(r, c)`` makes the owner of row ``r`` read row
-    ``c`` of the feature matrix.
+    ``c`` of the feature matrix. ``weights``: the edge weights, if the graph has them (a PyG
+    ``edge_weight``, a Matrix Market file's values); ``adj`` still counts edges, for the layers that
+    take no weights.
     """
 
     name: str
@@ -28,6 +45,7 @@ class Graph:
     val_mask: torch.Tensor
     test_mask: torch.Tensor
     num_classes: int
+    weights: EdgeWeights | None = dataclasses.field(default=None, kw_only=True)
 
     @property
     def num_nodes(self) -> int:
@@ -59,6 +77,7 @@ class Graph:
                 raise GraphInputError(
                     f"{self.name}: {field} has {getattr(self, field).size(0)} rows, the graph has {n} nodes"
                 )
+        self._validate_weights()
         if not torch.isfinite(self.x).all():
             bad = int((~torch.isfinite(self.x)).any(dim=1).nonzero()[0])
             raise GraphInputError(f"{self.name}: features contain NaN or Inf (first at node {bad}); clean them")
@@ -66,15 +85,42 @@ class Graph:
             raise GraphInputError(f"{self.name}: labels must lie in [0, {self.num_classes})")
         return self
 
+    def _validate_weights(self) -> None:
+        w = self.weights
+        if w is None:
+            return
+        if w.adj.shape != self.adj.shape or w.loop.shape != (self.num_nodes,):
+            raise GraphInputError(f"{self.name}: edge weights of shape {w.adj.shape} for a {self.adj.shape} adjacency")
+        if not (np.isfinite(w.adj.data).all() and np.isfinite(w.loop).all()):
+            raise GraphInputError(f"{self.name}: edge weights contain NaN or Inf; clean them")
 
-def csr_from_edges(src: np.ndarray, dst: np.ndarray, n: int, name: str) -> sp.csr_matrix:
-    """Adjacency with ``adj[dst, src]`` = number of edges ``src -> dst``; indices are range-checked."""
+
+def csr_from_edges(src: np.ndarray, dst: np.ndarray, n: int, name: str, values: np.ndarray | None = None
+                   ) -> sp.csr_matrix:
+    """Adjacency with ``adj[dst, src]`` = number of edges ``src -> dst`` (with ``values``: the sum of
+    their values); indices are range-checked."""
     src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
     for what, ids in (("source", src), ("target", dst)):
         if ids.size and (ids.min() < 0 or ids.max() >= n):
             raise GraphInputError(f"{name}: {what} node index {int(ids.min() if ids.min() < 0 else ids.max())}"
                                   f" outside [0, {n})")
-    adj = sp.csr_matrix((np.ones(src.size, dtype=np.float32), (dst, src)), shape=(n, n))
+    data = np.ones(src.size, dtype=np.float32) if values is None else np.asarray(values, dtype=np.float64)
+    adj = sp.csr_matrix((data, (dst, src)), shape=(n, n))
     adj.sum_duplicates()
     adj.sort_indices()
     return adj
+
+
+def edge_weights(src: np.ndarray, dst: np.ndarray, n: int, name: str, weight: np.ndarray) -> EdgeWeights:
+    """The :class:`EdgeWeights` of edges ``src -> dst`` weighing ``weight``: duplicates add, and a node's
+    kept self loop is its last in edge order, the one PyG's ``add_remaining_self_loops`` keeps (its
+    ``loop_attr[i] = edge_attr[loops]`` assignment leaves the last on CPU; on CUDA, or with more self
+    loops than one CPU thread's share, PyG leaves the choice to the hardware)."""
+    weight = np.asarray(weight, dtype=np.float64)
+    if not np.isfinite(weight).all():
+        raise GraphInputError(f"{name}: edge weights contain NaN or Inf; clean them")
+    loops = np.flatnonzero(np.asarray(src) == np.asarray(dst))
+    last = loops.size - 1 - np.unique(np.asarray(src)[loops][::-1], return_index=True)[1]
+    loop = np.zeros(n)
+    loop[np.asarray(src)[loops[last]]] = weight[loops[last]]
+    return EdgeWeights(csr_from_edges(src, dst, n, name, weight), loop)

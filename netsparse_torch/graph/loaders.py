@@ -15,9 +15,9 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from hw_models.mtx import _existing, read_mtx
+from hw_models.mtx import _existing, read_mtx, read_mtx_values
 from netsparse_torch.errors import DatasetNotFoundError, GraphInputError
-from netsparse_torch.graph.graph import Graph, csr_from_edges
+from netsparse_torch.graph.graph import EdgeWeights, Graph, csr_from_edges, edge_weights
 from netsparse_torch.graph.normalize import gcn_norm
 
 PLANETOID = {"cora": "Cora", "citeseer": "CiteSeer"}
@@ -28,17 +28,41 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("NETSPARSE_CACHE", Path.home() / ".cache" / "netsparse_torch"))
 
 
+def pyg_edge_weight(data, name: str = "pyg") -> tuple[str, torch.Tensor] | None:
+    """The edge weights a PyG ``Data`` carries, as ``(attribute, tensor)``: its ``edge_weight``, else a
+    one-weight-per-edge ``edge_attr`` (``[E]`` or ``[E, 1]``); None without either. Multi-dimensional
+    edge features are refused: no distributed layer reads them."""
+    attr = getattr(data, "edge_attr", None)
+    if attr is not None and not (attr.dim() == 1 or (attr.dim() == 2 and attr.size(1) == 1)):
+        raise GraphInputError(f"{name}: edge_attr has shape {list(attr.shape)}: multi-dimensional edge features "
+                              "are not supported (no distributed layer reads them: DistGATConv refuses edge_dim); "
+                              "delete data.edge_attr, or give one weight per edge")
+    for key, w in (("edge_weight", getattr(data, "edge_weight", None)), ("edge_attr", attr)):
+        if w is not None:
+            if w.numel() != data.edge_index.size(1) or w.is_complex() or w.dtype == torch.bool:
+                raise GraphInputError(f"{name}: {key} has shape {list(w.shape)} and dtype {w.dtype}; edge weights "
+                                      f"are one real number per edge ({data.edge_index.size(1)} edges)")
+            return key, w
+    return None
+
+
 def from_pyg(data, name: str = "pyg") -> Graph:
-    """A PyG ``Data`` object (``x``, ``y``, ``edge_index`` and optional masks) as a :class:`Graph`."""
+    """A PyG ``Data`` object (``x``, ``y``, ``edge_index``, optional masks and edge weights:
+    :func:`pyg_edge_weight`) as a :class:`Graph`."""
     n = int(data.num_nodes)
     ei = data.edge_index.cpu().numpy()
     adj = csr_from_edges(ei[0], ei[1], n, name)
+    found = pyg_edge_weight(data, name)
+    weights = None
+    if found is not None:
+        weights = edge_weights(ei[0], ei[1], n, name, found[1].detach().cpu().reshape(-1).double().numpy())
     y = data.y.view(-1).long().cpu()
     masks = [getattr(data, m, None) for m in ("train_mask", "val_mask", "test_mask")]
     if any(m is None for m in masks):
         masks = list(random_split(n, seed=0))
     num_classes = int(y.max()) + 1 if y.numel() else 0
-    return Graph(name, adj, data.x.float().cpu(), y, *[m.bool().cpu() for m in masks], num_classes).validate()
+    return Graph(name, adj, data.x.float().cpu(), y, *[m.bool().cpu() for m in masks], num_classes,
+                 weights=weights).validate()
 
 
 def load_planetoid(name: str, root: Path, cache_dir: Path) -> Graph:
@@ -129,28 +153,39 @@ def load_npz(path: Path, split: int = 0) -> Graph:
                  *[torch.from_numpy(m[split].astype(bool)) for m in masks], int(y.max()) + 1).validate()
 
 
-def load_mtx(path: Path, num_features: int = 32, num_classes: int = 4, seed: int = 0) -> Graph:
-    """A Matrix Market graph. Values are ignored (the graph is the pattern); features and labels are
-    generated, since the files carry none: see :func:`with_generated_features`."""
-    adj = read_mtx(Path(path))
+def load_mtx(path: Path, num_features: int = 32, num_classes: int = 4, seed: int = 0,
+             weighted: bool = False) -> Graph:
+    """A Matrix Market graph: the pattern, and with ``weighted`` the matrix's values as edge weights
+    (duplicate entries add, as scipy reads them; a diagonal entry is the node's one self loop).
+    Features and labels are generated, since the files carry none: see :func:`with_generated_features`."""
+    values = read_mtx_values(Path(path)) if weighted else None
+    adj = read_mtx(Path(path)) if values is None else _pattern(values)
     if adj.shape[0] != adj.shape[1]:
         raise GraphInputError(f"{path}: matrix is {adj.shape[0]}x{adj.shape[1]}; a GNN needs a square adjacency")
-    return with_generated_features(Path(path).name.split(".")[0], adj, num_features, num_classes, seed)
+    weights = None if values is None else EdgeWeights(values, values.diagonal().astype(np.float64))
+    return with_generated_features(Path(path).name.split(".")[0], adj, num_features, num_classes, seed, weights)
+
+
+def _pattern(values: sp.csr_matrix) -> sp.csr_matrix:
+    adj = values.astype(np.float32)
+    adj.data[:] = 1.0
+    return adj
 
 
 def with_generated_features(name: str, adj: sp.csr_matrix, num_features: int, num_classes: int,
-                            seed: int) -> Graph:
+                            seed: int, weights: EdgeWeights | None = None) -> Graph:
     """Seeded features ``X ~ N(0, 1)`` and labels from a random linear teacher on the aggregated
-    features, ``y = argmax(Â X W)``, so the task is learnable from the graph; a 60/20/20 split."""
+    features, ``y = argmax(Â X W)`` (``Â`` weighted when the graph has ``weights``), so the task is
+    learnable from the graph; a 60/20/20 split."""
     if num_features < 1 or num_classes < 2:
         raise GraphInputError(f"{name}: need num_features >= 1 and num_classes >= 2")
     n = adj.shape[0]
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(n, num_features, generator=gen)
     w = torch.randn(num_features, num_classes, generator=gen, dtype=torch.float64)
-    h = gcn_norm(adj).astype(np.float64) @ (x.double().numpy() @ w.numpy())
+    h = gcn_norm(adj, weights=weights).astype(np.float64) @ (x.double().numpy() @ w.numpy())
     y = torch.from_numpy(np.asarray(h).argmax(axis=1).astype(np.int64))
-    return Graph(name, adj, x, y, *random_split(n, seed), num_classes).validate()
+    return Graph(name, adj, x, y, *random_split(n, seed), num_classes, weights=weights).validate()
 
 
 def random_split(n: int, seed: int, train: float = 0.6, val: float = 0.2):

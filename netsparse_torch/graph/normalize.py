@@ -1,10 +1,15 @@
 """Adjacency normalisations, computed once per graph (the layers then only aggregate).
 
 Each works on a block of rows ``[row_start, row_start + n)`` with global column ids and needs, besides
-the block, only the *degree information* of the nodes the block touches: a node's raw row sum and
-whether its diagonal entry is nonzero (:func:`degrees`). A rank of a partitioned dataset holds that for
-its rows and its halo columns, so it normalises its rows without the rest of the graph; the
-whole-graph functions are the block of all rows.
+the block, only the *degree information* of the nodes the block touches (:func:`degrees`). A rank of a
+partitioned dataset holds that for its rows and its halo columns, so it normalises its rows without the
+rest of the graph; the whole-graph functions are the block of all rows.
+
+The values of a block are edge multiplicities (``adj``: duplicate edges count, as PyG's messages do)
+or summed edge weights (a graph's :class:`~netsparse_torch.graph.graph.EdgeWeights`, what PyG's
+``GCNConv`` reads from ``edge_weight``). Self loops follow PyG's ``add_remaining_self_loops``: a node
+keeps one self loop however many it has, of weight 1 without edge weights and of its kept loop weight
+(:attr:`EdgeWeights.loop`) with them.
 """
 
 from __future__ import annotations
@@ -14,54 +19,80 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse as sp
 
-#: ``lookup(ids) -> (row_sum, has_self_loop)`` for global node ids (float64, bool arrays).
+#: ``lookup(ids) -> (degree, has_self_loop)`` for global node ids (float64, bool arrays).
 DegreeLookup = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
-def degrees(rows: sp.csr_matrix, row_start: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Raw row sums (float64) and nonzero-diagonal flags of a block of rows with global column ids."""
-    a = rows.tocsr()
-    if not a.has_canonical_format:  # a duplicate diagonal entry counts once, with its summed value
-        a = a.copy()
-        a.sum_duplicates()
-    row_sum = np.asarray(a.astype(np.float64).sum(axis=1)).ravel()
-    own = np.repeat(np.arange(a.shape[0], dtype=np.int64) + row_start, np.diff(a.indptr))
-    diag = (a.indices == own) & (a.data != 0)
-    has_loop = np.zeros(a.shape[0], dtype=bool)
-    has_loop[own[diag] - row_start] = True
-    return row_sum, has_loop
+def _own_ids(m: sp.csr_matrix, row_start: int) -> np.ndarray:
+    """The global row id of every stored entry of a block of rows."""
+    return np.repeat(np.arange(m.shape[0], dtype=np.int64) + row_start, np.diff(m.indptr))
 
 
-def gcn_norm_rows(rows: sp.csr_matrix, row_start: int, lookup: DegreeLookup, fill_value: float = 1.0) -> sp.csr_matrix:
+def _diagonal(m: sp.csr_matrix, row_start: int) -> np.ndarray:
+    """Each row's summed diagonal entries (its self loops) in a block with global column ids."""
+    on = m.indices == _own_ids(m, row_start)
+    return np.bincount(_own_ids(m, row_start)[on] - row_start, weights=m.data[on].astype(np.float64),
+                       minlength=m.shape[0])
+
+
+def degrees(adj: sp.csr_matrix, row_start: int = 0, weights: sp.csr_matrix | None = None,
+            loop_weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The degree information of a block of rows with global column ids: each node's degree before
+    the missing self loops are filled in (float64) and whether it has a self loop.
+
+    ``adj`` counts edges; with ``weights`` (the same rows' summed edge weights) and ``loop_weight``
+    (each row's kept self loop weight) the degree is weighted. A node's self loops count once, as
+    PyG's ``add_remaining_self_loops`` keeps one: the degree is the sum of the other entries plus the
+    kept loop (1 without weights).
+    """
+    a = adj.tocsr()
+    has_loop = _diagonal(a, row_start) > 0
+    values = a if weights is None else weights.tocsr()
+    others = np.asarray(values.astype(np.float64).sum(axis=1)).ravel() - _diagonal(values, row_start)
+    kept = 1.0 if loop_weight is None else np.asarray(loop_weight, dtype=np.float64)
+    return others + np.where(has_loop, kept, 0.0), has_loop
+
+
+def gcn_norm_rows(rows: sp.csr_matrix, row_start: int, lookup: DegreeLookup, fill_value: float = 1.0,
+                  loop_weight: np.ndarray | None = None) -> sp.csr_matrix:
     """Rows ``[row_start, row_start + n)`` of ``D^-1/2 (A + I) D^-1/2`` (Kipf & Welling, eq. 2).
 
-    Matches PyG's ``gcn_norm`` with ``add_remaining_self_loops``: an existing self loop keeps its
-    weight, a missing one gets ``fill_value`` (2 for ``improved=True``), and the degree is the row
-    sum (in-degree at the target) after the loops are added: ``row_sum + fill_value * (no loop)``.
+    Matches PyG's ``gcn_norm`` with ``add_remaining_self_loops``: a node's self loops become one, of
+    weight 1, or with edge weights its ``loop_weight``; a node without one gets ``fill_value`` (2 for
+    ``improved=True``). The degree is the row sum (in-degree at the target) after that; a zero degree
+    gives a zero row and a negative one NaN, as PyG's ``deg.pow(-0.5)`` does.
     """
     n = rows.shape[0]
     own = np.arange(row_start, row_start + n, dtype=np.int64)
-    own_sum, own_loop = lookup(own)
-    missing = np.flatnonzero(~own_loop)
-    loops = sp.csr_matrix((np.full(missing.size, fill_value), (missing, own[missing])), shape=rows.shape)
-    a = (rows.astype(np.float64) + loops).tocsr()
+    own_deg, own_loop = lookup(own)
+    kept = np.ones(n) if loop_weight is None else np.asarray(loop_weight, dtype=np.float64)
+    loops = sp.csr_matrix((np.where(own_loop, kept, fill_value), (np.arange(n), own)), shape=rows.shape)
+    a = (_without_diagonal(rows, row_start) + loops).tocsr()
     a.sum_duplicates()
-    row_sum, has_loop = lookup(a.indices)
-    dinv_row = _inv_sqrt(own_sum + np.where(own_loop, 0.0, fill_value))
-    dinv_col = _inv_sqrt(row_sum + np.where(has_loop, 0.0, fill_value))
+    col_deg, col_loop = lookup(a.indices)
+    dinv_row = _inv_sqrt(own_deg + np.where(own_loop, 0.0, fill_value))
+    dinv_col = _inv_sqrt(col_deg + np.where(col_loop, 0.0, fill_value))
     a.data = np.repeat(dinv_row, np.diff(a.indptr)) * a.data * dinv_col
     return _canonical(a)
 
 
+def _without_diagonal(rows: sp.csr_matrix, row_start: int) -> sp.csr_matrix:
+    a = rows.tocsr().astype(np.float64)
+    off = a.indices != _own_ids(a, row_start)
+    return sp.csr_matrix((a.data * off, a.indices, a.indptr), shape=a.shape)
+
+
 def _inv_sqrt(deg: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore"):
-        return np.where(deg > 0, deg ** -0.5, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(deg == 0, 0.0, deg ** -0.5)
 
 
-def mean_norm_rows(rows: sp.csr_matrix, row_start: int, lookup: DegreeLookup) -> sp.csr_matrix:
-    """Rows of the row-mean normalisation ``D^-1 A`` for SAGE's mean aggregation; empty rows stay zero."""
+def mean_norm_rows(rows: sp.csr_matrix) -> sp.csr_matrix:
+    """Rows of the row-mean normalisation ``D^-1 A`` for SAGE's mean aggregation: every edge is one
+    term, duplicates and repeated self loops included, as PyG's mean over messages; empty rows stay
+    zero. It needs only the rows themselves."""
     a = rows.tocsr(copy=True).astype(np.float64)
-    row_sum, _ = lookup(np.arange(row_start, row_start + a.shape[0], dtype=np.int64))
+    row_sum = np.asarray(a.sum(axis=1)).ravel()
     with np.errstate(divide="ignore"):
         inv = np.where(row_sum > 0, 1.0 / row_sum, 0.0)
     a.data = np.repeat(inv, np.diff(a.indptr)) * a.data
@@ -72,30 +103,31 @@ def self_loop_rows(rows: sp.csr_matrix, row_start: int) -> sp.csr_matrix:
     """Rows of ``A - diag(A) + I``: every node has exactly one self loop of weight 1, as PyG's
     ``remove_self_loops`` followed by ``add_self_loops`` gives (``GATConv(add_self_loops=True)``).
     The other entries keep their values, the edge multiplicities."""
-    a = rows.tocsr().astype(np.float32)
-    own = np.repeat(np.arange(a.shape[0], dtype=np.int64) + row_start, np.diff(a.indptr))
-    keep = a.indices != own
-    a = sp.csr_matrix((a.data * keep, a.indices, a.indptr), shape=a.shape)
+    a = _without_diagonal(rows, row_start)
     n = a.shape[0]
-    loops = sp.csr_matrix((np.ones(n, dtype=np.float32), (np.arange(n), np.arange(n) + row_start)), shape=a.shape)
+    loops = sp.csr_matrix((np.ones(n), (np.arange(n), np.arange(n) + row_start)), shape=a.shape)
     out = (a + loops).tocsr()
     out.eliminate_zeros()
     return _canonical(out)
 
 
-def whole_graph_lookup(adj: sp.csr_matrix) -> DegreeLookup:
-    row_sum, has_loop = degrees(adj)
-    return lambda ids: (row_sum[ids], has_loop[ids])
+def whole_graph_lookup(adj: sp.csr_matrix, weights: sp.csr_matrix | None = None,
+                       loop_weight: np.ndarray | None = None) -> DegreeLookup:
+    deg, has_loop = degrees(adj, 0, weights, loop_weight)
+    return lambda ids: (deg[ids], has_loop[ids])
 
 
-def gcn_norm(adj: sp.csr_matrix, fill_value: float = 1.0) -> sp.csr_matrix:
-    """The whole graph's ``D^-1/2 (A + I) D^-1/2`` (see :func:`gcn_norm_rows`)."""
-    return gcn_norm_rows(adj, 0, whole_graph_lookup(adj), fill_value)
+def gcn_norm(adj: sp.csr_matrix, fill_value: float = 1.0, weights=None) -> sp.csr_matrix:
+    """The whole graph's ``D^-1/2 (A + I) D^-1/2`` (see :func:`gcn_norm_rows`); ``weights``: the
+    graph's :class:`~netsparse_torch.graph.graph.EdgeWeights`, or None for unit weights."""
+    if weights is None:
+        return gcn_norm_rows(adj, 0, whole_graph_lookup(adj), fill_value)
+    return gcn_norm_rows(weights.adj, 0, whole_graph_lookup(adj, weights.adj, weights.loop), fill_value, weights.loop)
 
 
 def mean_norm(adj: sp.csr_matrix) -> sp.csr_matrix:
     """The whole graph's ``D^-1 A`` (see :func:`mean_norm_rows`)."""
-    return mean_norm_rows(adj, 0, whole_graph_lookup(adj))
+    return mean_norm_rows(adj)
 
 
 def _canonical(m: sp.spmatrix) -> sp.csr_matrix:

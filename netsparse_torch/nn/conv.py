@@ -23,10 +23,11 @@ class DistGCNConv(GCNConv):
         \mathbf{X}^{\prime} = \mathbf{\hat{D}}^{-1/2} \mathbf{\hat{A}} \mathbf{\hat{D}}^{-1/2}
         \mathbf{X} \mathbf{\Theta} + \mathbf{b},
 
-    where :math:`\mathbf{\hat{A}} = \mathbf{A} + \mathbf{I}` is the adjacency with the missing self
-    loops inserted (an existing self loop keeps its weight; the inserted ones weigh 2 with
-    ``improved=True``), :math:`\hat{D}_{ii} = \sum_j \hat{A}_{ij}` its degree, and
-    :math:`\mathbf{A}` counts duplicate edges. The rank computes its own rows: the product is the
+    where :math:`\mathbf{\hat{A}} = \mathbf{A} + \mathbf{I}` is the adjacency with the self loops
+    as PyG's ``add_remaining_self_loops`` leaves them (a node's self loops become one, which keeps its
+    weight; the inserted ones weigh 2 with ``improved=True``), :math:`\hat{D}_{ii} = \sum_j
+    \hat{A}_{ij}` its degree, and :math:`\mathbf{A}` counts duplicate edges, or, when the call passes
+    the graph's edge weights, sums their weights. The rank computes its own rows: the product is the
     distributed SpMM of the graph's strategy (remote rows of :math:`\mathbf{X}\mathbf{\Theta}` are
     gathered, the local kernel aggregates).
 
@@ -34,24 +35,28 @@ class DistGCNConv(GCNConv):
         in_channels (int): Size of each input sample :math:`F_{in}`.
         out_channels (int): Size of each output sample :math:`F_{out}`.
         improved (bool, optional): If ``True``, :math:`\mathbf{\hat{A}} = \mathbf{A} + 2\mathbf{I}`
-            (PyG's ``GCNConv`` applies this only when given edge weights; this is PyG's output with
-            unit edge weights). (default: ``False``)
+            for a call that passes edge weights; without them it has no effect, exactly as in PyG's
+            ``GCNConv``, whose ``add_remaining_self_loops`` drops the fill value when there are no
+            weights (so a ported script gives PyG's numbers). (default: ``False``)
         cached (bool, optional): Accepted, no effect: the plan and the normalised adjacency are
             computed once per :class:`DistGraph` anyway. (default: ``False``)
         add_self_loops (bool, optional): Only its default: the normalisation adds the self loops
             (``False`` with ``normalize=True`` is refused). (default: ``None``)
         normalize (bool, optional): If ``False``, :math:`\mathbf{X}^{\prime} = \mathbf{A}
-            \mathbf{X} \mathbf{\Theta} + \mathbf{b}` (sum over neighbours, no self loops).
+            \mathbf{X} \mathbf{\Theta} + \mathbf{b}` (sum over neighbours, weighted when the call
+            passes the weights, with the graph's self loops as they are and none added).
             (default: ``True``)
         bias (bool, optional): If ``False``, no additive bias :math:`\mathbf{b}`. (default: ``True``)
 
-    PyG's ``MessagePassing`` keywords (``aggr``, ``flow``, ...) are refused; ``forward`` takes no
-    edge weights (the adjacency's values are the edge multiplicities).
+    PyG's ``MessagePassing`` keywords (``aggr``, ``flow``, ...) are refused. ``forward``'s
+    ``edge_weight`` must be the graph's (the ``Data``'s tensor it was built from, or
+    ``dg.edge_weight``: :mod:`~netsparse_torch.nn.edge_weights`), since the DistGraph normalises its
+    adjacency once; other weights are refused.
 
     Shapes:
         - **input:** this rank's node features :math:`(|\mathcal{V}_r|, F_{in})`, the
-          :class:`DistGraph` (its ``rows`` are the rank's :math:`|\mathcal{V}_r|` nodes) and an
-          optional traffic ``tag``
+          :class:`DistGraph` (its ``rows`` are the rank's :math:`|\mathcal{V}_r|` nodes), optional
+          edge weights :math:`(|\mathcal{E}|)` and a keyword-only traffic ``tag``
         - **output:** this rank's node features :math:`(|\mathcal{V}_r|, F_{out})`
     """
 
@@ -61,8 +66,14 @@ class DistGCNConv(GCNConv):
         super().__init__(in_channels, out_channels, improved=improved, cached=cached,
                          add_self_loops=add_self_loops, normalize=normalize, bias=bias)
 
-    def forward(self, x: torch.Tensor, graph: DistGraph, tag: str = "") -> torch.Tensor:  # type: ignore[override]
-        norm = ("gcn_improved" if self.improved else "gcn") if self.normalize else "sum"
+    def forward(self, x: torch.Tensor, graph: DistGraph, edge_weight=None, *,  # type: ignore[override]
+                tag: str = "") -> torch.Tensor:
+        if not self.normalize:
+            norm = "sum"
+        else:  # as PyG's add_remaining_self_loops, which drops the fill value of a call without weights
+            norm = "gcn_improved" if self.improved and edge_weight is not None else "gcn"
+        if edge_weight is not None:
+            norm = graph.weighted_norm(norm, edge_weight, "DistGCNConv")
         out = graph.propagate(self.lin(x), norm, tag)
         if self.bias is not None:
             out = out + self.bias
@@ -98,11 +109,12 @@ class DistSAGEConv(SAGEConv):
         bias (bool, optional): If ``False``, :math:`\mathbf{W}_2` has no additive bias.
             (default: ``True``)
 
-    PyG's ``MessagePassing`` keywords (``flow``, ``aggr_kwargs``, ...) are refused.
+    PyG's ``MessagePassing`` keywords (``flow``, ``aggr_kwargs``, ...) are refused, and so are edge
+    weights in ``forward``: PyG's ``SAGEConv`` takes none.
 
     Shapes:
         - **input:** this rank's node features :math:`(|\mathcal{V}_r|, F_{in})`, the
-          :class:`DistGraph` and an optional traffic ``tag``
+          :class:`DistGraph` and a keyword-only traffic ``tag``
         - **output:** this rank's node features :math:`(|\mathcal{V}_r|, F_{out})`
     """
 
@@ -113,7 +125,10 @@ class DistSAGEConv(SAGEConv):
                          project=project, bias=bias)
         self._norm = "mean" if aggr == "mean" else "sum"
 
-    def forward(self, x: torch.Tensor, graph: DistGraph, tag: str = "") -> torch.Tensor:  # type: ignore[override]
+    def forward(self, x: torch.Tensor, graph: DistGraph, edge_weight=None, *,  # type: ignore[override]
+                tag: str = "") -> torch.Tensor:
+        options.no_edge_input("DistSAGEConv", "edge weights", edge_weight, "PyG's SAGEConv takes none (every edge "
+                              "counts once in its mean or sum); call conv(x, dg)")
         x_root = x
         if self.project:
             x = self.lin(x).relu()

@@ -13,10 +13,13 @@ from hw_models.bounds import owner_of
 from netsparse_torch.comm import Strategy, make_strategy
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.graph import Graph, from_pyg
+from netsparse_torch.graph.loaders import pyg_edge_weight
 from netsparse_torch.kernels import CSR
 from netsparse_torch.nn import training
+from netsparse_torch.nn.edge_weights import GraphWeightsCheck
 from netsparse_torch.partition import PartitionedDataset, Partitioning, Shard, rank_shard
 from netsparse_torch.partition.analog import AnalogDataset
+from netsparse_torch.partition.shard import WEIGHTED
 from netsparse_torch.partition.source import Source
 from netsparse_torch.plan import build_plan
 from netsparse_torch.plan.plan import request_rows
@@ -33,15 +36,36 @@ class AttentionPattern:
     col_ids: torch.Tensor
 
 
-def _as_source(data) -> Source:
+def _as_source(data) -> tuple[Source, tuple[str, torch.Tensor] | None]:
     """``data`` as one of the inputs :func:`~netsparse_torch.partition.rank_shard` reads: a PyG ``Data``
-    (anything with an ``edge_index``) becomes a :class:`Graph`; anything else unknown is one error."""
+    (anything with an ``edge_index``) becomes a :class:`Graph`; anything else unknown is one error.
+    Second: the PyG edge weights taken, ``(attribute, tensor)``, if any."""
     if isinstance(data, (Graph, PartitionedDataset, AnalogDataset, Shard, str, Path)):
-        return data
+        return data, None
     if getattr(data, "edge_index", None) is not None:
-        return from_pyg(data)
+        return from_pyg(data), pyg_edge_weight(data)
     raise ConfigError(f"DistGraph takes a PyG Data, a netsparse_torch.graph.Graph, a partitioned dataset "
                       f"(its directory or PartitionedDataset) or a Shard; got {type(data).__name__}")
+
+
+def graph_device(device: torch.device | str | None, cuda_count: int | None = None) -> torch.device:
+    """``device`` (``None``: the CPU) as a ``torch.device``; a CUDA device that this process does not
+    have is one ConfigError, not torch's assertion deep in the first copy. ``cuda_count``: the GPUs
+    torch sees (None: ask torch)."""
+    try:
+        device = torch.device(device) if device is not None else torch.device("cpu")
+    except (RuntimeError, TypeError) as exc:
+        raise ConfigError(f"DistGraph: device {device!r} is not a torch device ({str(exc).splitlines()[0]})") from None
+    if device.type != "cuda":
+        return device
+    count = (torch.cuda.device_count() if torch.cuda.is_available() else 0) if cuda_count is None else cuda_count
+    if count == 0:
+        raise ConfigError(f"DistGraph: device {str(device)!r} but torch sees no CUDA GPU "
+                          "(torch.cuda.is_available() is False): use device='cpu'")
+    if device.index is not None and device.index >= count:
+        raise ConfigError(f"DistGraph: device {str(device)!r} but torch sees {count} CUDA GPU(s), cuda:0 to "
+                          f"cuda:{count - 1}: use cuda:(LOCAL_RANK % {count}), as netsparse-train does")
+    return device
 
 
 class DistGraph:
@@ -53,6 +77,10 @@ class DistGraph:
     partitioned dataset (:class:`~netsparse_torch.partition.PartitionedDataset` or its directory: only
     this rank's shard is read, and its own partition is used); or this rank's
     :class:`~netsparse_torch.partition.Shard`.
+    A ``Data``'s ``edge_weight`` (else a one-weight ``edge_attr``) and a graph's or dataset's weights
+    come along: a ``DistGCNConv`` call aggregates with them when it passes them (``conv(x, dg,
+    data.edge_weight)`` or ``dg.edge_weight``; :mod:`~netsparse_torch.nn.edge_weights`), and without
+    them otherwise, as PyG's ``GCNConv`` does.
     Every rank of ``group`` (None: the default process group; ``rank`` and ``world_size`` are this
     rank's in it, by default those of the process group, or 0 and 1 without one) builds it together
     (the plan exchanges request ids), and its strategy runs on it.
@@ -66,19 +94,25 @@ class DistGraph:
     :meth:`loss` (this rank's share of the global mean), :meth:`sync_gradients` (sum over ranks, also
     under DDP), :meth:`accuracy` and :meth:`total` (over every rank), and :meth:`check_in_sync`.
     ``check_steps``: how many first calls of :meth:`loss` compare a checksum of the parameters across
-    ranks (0 turns off this check and the one for a backward left unsynchronised).
+    ranks; 0 turns off every check of :mod:`~netsparse_torch.nn.training` (this one, the one for a
+    backward left unsynchronised, and the one :meth:`propagate` and :meth:`attention_gather` make at
+    their first calls and then at every power-of-two call, whatever the loss), for a model whose
+    parameters are not all replicated on every rank.
     """
 
     def __init__(self, data: Source, rank: int | None = None, world_size: int | None = None,
                  partition: str | Partitioning = "rows", strategy: str = "sa", strategy_options: dict | None = None,
                  verify: bool = True, group=None, device: torch.device | str | None = None, check_steps: int = 3):
+        device = graph_device(device)  # before any collective: a missing GPU fails every rank alike
         initialized = dist.is_available() and dist.is_initialized()
         rank = (dist.get_rank(group) if initialized else 0) if rank is None else rank
         world_size = (dist.get_world_size(group) if initialized else 1) if world_size is None else world_size
-        self.shard: Shard = rank_shard(_as_source(data), rank, world_size, partition, verify, group)
+        source, pyg_weights = _as_source(data)
+        self.shard: Shard = rank_shard(source, rank, world_size, partition, verify, group)
+        self._weights = GraphWeightsCheck(pyg_weights, self.shard.weighted)
         #: Where the graph's tensors live: features, labels, masks, adjacencies and the plan's index
         #: tensors (``None``: CPU). A model trained on it moves there with ``.to(graph.device)``.
-        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.device = device
         self.rank, self.world_size, self.group = rank, world_size, group
         self.bounds = self.shard.bounds
         r0, r1 = int(self.bounds[rank]), int(self.bounds[rank + 1])
@@ -95,6 +129,8 @@ class DistGraph:
         self._split_sizes: dict[str, int] = {}
         self._loss_calls = 0
         self._backward_unsynced = False
+        self._aggregations = 0
+        self._aggregation_in_sync = False
 
     # -- the training loop's distributed steps (netsparse_torch/nn/training.py) ---------------------
     def loss(self, out: torch.Tensor, split: str = "train") -> torch.Tensor:
@@ -125,6 +161,18 @@ class DistGraph:
         given) differ between ranks. Every rank calls it together."""
         training.check_in_sync(self, model)
 
+    def check_state(self) -> dict:
+        """Where the checks of :mod:`~netsparse_torch.nn.training` stand (how many aggregations and loss
+        calls ran): a checkpoint keeps it, so that a resumed run checks at the calls the uninterrupted
+        run checks (each check is one all-gather, which the traffic counters see)."""
+        return {"aggregations": self._aggregations, "aggregation_in_sync": self._aggregation_in_sync,
+                "loss_calls": self._loss_calls}
+
+    def load_check_state(self, state: dict) -> None:
+        self._aggregations = int(state["aggregations"])
+        self._aggregation_in_sync = bool(state["aggregation_in_sync"])
+        self._loss_calls = int(state["loss_calls"])
+
     def _backward_seen(self, grad: torch.Tensor) -> None:
         """Hook on each :meth:`loss`: its backward ran, so gradients now wait for :meth:`sync_gradients`."""
         self._backward_unsynced = True
@@ -151,6 +199,18 @@ class DistGraph:
         """:attr:`node_ids` on the graph's device (the keys of dropout masks generated there)."""
         return self._on_device("node_ids", self.node_ids)
 
+    @property
+    def edge_weight(self):
+        """The graph's edge weights, to pass to ``DistGCNConv``: the PyG ``Data``'s tensor it was built
+        from, a :class:`~netsparse_torch.nn.edge_weights.GraphWeights` for weights held in the shard,
+        or None for a graph without weights."""
+        return self._weights.handle
+
+    def weighted_norm(self, norm: str, edge_weight, layer: str) -> str:
+        """``norm`` of the edge weights when ``edge_weight`` are the graph's, ``norm`` itself when None;
+        other weights are one ConfigError naming ``layer``."""
+        return WEIGHTED + norm if self._weights.uses(edge_weight, layer) else norm
+
     def adjacency(self, norm: str) -> CSR:
         """This rank's rows of the ``norm``-normalised adjacency, in the strategy's column space."""
         if norm not in self._adjacency:
@@ -159,6 +219,8 @@ class DistGraph:
         return self._adjacency[norm]
 
     def propagate(self, x_local: torch.Tensor, norm: str, tag: str = "") -> torch.Tensor:
+        training.check_aggregation(self, x_local)
+        training.agree_kernels(self, self.adjacency(norm), x_local)
         return self.strategy.propagate(self.adjacency(norm), x_local, tag)
 
     def attention_gather(self, rows: torch.Tensor, add_self_loops: bool = True,
@@ -173,6 +235,7 @@ class DistGraph:
             raise ConfigError(f"strategy {self.strategy.name!r} cannot run attention layers: "
                               f"{self.strategy.no_gather}; choose su, sa, netsparse or twoface")
         norm = "self_loops" if add_self_loops else "sum"
+        training.check_aggregation(self, rows)
         pattern = self.attention_pattern(add_self_loops, rows.size(1))
         return self.strategy.gather(rows, tag, self.adjacency(norm)), pattern
 

@@ -76,13 +76,15 @@ class DistGATConv(GATConv):
         layer (int, optional): Key of the attention dropout masks, one per layer of a model.
             (default: ``0``)
 
-    PyG's ``MessagePassing`` keywords (``aggr``, ``flow``, ...) are refused. ``forward`` takes the
-    ``epoch`` (key of the dropout masks; without it the layer counts its own training calls) and does
-    not return attention weights.
+    PyG's ``MessagePassing`` keywords (``aggr``, ``flow``, ...) are refused, and so is an
+    ``edge_attr`` in ``forward`` (edge features need ``edge_dim``). ``forward`` takes the ``epoch``
+    (key of the dropout masks; without it the layer counts its own training calls) and does not
+    return attention weights. A graph's edge weights do not change the attention: its patterns count
+    edges, as PyG's ``GATConv`` does.
 
     Shapes:
         - **input:** this rank's node features :math:`(|\mathcal{V}_r|, F_{in})`, the
-          :class:`DistGraph`, an optional traffic ``tag`` and ``epoch``
+          :class:`DistGraph`, and keyword-only a traffic ``tag`` and the ``epoch``
         - **output:** this rank's node features :math:`(|\mathcal{V}_r|, H * C)` if ``concat=True``,
           else :math:`(|\mathcal{V}_r|, C)`
     """
@@ -103,8 +105,11 @@ class DistGATConv(GATConv):
         self.seed, self.layer = int(seed), int(layer)
         self.steps = 0  # training forward passes, the epoch when none is given
 
-    def forward(self, x: torch.Tensor, graph: DistGraph, tag: str = "",  # type: ignore[override]
-                epoch: int | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, graph: DistGraph, edge_attr=None, *,  # type: ignore[override]
+                tag: str = "", epoch: int | None = None) -> torch.Tensor:
+        options.no_edge_input("DistGATConv", "edge features (edge_attr)", edge_attr, "they need edge_dim, which the "
+                              "distributed attention refuses (PyG's GATConv without edge_dim ignores them); call "
+                              "conv(x, dg)")
         H, C = self.heads, self.out_channels
         if self.training:
             epoch = self.steps if epoch is None else epoch

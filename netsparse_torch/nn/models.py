@@ -38,6 +38,10 @@ class DistGNN(torch.nn.Module):
     seed trains the same model at every world size, partition and strategy. Pass the ``epoch`` to
     ``forward``; without it the model counts its own training forward passes (one per epoch in
     full-graph training).
+
+    A graph with edge weights (``graph.edge_weight``: a PyG ``Data``'s, ``dataset.weighted=true``)
+    trains GCN on them; GraphSAGE and GAT take none (as PyG's ``SAGEConv`` and ``GATConv``), so they
+    refuse such a graph instead of ignoring its weights.
     """
 
     def __init__(self, kind: str, in_channels: int, hidden: int, out_channels: int, num_layers: int = 2,
@@ -77,12 +81,17 @@ class DistGNN(torch.nn.Module):
             epoch = self.steps if epoch is None else epoch
             self.steps = epoch + 1
         gat = self.kind == "gat"
+        weights = graph.edge_weight
+        if weights is not None and self.kind != "gcn":
+            raise ConfigError(f"model {self.kind!r} takes no edge weights (PyG's {LAYERS[self.kind].__name__[4:]} "
+                              "has none) and the graph has them: train model=gcn, or load the graph without "
+                              "weights (dataset.weighted=false)")
         drop = self.training and self.dropout > 0
         ids = graph.device_node_ids
         if gat and drop:
             x = keyed_dropout(x, ids, self.dropout, seed=self.seed, epoch=epoch, layer=INPUT_LAYER_KEY)
         for i, conv in enumerate(self.convs):
-            x = conv(x, graph, tag=f"layer{i}", epoch=epoch) if gat else conv(x, graph, tag=f"layer{i}")
+            x = conv(x, graph, tag=f"layer{i}", epoch=epoch) if gat else conv(x, graph, weights, tag=f"layer{i}")
             if i < len(self.convs) - 1:
                 x = F.elu(x) if gat else F.relu(x)
                 if drop:

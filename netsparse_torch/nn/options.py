@@ -17,6 +17,12 @@ def _refuse(layer: str, option: str, why: str) -> None:
     raise ConfigError(f"{layer}: {option} is not supported: {why}")
 
 
+def no_edge_input(layer: str, what: str, value, why: str) -> None:
+    """A ``forward`` argument the layer cannot use (edge weights or features): refused, not ignored."""
+    if value is not None:
+        raise ConfigError(f"{layer}: {what} are not supported: {why}")
+
+
 def no_message_passing_options(layer: str, kwargs: dict) -> None:
     """PyG's ``MessagePassing`` keywords (``aggr``, ``flow``, ``node_dim``, ``decomposed_layers``, ...)
     configure ``propagate``, which the distributed layers never call."""

@@ -10,11 +10,20 @@ Each rank holds its rows of the model's output. A loop is the full-graph (one-pr
   :func:`sync_gradients` multiplies DDP's average back to the sum;
 - metrics count over every rank (:func:`accuracy`), so a rank without test nodes is no special case.
 
-A rank that forgets to synchronise trains its own weights, silently. Two checks catch it: a backward
-through a :func:`split_loss` followed by another :func:`split_loss` without :func:`sync_gradients` in
-between (local, every step), and, at the first ``check_steps`` calls of :func:`split_loss`, a checksum
-of the parameters that produced ``out`` compared across ranks (:func:`check_in_sync`: one all-gather of
-three float64 per rank). Both raise a :class:`~netsparse_torch.errors.ConfigError` on every rank.
+A rank that forgets to synchronise trains its own weights, silently. Three checks catch it, each a
+:class:`~netsparse_torch.errors.ConfigError` on every rank:
+
+- the distributed aggregation itself (:func:`check_aggregation`, whatever the loss): at its first calls
+  and then at every power-of-two call, a checksum of the parameters that produced its input is
+  compared across ranks (:func:`check_in_sync`: one all-gather of three float64 per rank). A loop that
+  keeps PyG's ``F.cross_entropy(out[mask], y[mask])`` and never sums its gradients is stopped at the
+  first aggregation after its first optimizer step;
+- a backward through a :func:`split_loss` followed by another :func:`split_loss` without
+  :func:`sync_gradients` in between (local, every step);
+- at the first ``check_steps`` calls of :func:`split_loss`, the checksum of the parameters behind ``out``.
+
+All assume what the helpers assume: every parameter is replicated on every rank (``check_steps=0``
+turns the checks off for a model with rank-local parameters, e.g. sharded node embeddings).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from netsparse_torch.errors import ConfigError
+from netsparse_torch.kernels import _choice, resolve_backend
 
 if TYPE_CHECKING:
     from netsparse_torch.nn.dist_graph import DistGraph
@@ -81,6 +91,51 @@ def split_loss(dg: DistGraph, out: torch.Tensor, split: str = "train") -> torch.
     if loss.requires_grad and dg.check_steps:
         loss.register_hook(dg._backward_seen)
     return loss
+
+
+#: Aggregation calls up to this one are all checked; later ones at powers of two. Dense enough to reach
+#: past the first optimizer step of a deep model evaluated every epoch (8 layers: 16 calls an epoch),
+#: sparse enough that a long run pays a few dozen all-gathers of three numbers in all.
+DENSE_CHECKS = 16
+
+
+def check_aggregation(dg: DistGraph, x: torch.Tensor) -> None:
+    """Before an aggregation of ``x``: at the checked calls, raise on every rank when the parameters that
+    produced ``x`` (the leaves of its autograd graph) differ between ranks. Every rank aggregates the same
+    number of times (each aggregation is a collective), so the ranks check at the same calls."""
+    if not dg.check_steps or dg.world_size == 1:
+        return
+    dg._aggregations += 1
+    n = dg._aggregations
+    if n > DENSE_CHECKS and n & (n - 1):
+        return
+    params = output_parameters(x) if x.grad_fn is not None else []
+    fix = (SYNC_HINT if dg._aggregation_in_sync else
+           f"build the model after the same torch.manual_seed(seed) on every rank (or wrap it in DDP), and {SYNC_HINT}")
+    check_in_sync(dg, params, f"at aggregation {n}, so each rank trains its own weights: {fix} (a model with "
+                  "rank-local parameters turns this check off with DistGraph(..., check_steps=0))")
+    dg._aggregation_in_sync = dg._aggregation_in_sync or bool(params)
+
+
+def agree_kernels(dg: DistGraph, adjacency, x: torch.Tensor) -> None:
+    """Before the first aggregation of each width and dtype on CUDA: every rank times the SpMM kernels
+    on its rows and all take one choice for the run (:func:`netsparse_torch.kernels._choice.agree`), so
+    no two ranks run different kernels. Every rank aggregates the same widths in the same order (each
+    aggregation is a collective), so the ranks agree at the same calls. Nothing on CPU, or when
+    ``NETSPARSE_CUDA_SPMM`` forces a kernel."""
+    k = x.size(1)
+    if (resolve_backend("auto", x.device) != "triton" or _choice.forced_backend() is not None
+            or _choice.agreed(k, x.dtype)):
+        return
+
+    def exchange(obj) -> list:
+        if dg.world_size == 1:
+            return [obj]
+        everyone = [None] * dg.world_size
+        dist.all_gather_object(everyone, obj, group=dg.group)
+        return everyone
+
+    _choice.agree(adjacency, k, x.dtype, dg.rank, dg.world_size, exchange)
 
 
 def _when(call: int) -> str:

@@ -65,6 +65,9 @@ class AnalogDataset:
         self.seed, self.analog_seed, self.analog_cache = int(seed), int(analog_seed), analog_cache
         self._nnz: int | None = None
 
+    weights = None
+    """The analogs are patterns: no edge weights (as a :class:`Graph` without ``weights``)."""
+
     @classmethod
     def from_config(cls, cfg) -> AnalogDataset:
         if cfg.get("matrix") is None:

@@ -7,7 +7,8 @@ graph. The layout (``docs/partitioning.md``)::
     DIR/manifest.json                 format, version, sizes, bounds, partitioner, per-part stats, checksums
     DIR/permutation/order.npy         order[new id] = original id (int64)
     DIR/permutation/new_ids.npy       new_ids[original id] = new id (int64)
-    DIR/part-00000/<array>.npy        one file per array of :data:`ARRAYS`
+    DIR/part-00000/<array>.npy        one file per array of :data:`ARRAYS` (and of :data:`WEIGHT_ARRAYS`
+                                      when the graph has edge weights: the manifest's ``dataset.weighted``)
 
 The manifest is written last, so a partitioner that dies leaves no manifest.
 """
@@ -24,14 +25,16 @@ import scipy.sparse as sp
 import torch
 
 from netsparse_torch.errors import ConfigError, DatasetNotFoundError, PartitionedDatasetError
-from netsparse_torch.graph import Graph
+from netsparse_torch.graph import EdgeWeights, Graph
 from netsparse_torch.partition.analog import AnalogDataset, shard_source
 from netsparse_torch.partition.partitioning import Partitioning
 from netsparse_torch.partition.shard import SPLITS, Shard
 from netsparse_torch.progress import Progress
 
 FORMAT = "netsparse-partitioned-dataset"
-FORMAT_VERSION = 1
+#: 2: the degree information counts a node's self loops once (PyG's add_remaining_self_loops), and
+#: graphs with edge weights carry them.
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 
 #: Every array of a shard and its dtype on disk.
@@ -43,6 +46,9 @@ ARRAYS = {
     "row_sum": np.float64, "row_loop": np.bool_,                            # degree info of the rows
     "halo_ids": np.int64, "halo_sum": np.float64, "halo_loop": np.bool_,    # ... and of the halo columns
 }
+#: The arrays of a graph with edge weights (:class:`Shard`'s weight fields): the rows' summed weights on
+#: ``indices``/``indptr``, the kept self loop weights, and the weighted degrees of the rows and the halo.
+WEIGHT_ARRAYS = {"weight": np.float32, "loop_weight": np.float32, "row_wsum": np.float64, "halo_wsum": np.float64}
 
 
 class _HashingWriter:
@@ -72,7 +78,18 @@ def shard_arrays(shard: Shard) -> dict[str, np.ndarray]:
               **{f"{s}_mask": shard.mask(s).numpy() for s in SPLITS}, "node_ids": shard.node_ids,
               "row_sum": shard.row_sum, "row_loop": shard.row_loop, "halo_ids": shard.halo_ids,
               "halo_sum": shard.halo_sum, "halo_loop": shard.halo_loop}
-    return {k: np.asarray(v).astype(ARRAYS[k], copy=False) for k, v in values.items()}
+    if shard.weighted:
+        values.update(weight=_on_pattern(shard.weights, a), loop_weight=shard.loop_weight, row_wsum=shard.row_wsum,
+                      halo_wsum=shard.halo_wsum)
+    dtypes = {**ARRAYS, **WEIGHT_ARRAYS}
+    return {k: np.asarray(v).astype(dtypes[k], copy=False) for k, v in values.items()}
+
+
+def _on_pattern(values: sp.csr_matrix, pattern: sp.csr_matrix) -> np.ndarray:
+    """``values``'s entries at ``pattern``'s stored positions (0 where it stores none), so that the
+    weights share the adjacency's ``indices`` and ``indptr`` on disk."""
+    out = values.tocsr()[pattern.nonzero()]
+    return np.asarray(out).ravel() if pattern.nnz else np.zeros(0)
 
 
 def write_partitioned(graph: Graph | AnalogDataset, partitioning: Partitioning, out: Path | str,
@@ -98,6 +115,7 @@ def write_partitioned(graph: Graph | AnalogDataset, partitioning: Partitioning, 
         "format": FORMAT, "format_version": FORMAT_VERSION,
         "dataset": {"name": graph.name, "nodes": graph.num_nodes, "nnz": sum(p["nnz"] for p in per_part),
                     "features": graph.num_features, "classes": graph.num_classes,
+                    "weighted": graph.weights is not None,
                     **({"label": graph.label} if getattr(graph, "label", None) else {})},
         "source": source or {},
         "parts": partitioning.parts,
@@ -165,6 +183,10 @@ class PartitionedDataset:
         return int(self.manifest["dataset"]["classes"])
 
     @property
+    def weighted(self) -> bool:
+        return bool(self.manifest["dataset"].get("weighted", False))
+
+    @property
     def parts(self) -> int:
         return int(self.manifest["parts"])
 
@@ -209,16 +231,22 @@ class PartitionedDataset:
         if not 0 <= part < self.parts:
             raise ConfigError(f"part {part} outside [0, {self.parts}) of {self.path}")
         entry = self.manifest["per_part"][part]
-        a = {k: self._array(entry["files"][k], verify) for k in ARRAYS}
+        a = {k: self._array(entry["files"][k], verify) for k in (*ARRAYS, *(WEIGHT_ARRAYS if self.weighted else ()))}
         rows = int(self.bounds[part + 1] - self.bounds[part])
-        if a["indptr"].shape != (rows + 1,) or a["x"].shape != (rows, self.num_features):
+        if a["indptr"].shape != (rows + 1,) or a["x"].shape != (rows, self.num_features) or \
+                (self.weighted and a["weight"].shape != a["data"].shape):
             raise PartitionedDatasetError(f"{self.path}: part {part}'s arrays do not have its {rows} rows; "
                                           "re-run netsparse-partition")
-        adj = sp.csr_matrix((a["data"], a["indices"], a["indptr"]), shape=(rows, self.num_nodes))
+        shape = (rows, self.num_nodes)
+        adj = sp.csr_matrix((a["data"], a["indices"], a["indptr"]), shape=shape)
+        weights = {}
+        if self.weighted:
+            weights = {"weights": sp.csr_matrix((a["weight"], a["indices"], a["indptr"]), shape=shape),
+                       **{k: a[k] for k in ("loop_weight", "row_wsum", "halo_wsum")}}
         t = torch.from_numpy
         return Shard(self.name, self.mode, part, self.bounds, adj, t(a["x"]), t(a["y"]),
                      *(t(a[f"{s}_mask"]) for s in SPLITS), self.num_classes, a["node_ids"], a["row_sum"],
-                     a["row_loop"], a["halo_ids"], a["halo_sum"], a["halo_loop"])
+                     a["row_loop"], a["halo_ids"], a["halo_sum"], a["halo_loop"], **weights)
 
     # -- the whole graph: tests, the round trip, a whole-graph modeled block; never on a rank's path --------
     def adjacency(self) -> sp.csr_matrix:
@@ -229,13 +257,20 @@ class PartitionedDataset:
         """The whole graph in the *original* numbering, from every shard (O(whole graph))."""
         shards = [self.load_shard(p) for p in range(self.parts)]
         order = np.concatenate([s.node_ids for s in shards])
-        new = sp.vstack([s.adj for s in shards], format="csr")
         new_ids = np.empty_like(order)
         new_ids[order] = np.arange(order.size, dtype=np.int64)
-        adj = new[new_ids][:, new_ids].tocsr()
-        adj.sort_indices()
+
+        def original(matrices):
+            m = sp.vstack(matrices, format="csr")[new_ids][:, new_ids].tocsr()
+            m.sort_indices()
+            return m
 
         def cat(field):
             return torch.cat([getattr(s, field) for s in shards])[torch.from_numpy(new_ids)]
 
-        return Graph(self.name, adj, cat("x"), cat("y"), *(cat(f"{s}_mask") for s in SPLITS), self.num_classes)
+        weights = None
+        if self.weighted:
+            loop = np.concatenate([s.loop_weight for s in shards]).astype(np.float64)[new_ids]
+            weights = EdgeWeights(original([s.weights for s in shards]).astype(np.float64), loop)
+        return Graph(self.name, original([s.adj for s in shards]), cat("x"), cat("y"),
+                     *(cat(f"{s}_mask") for s in SPLITS), self.num_classes, weights=weights)

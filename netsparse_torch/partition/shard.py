@@ -12,7 +12,7 @@ on a :class:`Shard`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,6 +23,9 @@ from netsparse_torch.graph.normalize import degrees, gcn_norm_rows, mean_norm_ro
 from netsparse_torch.partition.partitioning import Partitioning
 
 SPLITS = ("train", "val", "test")
+#: The prefix of a normalisation of the edge weights (``weighted_gcn``, ``weighted_gcn_improved``,
+#: ``weighted_sum``): what ``DistGCNConv`` aggregates when a call passes the graph's weights.
+WEIGHTED = "weighted_"
 
 
 @dataclass(eq=False)
@@ -30,9 +33,14 @@ class Shard:
     """Part ``part`` of ``len(bounds) - 1`` parts of graph ``name`` (partitioned by ``mode``).
 
     ``adj`` is ``rows x num_nodes`` with global column ids in the new numbering; ``node_ids[i]`` is the
-    original id of row ``r0 + i``; ``row_sum``/``row_loop`` and ``halo_sum``/``halo_loop`` are the raw
-    row sums and nonzero-diagonal flags of the own rows and of the halo columns ``halo_ids`` (sorted
-    global ids outside ``[r0, r1)``).
+    original id of row ``r0 + i``; ``row_sum``/``row_loop`` and ``halo_sum``/``halo_loop`` are the
+    degree information (:func:`~netsparse_torch.graph.normalize.degrees`: the row sum with a node's
+    self loops counted once, and whether it has one) of the own rows and of the halo columns
+    ``halo_ids`` (sorted global ids outside ``[r0, r1)``).
+
+    A graph with edge weights also has ``weights`` (the rows' summed edge weights, on ``adj``'s
+    pattern), ``loop_weight`` (each row's kept self loop weight) and the weighted degrees
+    ``row_wsum``/``halo_wsum``; ``adj`` still counts edges, for the layers that take no weights.
     """
 
     name: str
@@ -52,6 +60,14 @@ class Shard:
     halo_ids: np.ndarray
     halo_sum: np.ndarray
     halo_loop: np.ndarray
+    weights: sp.csr_matrix | None = field(default=None, kw_only=True)
+    loop_weight: np.ndarray | None = field(default=None, kw_only=True)
+    row_wsum: np.ndarray | None = field(default=None, kw_only=True)
+    halo_wsum: np.ndarray | None = field(default=None, kw_only=True)
+
+    @property
+    def weighted(self) -> bool:
+        return self.weights is not None
 
     @property
     def parts(self) -> int:
@@ -86,32 +102,40 @@ class Shard:
     def mask(self, split: str) -> torch.Tensor:
         return getattr(self, f"{split}_mask")
 
-    def lookup(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Degree information of global ids among the own rows and the halo columns."""
+    def lookup(self, ids: np.ndarray, weighted: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Degree information of global ids among the own rows and the halo columns (``weighted``: of
+        the edge weights)."""
         ids = np.asarray(ids, dtype=np.int64)
         local = ids - self.row_start
         own = (local >= 0) & (local < self.num_rows)
         slot = np.searchsorted(self.halo_ids, ids[~own])
-        row_sum = np.empty(ids.size, dtype=np.float64)
+        row_sum, halo_sum = (self.row_wsum, self.halo_wsum) if weighted else (self.row_sum, self.halo_sum)
+        deg = np.empty(ids.size, dtype=np.float64)
         has_loop = np.empty(ids.size, dtype=bool)
-        row_sum[own], has_loop[own] = self.row_sum[local[own]], self.row_loop[local[own]]
-        row_sum[~own], has_loop[~own] = self.halo_sum[slot], self.halo_loop[slot]
-        return row_sum, has_loop
+        deg[own], has_loop[own] = row_sum[local[own]], self.row_loop[local[own]]
+        deg[~own], has_loop[~own] = halo_sum[slot], self.halo_loop[slot]
+        return deg, has_loop
 
     def normalized(self, norm: str) -> sp.csr_matrix:
         """This part's rows of the ``norm``-normalised adjacency (global column ids). ``sum`` is the raw
         adjacency (edge multiplicities) and ``self_loops`` the raw adjacency with exactly one self loop per
-        node: the two attention patterns of GAT (``add_self_loops`` off and on)."""
-        if norm == "gcn":
-            return gcn_norm_rows(self.adj, self.row_start, self.lookup, 1.0)
-        if norm == "gcn_improved":
-            return gcn_norm_rows(self.adj, self.row_start, self.lookup, 2.0)
+        node: the two attention patterns of GAT (``add_self_loops`` off and on). ``weighted_gcn``,
+        ``weighted_gcn_improved`` and ``weighted_sum`` are ``gcn``, ``gcn_improved`` and ``sum`` of the
+        edge weights."""
+        weighted = norm.startswith(WEIGHTED)
+        base = norm.removeprefix(WEIGHTED)
+        if weighted and (not self.weighted or base not in ("gcn", "gcn_improved", "sum")):
+            raise ValueError(f"no normalisation {norm!r} for {'this' if self.weighted else 'an unweighted'} graph")
+        values = self.weights if weighted else self.adj
+        if base in ("gcn", "gcn_improved"):
+            return gcn_norm_rows(values, self.row_start, lambda ids: self.lookup(ids, weighted),
+                                 2.0 if base == "gcn_improved" else 1.0, self.loop_weight if weighted else None)
+        if base == "sum":
+            return values.astype(np.float32)
         if norm == "mean":
-            return mean_norm_rows(self.adj, self.row_start, self.lookup)
+            return mean_norm_rows(self.adj)
         if norm == "self_loops":
             return self_loop_rows(self.adj, self.row_start)
-        if norm == "sum":
-            return self.adj.astype(np.float32)
         raise ValueError(f"unknown normalisation {norm!r}")
 
     def stats(self) -> dict:
@@ -125,17 +149,28 @@ class ShardBuilder:
     def __init__(self, graph: Graph, partitioning: Partitioning):
         self.graph, self.partitioning = graph, partitioning
         self.row_sum, self.row_loop = degrees(graph.adj)
+        w = graph.weights
+        self.row_wsum = None if w is None else degrees(graph.adj, 0, w.adj, w.loop)[0]
         self.new_ids = partitioning.new_ids()
 
-    def rows(self, part: int) -> sp.csr_matrix:
-        """The part's raw adjacency rows with column ids in the new numbering, sorted in each row."""
+    def rows(self, part: int, matrix: sp.csr_matrix | None = None) -> sp.csr_matrix:
+        """The part's rows of ``matrix`` (by default the raw adjacency) with column ids in the new
+        numbering, sorted in each row."""
+        matrix = self.graph.adj if matrix is None else matrix
         r0, r1 = self.partitioning.block(part)
         if self.new_ids is None:
-            return self.graph.adj[r0:r1]
-        rows = self.graph.adj[self.partitioning.node_ids(part)]
+            return matrix[r0:r1]
+        rows = matrix[self.partitioning.node_ids(part)]
         rows = sp.csr_matrix((rows.data, self.new_ids[rows.indices], rows.indptr), shape=rows.shape)
         rows.sort_indices()
         return rows
+
+    def _weights(self, part: int, ids: np.ndarray, halo_orig: np.ndarray) -> dict:
+        w = self.graph.weights
+        if w is None:
+            return {}
+        return {"weights": self.rows(part, w.adj), "loop_weight": w.loop[ids], "row_wsum": self.row_wsum[ids],
+                "halo_wsum": self.row_wsum[halo_orig]}
 
     def shard(self, part: int) -> Shard:
         p, g = self.partitioning, self.graph
@@ -148,4 +183,5 @@ class ShardBuilder:
         take = (lambda t: t[r0:r1]) if p.order is None else (lambda t: t[torch.from_numpy(ids)])
         return Shard(g.name, p.mode, part, p.bounds, adj, take(g.x), take(g.y),
                      *(take(g.mask(s)) for s in SPLITS), g.num_classes, np.asarray(ids, dtype=np.int64),
-                     self.row_sum[ids], self.row_loop[ids], halo, self.row_sum[halo_orig], self.row_loop[halo_orig])
+                     self.row_sum[ids], self.row_loop[ids], halo, self.row_sum[halo_orig], self.row_loop[halo_orig],
+                     **self._weights(part, ids, halo_orig))

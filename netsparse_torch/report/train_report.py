@@ -11,8 +11,10 @@ from omegaconf import OmegaConf
 
 from netsparse_torch.report.provenance import provenance
 
-#: The per-rank summary of the report: partition sizes and the rank's peak RSS (getrusage, bytes).
-PER_RANK = ("rank", "device", "cuda_collectives", "kernels", "rows", "nnz", "halo", "edge_cut", "peak_rss_bytes")
+#: The per-rank summary of the report: partition sizes, the rank's peak RSS (getrusage, bytes), and its
+#: torch threads (``torch.get_num_threads()`` in the rank) with their source (netsparse_torch/run/threads.py).
+PER_RANK = ("rank", "device", "cuda_collectives", "kernels", "rows", "nnz", "halo", "edge_cut", "peak_rss_bytes",
+            "threads", "threads_source")
 
 
 def _sum_collectives(per_rank: list[dict]) -> dict:
@@ -31,6 +33,8 @@ def build_train_report(cfg, graph, result: dict, wall_s: float) -> dict:
         from netsparse_torch.comm.netsparse import summarize
 
         extra["netsparse"] = summarize([r["strategy_stats"] for r in per_rank])
+    if per_rank[0].get("kernel_agreement"):  # CUDA: the same on every rank
+        extra["kernel_agreement"] = per_rank[0]["kernel_agreement"]
     times = [e["time_s"] for e in result["epochs"]]
     dataset = {"name": graph.name, "nodes": graph.num_nodes, "nnz": int(graph.nnz), "features": graph.num_features,
                "classes": graph.num_classes}
@@ -57,6 +61,7 @@ def build_train_report(cfg, graph, result: dict, wall_s: float) -> dict:
             "edge_cut_total": sum(r["edge_cut"] for r in per_rank),
         },
         "per_rank": [{k: r[k] for k in PER_RANK} for r in per_rank],
+        "attempts": result["attempts"],  # which epochs ran in which attempt (netsparse_torch/run/resume.py)
         "final": result["final"],
         **{k: result[k] for k in ("best", "evaluations", "early_stop") if k in result},  # evaluation.py
         "epochs": [{k: e[k] for k in ("epoch", "loss", "time_s")} for e in result["epochs"]],
@@ -124,8 +129,9 @@ def summary_lines(report: dict) -> list[str]:
         f"  epoch time   median {report['epoch_time_s']['median'] * 1e3:.2f} ms (measured)",
         f"  feature comm {c['feature_bytes_per_epoch']:,} B/epoch, {c['feature_bytes']:,} B in the run "
         f"(measured payload, all ranks)",
-    ] + (_dataset_lines(report) + _eval_lines(report) + _partition_lines(report) + _kernel_lines(report)
-         + _twoface_lines(report) + _netsparse_lines(report.get("netsparse")) + _switch_lines(report.get("switches")))
+    ] + (_dataset_lines(report) + _eval_lines(report) + _partition_lines(report) + _thread_lines(report)
+         + _kernel_lines(report) + _twoface_lines(report) + _netsparse_lines(report.get("netsparse"))
+         + _switch_lines(report.get("switches")))
 
 
 def _dataset_lines(report: dict) -> list[str]:
@@ -164,8 +170,12 @@ def _eval_lines(report: dict) -> list[str]:
 
 
 def _kernel_lines(report: dict) -> list[str]:
-    """On CUDA: how often ``backend="auto"`` chose each SpMM kernel (timed once per matrix, width, dtype and
-    direction; ``per_rank[].kernels`` has every choice with its times)."""
+    """On CUDA: the SpMM kernels every rank agreed on (``kernel_agreement``: every rank's times), or how
+    often ``backend="auto"`` chose each kernel where each matrix timed its own (``per_rank[].kernels``)."""
+    agreed = {key: choice for a in report.get("kernel_agreement") or [] for key, choice in a["keys"].items()}
+    if agreed:
+        keys = ", ".join(f"{key} {choice}" for key, choice in agreed.items())
+        return [f"  kernels      CUDA SpMM agreed by all ranks: {keys} (measured)"]
     chosen = Counter(c["choice"] for r in report["per_rank"] for c in r.get("kernels") or [])
     if not chosen:
         return []
@@ -190,6 +200,21 @@ def _partition_lines(report: dict) -> list[str]:
     return [f"  partition    {p['mode']}: edge cut {p['edge_cut_total']:,} nonzeros{share}; per rank: rows "
             f"{_short(p['rows'])}, halo {_short(p['halo'])}, edge cut {_short(p['edge_cut'])}",
             f"  memory       peak RSS per rank {_short([round(m) for m in rss])} MiB (measured, getrusage)"]
+
+
+#: What each source of a rank's thread count means (netsparse_torch/run/threads.py).
+THREAD_SOURCES = {"threads": "set by the threads key", "OMP_NUM_THREADS": "from OMP_NUM_THREADS",
+                  "auto": "threads=auto: cores / local ranks", "torch default": "torch's default"}
+
+
+def _thread_lines(report: dict) -> list[str]:
+    """Each rank's torch threads and where the number came from: an epoch time means little without it
+    (one rank with every core against two ranks of one thread each)."""
+    ranks = report["per_rank"]
+    if not ranks or "threads" not in ranks[0]:
+        return []
+    sources = ", ".join(dict.fromkeys(THREAD_SOURCES.get(r["threads_source"], r["threads_source"]) for r in ranks))
+    return [f"  threads      torch threads per rank {_short([r['threads'] for r in ranks])} ({sources})"]
 
 
 def _short(values: list, limit: int = 8) -> str:

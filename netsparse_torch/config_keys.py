@@ -1,0 +1,304 @@
+"""Every override on a Hydra command line names a key or a config group that its CLI reads, checked
+before any heavy import: ``netsparse-train``, ``netsparse-simulate`` and ``netsparse-partition`` each
+declare theirs (:data:`TRAIN`, :data:`SIMULATE`, :data:`PARTITION`), and one check
+(:func:`check_command_line`) refuses the rest in one :class:`~netsparse_torch.errors.ConfigError` that
+names the closest known key. Hydra would take an unknown ``+key`` silently, and refuse a plain typo in
+several lines.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from netsparse_torch.config_check import GROUPS, config_dir, group_choices
+from netsparse_torch.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Cli:
+    """What a Hydra CLI reads: its config (``configs/<config>.yaml``), the config groups of its defaults
+    list (``group=choice``), the groups a command line may add (``+group=choice``), and the keys it
+    reads that no YAML lists (``open_keys(cfg, parsed overrides)``: the ``+key=`` it takes)."""
+
+    prog: str
+    config: str
+    groups: tuple[str, ...]
+    open_keys: Callable
+    add_groups: tuple[str, ...] = ()
+
+
+# -- the keys each CLI reads that no YAML lists --------------------------------------------------------
+#: strategy.options.<name> that each strategy reads (its keyword arguments, beyond the run layer's own
+#: ``fabric``), whether or not its configs/strategy YAML lists them. A mirror, because the strategies
+#: import torch; tests/test_config_keys.py checks it against their signatures and RIG_OPTIONS.
+STRATEGY_OPTIONS: dict[str, tuple[str, ...]] = {
+    "su": (),
+    "sa": (),
+    "ds": ("replication",),
+    "twoface": ("width", "profile", "memory_limit_bytes"),
+    "netsparse": ("n_units", "n_client_units", "batch_size", "pending_capacity", "filter", "coalesce", "mtu",
+                  "upper_bytes", "delay_cycles", "overlap", "stage"),
+}
+#: The generators' keywords per synthetic shape (``dataset.params.<name>`` of dataset=synthetic,
+#: ``synthetic.params.<name>`` of the simulator). A mirror, because importing scipy would cost the check
+#: most of a second; checked by tests/test_config_keys.py.
+SYNTHETIC_PARAMS: dict[str, tuple[str, ...]] = {
+    "powerlaw": ("avg_degree", "exponent"),
+    "banded": ("bandwidth", "density"),
+    "road": ("drop", "diagonal"),
+}
+
+
+def train_open_keys(cfg, parsed: list) -> set[str]:
+    """The options of the chosen strategy, the generator parameters of dataset=synthetic, and the
+    hardware fields (``hw``, and ``cluster.hw`` of a modeled cluster)."""
+    keys = {f"strategy.options.{name}" for name in STRATEGY_OPTIONS.get(str(cfg.strategy.name), ())}
+    keys |= dataset_params(cfg, parsed)
+    if "hw" in cfg.cluster:
+        keys |= hardware_keys("cluster.hw.")
+    return keys | hardware_keys("hw.")
+
+
+def dataset_params(cfg, parsed: list) -> set[str]:
+    """``dataset.params.<name>`` of each shape that dataset=synthetic takes in this run."""
+    if str(cfg.dataset.name) != "synthetic":
+        return set()
+    return {f"dataset.params.{name}" for shape in _values("dataset.shape", cfg, parsed)
+            for name in SYNTHETIC_PARAMS.get(shape, ())}
+
+
+def simulate_open_keys(cfg, parsed: list) -> set[str]:
+    """The hardware fields (``hw``) and, for ``matrix=synthetic[:shape]``, the shape's generator
+    parameters (``synthetic.params``)."""
+    shapes = set()
+    for matrix in _values("matrix", cfg, parsed):
+        if matrix.startswith("synthetic:"):
+            shapes.add(matrix.split(":", 1)[1])
+        elif matrix == "synthetic":
+            shapes |= set(_values("synthetic.shape", cfg, parsed))
+    params = {f"synthetic.params.{name}" for shape in shapes for name in SYNTHETIC_PARAMS.get(shape, ())}
+    return params | hardware_keys("hw.")
+
+
+def hardware_keys(prefix: str) -> set[str]:
+    """``<section>`` and ``<section>.<field>`` of the modeled cluster's HardwareParams."""
+    import dataclasses
+
+    from hw_models.params import _SECTIONS
+
+    keys = set()
+    for section, params in _SECTIONS.items():
+        keys.add(prefix + section)
+        keys |= {f"{prefix}{section}.{f.name}" for f in dataclasses.fields(params)}
+    return keys
+
+
+TRAIN = Cli("netsparse-train", "train", GROUPS, train_open_keys)
+SIMULATE = Cli("netsparse-simulate", "simulate", ("hw", "assumption"), simulate_open_keys, add_groups=("experiment",))
+PARTITION = Cli("netsparse-partition", "partition", ("dataset",), dataset_params)
+
+
+# -- the check -----------------------------------------------------------------------------------------
+#: Hydra flags that change which config is composed: with them the check leaves every key to Hydra.
+OTHER_CONFIG_FLAGS = ("-cn", "--config-name", "-cp", "--config-path", "-cd", "--config-dir")
+
+
+def check_command_line(args: list[str], cli: Cli) -> None:
+    """Every config group choice and every key of ``args`` (a CLI's ``sys.argv[1:]``) is one ``cli`` reads."""
+    check_group_overrides(args, config_dir(), cli)
+    check_override_keys(args, config_dir(), cli)
+
+
+def check_group_overrides(overrides: list[str], config_dir: str | Path, cli: Cli = TRAIN) -> None:
+    """Every ``group=choice`` (each value of a sweep ``group=a,b``) names a YAML of ``configs/<group>/``
+    of a group that ``cli`` reads, with a ``+`` exactly when the group is one the command line adds.
+    Other overrides are left to :func:`check_override_keys`."""
+    for o in _parse(overrides):
+        group = o.key_or_group
+        if not _is_group(o, config_dir) or group.startswith("hydra") or o.is_delete() or o.package is not None:
+            continue
+        if group not in cli.groups + cli.add_groups:
+            reads = ", ".join([*cli.groups, *(f"+{g}" for g in cli.add_groups)])
+            raise ConfigError(f"{o.input_line}: {cli.prog} reads no config group {group}; its groups are {reads}")
+        if group in cli.add_groups and not o.is_add():
+            raise ConfigError(f"{o.input_line}: {group} is added to the config: write +{o.input_line}")
+        if group in cli.groups and o.is_add():
+            raise ConfigError(f"{o.input_line}: {group} is already in the config; choose it without the '+': "
+                              f"{o.input_line.lstrip('+')}")
+        values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
+        choices = group_choices(config_dir, group)
+        for v in values:
+            if v not in choices:
+                raise ConfigError(f"unknown {group} {v!r}; choose one of {', '.join(choices)}")
+
+
+def check_override_keys(overrides: list[str], config_dir: str | Path, cli: Cli = TRAIN) -> None:
+    """Every ``key=value``, ``+key=value``, ``++key=value`` and ``~key`` on the command line names a key
+    that the run reads: one of the composed config (for each choice of a swept config group), or one
+    that ``cli.open_keys`` names. Config groups and ``hydra.*`` keys are left to
+    :func:`check_group_overrides` and Hydra."""
+    if any(arg.split("=")[0] in OTHER_CONFIG_FLAGS for arg in overrides):
+        return
+    parsed = _parse(overrides)
+    keyed = [o for o in parsed if not _is_group(o, config_dir) and not o.key_or_group.startswith("hydra")
+             and o.package is None]
+    if not keyed:
+        return  # nothing to check: no composition (it costs a fifth of a second)
+    for cfg in _compositions(parsed, config_dir, cli.config):
+        known = config_keys(cfg)
+        readable = cli.open_keys(cfg, parsed)
+        for o in keyed:
+            _check_key(o, known, readable, cfg, config_dir, cli)
+
+
+def _parse(overrides: list[str]) -> list:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        # Only key=value overrides: Hydra's own flags (-m, --cfg job, -cn NAME, ...) are left to Hydra.
+        return OverridesParser.create().parse_overrides(
+            [o for o in overrides if ("=" in o or o.startswith("~")) and not o.startswith("-")])
+    except HydraException as exc:
+        raise ConfigError(f"cannot parse the command line: {str(exc).splitlines()[0]}") from None
+
+
+def _is_group(o, config_dir: str | Path) -> bool:
+    return "/" in o.key_or_group or (Path(config_dir) / o.key_or_group).is_dir()
+
+
+def _compositions(parsed: list, config_dir: str | Path, config: str) -> Iterator:
+    """The config of the command line's group choices, and once more for each other value of a
+    swept group (one group varied at a time: what a key depends on is its own group's choice)."""
+    fixed, swept = [], []
+    for o in parsed:
+        if not _is_group(o, config_dir) or o.key_or_group.startswith("hydra"):
+            continue
+        if o.is_sweep_override():
+            values = list(o.sweep_string_iterator())
+            fixed.append(f"{o.input_line.split('=')[0]}={values[0]}")
+            swept += [(o.input_line.split("=")[0], v) for v in values[1:]]
+        else:
+            fixed.append(o.input_line)
+    variants = [fixed] + [[f for f in fixed if not f.startswith(f"{group}=")] + [f"{group}={v}"] for group, v in swept]
+    for groups in variants:
+        cfg = _compose(str(config_dir), config, tuple(groups))
+        if cfg is None:  # a combination Hydra refuses: its own error, in one line (cli/hydra_app.py)
+            return
+        yield cfg
+
+
+@functools.lru_cache(maxsize=64)
+def _compose(config_dir: str, config: str, groups: tuple[str, ...]):
+    """``config`` composed with the group choices ``groups`` (read only); None where Hydra refuses them."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+
+    with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+        try:
+            return compose(config, overrides=list(groups))
+        except HydraException:
+            return None
+
+
+def config_keys(cfg) -> set[str]:
+    """Every dotted key of ``cfg``, the sections too (``strategy``, ``strategy.options``, ...)."""
+    from omegaconf import OmegaConf
+
+    def walk(node, prefix: str) -> Iterator[str]:
+        for k, v in node.items():
+            yield prefix + str(k)
+            if isinstance(v, dict):
+                yield from walk(v, f"{prefix}{k}.")
+
+    return set(walk(OmegaConf.to_container(cfg, resolve=False), ""))
+
+
+def _values(key: str, cfg, parsed: list) -> list[str]:
+    """The values ``key`` takes in this run: the command line's (every value of a sweep), else ``cfg``'s."""
+    for o in parsed:
+        if o.key_or_group == key and not o.is_delete():
+            return [str(v) for v in (o.sweep_iterator() if o.is_sweep_override() else [o.value()])]
+    from omegaconf import OmegaConf
+
+    return [str(OmegaConf.select(cfg, key))]
+
+
+def _check_key(o, known: set[str], readable: set[str], cfg, config_dir: str | Path, cli: Cli) -> None:
+    key = o.key_or_group
+    if o.is_add() and key in known:
+        raise ConfigError(f"{o.input_line}: {key} is already in the config; set it without the '+': "
+                          f"{o.input_line[1:]}")
+    if key in known or (key in readable and (o.is_add() or o.is_force_add())):
+        return
+    if key in readable:
+        raise ConfigError(f"{key} is not in the config until you add it: write +{o.input_line}")
+    raise ConfigError(unknown_key_message(key, known | readable, cfg, config_dir, cli))
+
+
+def unknown_key_message(key: str, known: set[str], cfg, config_dir: str | Path, cli: Cli = TRAIN) -> str:
+    """``unknown key K; the closest known key is C`` (C may belong to another choice of K's config
+    group, which the message names), or the keys that K's nearest existing section has."""
+    group = key.split(".")[0]
+    where = f" (with {group}={cfg[group].name})" if group in cli.groups and "name" in cfg[group] else ""
+    candidates = {k: "" for k in known}
+    if group in cli.groups:
+        for k, choices in other_choice_keys(group, config_dir).items():
+            candidates.setdefault(k, f" (with {group}={_one_of(choices)})")
+    hit = closest_key(key, candidates)
+    if hit == key:  # the key of other choices of its group
+        return f"unknown key {key}{where}; only {candidates[hit][len(' (with '):-1]} reads it"
+    if hit is not None:
+        return f"unknown key {key}{where}; the closest known key is {hit}{candidates[hit]}"
+    parent = key.rpartition(".")[0]
+    while parent and parent not in known:
+        parent = parent.rpartition(".")[0]
+    siblings = sorted(k.rpartition(".")[2] for k in known if k.rpartition(".")[0] == parent)
+    section = f"the keys under {parent} are" if parent else "the top-level keys are"
+    return f"unknown key {key}{where}; no known key is close; {section}: {', '.join(siblings) or 'none'}"
+
+
+def closest_key(key: str, candidates) -> str | None:
+    """The candidate closest to ``key`` (difflib): by the last name, first among the keys of the same
+    section (``strategy.widht`` -> ``strategy.width``, not ``strategy.name``), then among every key
+    (``model.hiden`` -> ``hidden``). Whole dotted keys would match on their common prefix alone."""
+    from difflib import get_close_matches
+
+    parent, _, leaf = key.rpartition(".")
+    siblings = {k.rpartition(".")[2]: k for k in candidates if k.rpartition(".")[0] == parent}
+    hit = get_close_matches(leaf, list(siblings), n=1, cutoff=0.6)
+    if hit:
+        return siblings[hit[0]]
+    leaves: dict[str, str] = {}
+    for k in sorted(candidates, key=lambda k: k.count(".")):  # the shallowest key of a name wins
+        leaves.setdefault(k.rpartition(".")[2], k)
+    hit = get_close_matches(leaf, list(leaves), n=1, cutoff=0.75)
+    return leaves[hit[0]] if hit else None
+
+
+def _one_of(choices: list[str]) -> str:
+    return choices[0] if len(choices) == 1 else f"{', '.join(choices[:-1])} or {choices[-1]}"
+
+
+def other_choice_keys(group: str, config_dir: str | Path) -> dict[str, list[str]]:
+    """The choices of ``group`` that bring each key (``strategy.width`` -> ``[twoface]``), read from the
+    YAMLs (for an error message only: the choices are not composed)."""
+    from omegaconf import OmegaConf
+
+    out: dict[str, list[str]] = {}
+    for path in sorted((Path(config_dir) / group).glob("*.yaml")):
+        text = path.read_text()
+        prefix = "" if "@package _global_" in text.split("\n", 1)[0] else f"{group}."
+        body = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+        body.pop("defaults", None)
+        found = config_keys(OmegaConf.create({prefix[:-1]: body} if prefix else body))
+        if group == "strategy":
+            found |= {f"strategy.options.{n}" for n in STRATEGY_OPTIONS.get(path.stem, ())}
+        if group == "cluster" and "hw" in body:
+            found |= hardware_keys("cluster.hw.")
+        for k in found:
+            out.setdefault(k, []).append(path.stem)
+    return out
