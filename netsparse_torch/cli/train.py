@@ -21,7 +21,7 @@ from omegaconf import DictConfig
 
 from netsparse_torch.cli.hydra_app import hydra_errors, task
 from netsparse_torch.config_check import GROUPS, check_values, config_dir, group_choices, omp_threads
-from netsparse_torch.config_keys import TRAIN, check_command_line
+from netsparse_torch.config_keys import TRAIN, check_command_line, experiments
 from netsparse_torch.errors import NetsparseError
 from netsparse_torch.progress import append_line, hydra_log_file
 from netsparse_torch.report.metrics import check_logger
@@ -109,12 +109,13 @@ def stopped_line(stop: Interrupted) -> str:
 
 
 def help_text(overrides: list[str]) -> str:
-    """``--help``: the groups training reads (Hydra's own lists every folder of configs/, the simulator's
-    ``experiment`` too) and the composed config with the given overrides."""
+    """``--help``: the groups training reads and its experiments (Hydra's own lists every folder of
+    configs/, the simulator's experiments too) and the composed config with the given overrides."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     groups = "\n".join(f"{g}: {', '.join(group_choices(config_dir(), g))}" for g in GROUPS)
+    groups += f"\n+experiment: {', '.join(experiments(config_dir(), TRAIN))}"
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
         cfg = compose("train", overrides=overrides)
     intro = __doc__.strip().replace("``", "")
