@@ -2,6 +2,9 @@
 graph's: the pattern of ``netsparse-simulate matrix=paper:...`` (the same generator and seed), node data
 drawn as for ``dataset=mtx``, and the same shard at every world size as cut from the whole graph."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -10,10 +13,10 @@ from cli import run_cli, train_here
 
 from hw_models import analogs
 from hw_models.native import graph as native
+from netsparse_torch.config_check import METIS_MAX_NNZ
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.graph import gcn_norm
 from netsparse_torch.partition import AnalogDataset, ShardBuilder, partition_dataset
-from netsparse_torch.partition.analog import METIS_MAX_NNZ
 from netsparse_torch.partition.shard import SPLITS
 
 #: Small analogs of the three generator families (2,274 to 4,147 rows).
@@ -122,6 +125,37 @@ def test_bad_input_is_one_line_from_the_cli(tmp_path):
                    f"hydra.run.dir={tmp_path}", timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == ["netsparse-train: error: dataset.scale must be in (0, 1], got 1.5"]
+
+
+@pytest.mark.parametrize("dataset,partition,message", [
+    ({"matrix": "europa"}, "rows", "unknown dataset.matrix 'europa'"),
+    ({"matrix": "uk", "scale": -1}, "rows", "dataset.scale must be in (0, 1], got -1"),
+    ({"matrix": "uk", "scale": 0.01, "num_features": 0}, "rows", "dataset=paper needs num_features >= 1"),
+    ({"matrix": "arabic", "scale": 0.5}, "metis", "partition=metis needs the whole graph in one process"),
+])
+def test_bad_input_is_found_before_torch_loads(dataset, partition, message):
+    """The CLI's value check (config_check.check_values) refuses dataset=paper's bad input with numbers
+    only: one line within a second, nothing generated, no torch."""
+    code = ("import sys\nfrom omegaconf import OmegaConf\nfrom netsparse_torch.config_check import check_values\n"
+            "from netsparse_torch.errors import ConfigError\n"
+            f"cfg = OmegaConf.create({{'dataset': {{'name': 'paper', **{dataset!r}}}, 'partition': {partition!r}}})\n"
+            "try:\n    check_values(cfg)\nexcept ConfigError as exc:\n    print(exc)\n"
+            "assert 'torch' not in sys.modules\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert message in proc.stdout and len(proc.stdout.strip().splitlines()) == 1, proc.stdout
+
+
+def test_partition_cli_refuses_metis_above_its_limit(tmp_path):
+    from omegaconf import OmegaConf
+
+    from netsparse_torch.cli.partition import run
+
+    cfg = {"out": str(tmp_path), "parts": 4, "partition": "metis",
+           "dataset": {"name": "paper", "matrix": "europe", "scale": 0.1}}
+    with pytest.raises(ConfigError, match="partition=metis needs the whole graph in one process"):
+        run(OmegaConf.create(cfg))
+    assert not any(tmp_path.iterdir())
 
 
 def test_partition_cli_writes_generated_parts(tmp_path):

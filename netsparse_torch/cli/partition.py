@@ -17,7 +17,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from netsparse_torch.cli.hydra_app import fail, run_app, task
-from netsparse_torch.config_check import config_dir
+from netsparse_torch.config_check import check_paper_dataset, config_dir
 from netsparse_torch.config_keys import PARTITION
 from netsparse_torch.errors import ConfigError, NetsparseError
 
@@ -28,6 +28,8 @@ def run(cfg: DictConfig) -> dict:
         raise ConfigError("netsparse-partition needs out=<directory for the partitioned dataset>")
     if isinstance(cfg.parts, bool) or not isinstance(cfg.parts, int) or cfg.parts < 1:
         raise ConfigError(f"parts must be an integer >= 1, got {cfg.parts!r}")
+    if (cfg.get("dataset") or {}).get("name") == "paper":
+        check_paper_dataset(cfg.dataset, str(cfg.partition))
     # The loaders and partitioners (torch, scipy) load once the settings above are known to be good.
     from netsparse_torch.graph import load_dataset
     from netsparse_torch.partition.analog import partition_dataset

@@ -23,16 +23,12 @@ from hw_models import analogs
 from hw_models.bounds import ROW_MODES, row_bounds
 from hw_models.native import graph as _native
 from hw_models.pattern import sorted_unique
+from netsparse_torch.config_check import check_paper_dataset, check_paper_metis
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.graph import Graph
 from netsparse_torch.graph.normalize import gcn_norm_rows
 from netsparse_torch.partition.partitioning import Partitioning, partition_graph
 from netsparse_torch.partition.shard import Shard
-
-METIS_MAX_NNZ = 5_000_000
-"""Largest analog ``partition=metis`` takes (our choice). METIS needs the whole graph in one process: the
-launcher generates it with every node's data (about 60 B per nonzero with the symmetrised copy METIS
-reads, plus 4 B per feature and node), and every rank then cuts its shard from that copy."""
 
 TRAIN, VAL = 0.6, 0.2
 """The split's shares, as ``dataset=mtx``'s (:func:`netsparse_torch.graph.loaders.random_split`)."""
@@ -52,14 +48,8 @@ class AnalogDataset:
 
     def __init__(self, matrix: str, scale: float, num_features: int = 16, num_classes: int = 4, seed: int = 0,
                  analog_seed: int = 0, analog_cache: str | None = None):
-        if matrix not in analogs.PAPER_MATRICES:
-            raise ConfigError(f"unknown dataset.matrix {matrix!r}; choose one of {', '.join(analogs.PAPER_MATRICES)}")
-        if not 0 < scale <= 1:  # also NaN
-            raise ConfigError(f"dataset.scale must be in (0, 1], got {scale:g}")
-        self.matrix, self.scale = analogs.PAPER_MATRICES[matrix], float(scale)
-        if num_features < 1 or num_classes < 2:
-            raise ConfigError(f"dataset=paper needs num_features >= 1 and num_classes >= 2, got "
-                              f"{num_features} and {num_classes}")
+        self.matrix, self.scale = check_paper_dataset({"matrix": matrix, "scale": scale,
+                                                       "num_features": num_features, "num_classes": num_classes})
         self.num_nodes = analogs.scaled_rows(self.matrix, self.scale)
         self.num_features, self.num_classes = int(num_features), int(num_classes)
         self.seed, self.analog_seed, self.analog_cache = int(seed), int(analog_seed), analog_cache
@@ -70,10 +60,9 @@ class AnalogDataset:
 
     @classmethod
     def from_config(cls, cfg) -> AnalogDataset:
-        if cfg.get("matrix") is None:
-            raise ConfigError(f"dataset=paper needs dataset.matrix=<one of {', '.join(analogs.PAPER_MATRICES)}>")
-        return cls(str(cfg.matrix), _scale(cfg.get("scale", 1.0)), int(cfg.get("num_features", 16)),
-                   int(cfg.get("num_classes", 4)), int(cfg.get("seed", 0)), int(cfg.get("analog_seed", 0)),
+        check_paper_dataset(cfg)
+        return cls(str(cfg.matrix), cfg.get("scale", 1.0), cfg.get("num_features", 16), cfg.get("num_classes", 4),
+                   int(cfg.get("seed", 0)), int(cfg.get("analog_seed", 0)),
                    str(cfg.analog_cache) if cfg.get("analog_cache") else None)
 
     # -- what every process knows without generating a row --------------------------------------------------
@@ -110,14 +99,6 @@ class AnalogDataset:
             return Partitioning(mode, row_bounds(self.num_nodes, parts, mode, indptr))
         raise ConfigError(f"dataset=paper: partition {mode!r} is not a row-block partition "
                           f"({', '.join(ROW_MODES)}); metis goes through partition_dataset")
-
-    def check_metis(self) -> None:
-        approx = int(round(self.matrix.nnz * self.scale))
-        if approx > METIS_MAX_NNZ:
-            raise ConfigError(f"partition=metis needs the whole graph in one process; {self.spec} has about "
-                              f"{approx / 1e6:.3g} M nonzeros, above the limit of {METIS_MAX_NNZ / 1e6:g} M for "
-                              "dataset=paper: use partition=rows or nnz (the analog's rows are laid out in the "
-                              "paper's row blocks already)")
 
     # -- one part, generated ----------------------------------------------------------------------------------
     def shard(self, part: int, partitioning: Partitioning) -> Shard:
@@ -214,22 +195,16 @@ def _diagonal(adj: sp.csr_matrix, row_start: int) -> np.ndarray:
     return out
 
 
-def _scale(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"dataset.scale must be a number in (0, 1], got {value!r}") from None
-
-
 def partition_dataset(data, parts: int, mode: str = "rows", seed: int = 0, weights: str = "nnz"):
     """``(data, partitioning)`` of a loaded dataset (a :class:`Graph` or an :class:`AnalogDataset`) into
     ``parts`` parts. An analog stays an analog for ``rows`` and ``nnz`` (each rank generates its part);
-    ``metis`` renumbers the whole graph, so an analog below :data:`METIS_MAX_NNZ` comes back whole."""
+    ``metis`` renumbers the whole graph, so an analog below
+    :data:`~netsparse_torch.config_check.METIS_MAX_NNZ` comes back whole."""
     if isinstance(data, AnalogDataset):
         if mode in ROW_MODES:
             return data, data.partitioning(parts, mode)
         if mode == "metis":
-            data.check_metis()
+            check_paper_metis(data.matrix, data.scale)
         data = data.graph()
     return data, partition_graph(data.adj, parts, mode, seed=seed, weights=weights)
 
