@@ -68,6 +68,10 @@ def test_paper_training_runs_and_collects(tmp_path, monkeypatch):
                         f"{collect.fmt(m['comm_speedup']['netsparse_vs_sa_opt'])}x")
     assert cells[11] == (f"{collect.fmt(full['end_to_end_speedup']['none']['netsparse_vs_su_opt'])}x / "
                          f"{collect.fmt(full['end_to_end_speedup']['none']['netsparse_vs_sa_opt'])}x")
+    peak = collect.fmt(full["process"]["peak_rss_bytes"] / 2**30)
+    assert cells[12] == f"{peak} GiB, {full['process']['wall_s']:.0f} s"  # this run generated and simulated it
+    full["model_cache"]["gathers_computed"] = []  # as a later run, which reads the block from the cache
+    assert collect.markdown("paper_training", [report])[2].endswith(", from the cache |")
 
 
 def test_swept_matrices_exist():
