@@ -11,14 +11,15 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from hw_models import analogs
+from netsparse_torch.config_check import config_dir
+from netsparse_torch.config_keys import SIMULATE, TRAIN, experiments
 from netsparse_torch.report import collect
 from netsparse_torch.run import simulation as simulate
 
-ALL_EXPERIMENTS = sorted(p.stem for p in (ROOT / "configs" / "experiment").glob("*.yaml"))
-#: Experiments of netsparse-train (they choose a training dataset); the others are netsparse-simulate's.
-TRAIN_EXPERIMENTS = [n for n in ALL_EXPERIMENTS
-                     if "override /dataset" in (ROOT / "configs" / "experiment" / f"{n}.yaml").read_text()]
-EXPERIMENTS = [n for n in ALL_EXPERIMENTS if n not in TRAIN_EXPERIMENTS]
+#: netsparse-train's experiments (they choose a training dataset) and netsparse-simulate's, as the CLIs' checks
+#: tell them apart; together every YAML of configs/experiment.
+TRAIN_EXPERIMENTS = experiments(config_dir(), TRAIN)
+EXPERIMENTS = experiments(config_dir(), SIMULATE)
 KARATE = DATA / "mtx_small" / "karate.mtx"
 SMALL = [f"matrix={KARATE}", "nodes=4", "rack_size=2", "plots=false", "compute_models=[spade]"]
 # a 400-row synthetic matrix on 4 nodes stands in for the paper analogs the sweeps name
@@ -39,6 +40,8 @@ def _points(name: str) -> list[list[str]]:
 def test_every_experiment_is_documented_with_its_command():
     doc = (ROOT / "docs" / "experiments.md").read_text()
     assert EXPERIMENTS and TRAIN_EXPERIMENTS == ["paper_training"]
+    every = sorted(p.stem for p in (ROOT / "configs" / "experiment").glob("*.yaml"))
+    assert sorted(TRAIN_EXPERIMENTS + EXPERIMENTS) == every
     for name in EXPERIMENTS:
         assert f"python -m netsparse_torch.cli.simulate +experiment={name}" in doc, name
     for name in TRAIN_EXPERIMENTS:
