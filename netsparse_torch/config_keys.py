@@ -99,7 +99,7 @@ def hardware_keys(prefix: str) -> set[str]:
     return keys
 
 
-TRAIN = Cli("netsparse-train", "train", GROUPS, train_open_keys)
+TRAIN = Cli("netsparse-train", "train", GROUPS, train_open_keys, add_groups=("experiment",))
 SIMULATE = Cli("netsparse-simulate", "simulate", ("hw", "assumption"), simulate_open_keys, add_groups=("experiment",),
                file_groups=("hw",))
 PARTITION = Cli("netsparse-partition", "partition", ("dataset",), dataset_params)
@@ -148,10 +148,22 @@ def check_group_overrides(overrides: list[str], config_dir: str | Path, cli: Cli
             raise ConfigError(f"{o.input_line}: {group} is already in the config; choose it without the '+': "
                               f"{o.input_line.lstrip('+')}")
         values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
-        choices = group_choices(config_dir, group)
+        choices = experiments(config_dir, cli) if group == "experiment" else group_choices(config_dir, group)
         for v in values:
             if v not in choices:
                 raise ConfigError(f"unknown {group} {v!r}; choose one of {', '.join(choices)}")
+
+
+def experiments(config_dir: str | Path, cli: Cli) -> list[str]:
+    """The ``+experiment=`` choices of ``cli``: one folder holds both CLIs' experiments, and those that
+    choose a training dataset (``override /dataset`` in their defaults list) are netsparse-train's."""
+    from omegaconf import OmegaConf
+
+    def trains(name: str) -> bool:
+        defaults = OmegaConf.load(Path(config_dir) / "experiment" / f"{name}.yaml").get("defaults") or []
+        return any(OmegaConf.is_dict(d) and "override /dataset" in d for d in defaults)
+
+    return [n for n in group_choices(config_dir, "experiment") if trains(n) == (cli.config == "train")]
 
 
 def check_override_keys(overrides: list[str], config_dir: str | Path, cli: Cli = TRAIN) -> None:

@@ -58,9 +58,13 @@ def help_text(cli: Cli, overrides: list[str], doc: str) -> str:
     from omegaconf import OmegaConf
 
     from netsparse_torch.config_check import config_dir, group_choices
+    from netsparse_torch.config_keys import experiments
 
-    groups = "\n".join(f"{g}: {', '.join(group_choices(config_dir(), g))}" for g in cli.groups)
-    added = "\n".join(f"+{g}: {', '.join(group_choices(config_dir(), g))}" for g in cli.add_groups)
+    def choices(group: str) -> list[str]:  # one folder holds both CLIs' experiments
+        return experiments(config_dir(), cli) if group == "experiment" else group_choices(config_dir(), group)
+
+    groups = "\n".join(f"{g}: {', '.join(choices(g))}" for g in cli.groups)
+    added = "\n".join(f"+{g}: {', '.join(choices(g))}" for g in cli.add_groups)
     files = "".join(f"\n{g}=path/to/file.yaml reads the {g} sections from a file" for g in cli.file_groups)
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
         cfg = compose(cli.config, overrides=overrides)

@@ -18,6 +18,7 @@ from netsparse_torch.kernels import CSR
 from netsparse_torch.nn import training
 from netsparse_torch.nn.edge_weights import GraphWeightsCheck
 from netsparse_torch.partition import PartitionedDataset, Partitioning, Shard, rank_shard
+from netsparse_torch.partition.analog import AnalogDataset
 from netsparse_torch.partition.shard import WEIGHTED
 from netsparse_torch.partition.source import Source
 from netsparse_torch.plan import build_plan
@@ -39,7 +40,7 @@ def _as_source(data) -> tuple[Source, tuple[str, torch.Tensor] | None]:
     """``data`` as one of the inputs :func:`~netsparse_torch.partition.rank_shard` reads: a PyG ``Data``
     (anything with an ``edge_index``) becomes a :class:`Graph`; anything else unknown is one error.
     Second: the PyG edge weights taken, ``(attribute, tensor)``, if any."""
-    if isinstance(data, (Graph, PartitionedDataset, Shard, str, Path)):
+    if isinstance(data, (Graph, PartitionedDataset, AnalogDataset, Shard, str, Path)):
         return data, None
     if getattr(data, "edge_index", None) is not None:
         return from_pyg(data), pyg_edge_weight(data)

@@ -3,7 +3,8 @@
     python -m netsparse_torch.cli.collect table7 outputs/experiments/fig12 --k 16 [--out fig12_table7.md]
 
 Each experiment config in ``configs/experiment/`` writes its reports to ``report_dir``; the table
-kinds below pick the report keys the paper's table or figure shows. All values are modeled.
+kinds below pick the report keys the paper's table or figure shows. All values are modeled, except in
+``paper_training``, the table of a training sweep, whose measured columns say so.
 """
 
 from __future__ import annotations
@@ -236,9 +237,45 @@ def _sensitivity(reports: list[dict]) -> list[str]:
     return md.table(head, (cells(m, a) for m, a in rows))
 
 
+def _paper_training(reports: list[dict]) -> list[str]:
+    """The training runs of ``+experiment=paper_training``, one row per analog: measured epoch time, feature
+    bytes and peak RSS on this machine next to the modeled speedups of NetSparse over SUOpt / SAOpt on 128
+    nodes, of the gathers and end to end (no overlap), on the trained graph and on its full-size original."""
+    runs = [r for r in reports if r.get("kind") == "train" and r.get("modeled")]
+    head = ["analog", "rows", "nonzeros", "ranks", "strategy", "epoch s (measured)", "feature B/epoch (measured)",
+            "rank peak GiB (measured)", "gathers vs SUOpt / SAOpt (modeled)", "end to end (modeled)",
+            "full size: gathers (modeled)", "full size: end to end (modeled)", "full-size model process (measured)"]
+
+    def pair(block: dict | None, key: str) -> str:
+        if not block:
+            return "n/a"
+        s = block[key] if key == "comm_speedup" else block[key]["none"]
+        return f"{fmt(s['netsparse_vs_su_opt'])}x / {fmt(s['netsparse_vs_sa_opt'])}x"
+
+    def process(block: dict | None) -> str:
+        """What the model process of ``block`` cost; a block read whole from the cache says so (its
+        pattern was generated and simulated by an earlier run)."""
+        if not block or "process" not in block:
+            return "n/a"
+        p, cache = block["process"], block.get("model_cache") or {}
+        cost = f"{fmt(p['peak_rss_bytes'] / 2**30)} GiB, {p['wall_s']:.0f} s"
+        return cost + (", from the cache" if cache and not cache.get("gathers_computed") else "")
+
+    def cells(r: dict) -> list:
+        m, full = r["modeled"], r["modeled"].get("full_size")
+        return [r["dataset"]["name"], fmt(r["dataset"]["nodes"]), fmt(r["dataset"]["nnz"]), fmt(r["world_size"]),
+                r["strategy"], fmt(r["epoch_time_s"]["median"]), fmt(r["comm"]["feature_bytes_per_epoch"]),
+                fmt(max(p["peak_rss_bytes"] for p in r["per_rank"]) / 2**30),
+                pair(m, "comm_speedup"), pair(m, "end_to_end_speedup"), pair(full, "comm_speedup"),
+                pair(full, "end_to_end_speedup"), process(full)]
+
+    return md.table(head, (cells(r) for r in sorted(runs, key=lambda r: r["dataset"]["name"])))
+
+
 SPECIAL = {"strong_scaling": _strong_scaling, "table8": _table8, "active_nodes": _active_nodes,
-           "sensitivity": _sensitivity}
-"""Table kinds with their own layout (Figs. 13/21, Table 8, Fig. 19, issue 26's sensitivity)."""
+           "sensitivity": _sensitivity, "paper_training": _paper_training}
+"""Table kinds with their own layout (Figs. 13/21, Table 8, Fig. 19, issue 26's sensitivity, and the training
+runs of ``+experiment=paper_training``)."""
 
 
 def plot(kind: str, reports: list[dict], out: Path) -> list[Path]:

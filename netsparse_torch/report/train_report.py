@@ -39,6 +39,8 @@ def build_train_report(cfg, graph, result: dict, wall_s: float) -> dict:
     times = [e["time_s"] for e in result["epochs"]]
     dataset = {"name": graph.name, "nodes": graph.num_nodes, "nnz": int(graph.nnz), "features": graph.num_features,
                "classes": graph.num_classes}
+    if getattr(graph, "label", None):  # a paper analog: its name must not read as the paper's matrix
+        dataset["label"] = graph.label
     if getattr(graph, "path", None) is not None:  # a partitioned dataset: each rank read only its shard
         dataset["partitioned_path"] = str(graph.path)
     return {
@@ -128,8 +130,15 @@ def summary_lines(report: dict) -> list[str]:
         f"  epoch time   median {report['epoch_time_s']['median'] * 1e3:.2f} ms (measured)",
         f"  feature comm {c['feature_bytes_per_epoch']:,} B/epoch, {c['feature_bytes']:,} B in the run "
         f"(measured payload, all ranks)",
-    ] + (_eval_lines(report) + _partition_lines(report) + _thread_lines(report) + _kernel_lines(report)
-         + _twoface_lines(report) + _netsparse_lines(report.get("netsparse")) + _switch_lines(report.get("switches")))
+    ] + (_dataset_lines(report) + _eval_lines(report) + _partition_lines(report) + _thread_lines(report)
+         + _kernel_lines(report) + _twoface_lines(report) + _netsparse_lines(report.get("netsparse"))
+         + _switch_lines(report.get("switches")))
+
+
+def _dataset_lines(report: dict) -> list[str]:
+    """What a generated dataset is (a paper analog), so its numbers are never read as the paper's graph's."""
+    label = report["dataset"].get("label")
+    return [f"  dataset      {label}; features, labels and split generated"] if label else []
 
 
 def _devices(report: dict) -> str:

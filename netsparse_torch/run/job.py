@@ -24,12 +24,12 @@ from netsparse_torch.config_check import check_values
 from netsparse_torch.errors import ConfigError, PeerLostError
 from netsparse_torch.graph import load_dataset
 from netsparse_torch.modeled import add_modeled, check_cluster
-from netsparse_torch.partition import PartitionedDataset, partition_graph, partition_settings
+from netsparse_torch.partition import PartitionedDataset, partition_dataset, partition_settings
 from netsparse_torch.progress import echo, hydra_log_file
 from netsparse_torch.report import build_train_report, summary_lines, write_json
+from netsparse_torch.report.analog import scaled_modeled_lines
 from netsparse_torch.report.curves import save_curves
 from netsparse_torch.report.metrics import check_logger
-from netsparse_torch.report.modeled import modeled_lines
 from netsparse_torch.report.plots import load_matplotlib
 from netsparse_torch.run.counters import add_switches
 from netsparse_torch.run.device import device_kind
@@ -57,7 +57,9 @@ def run(cfg: DictConfig) -> dict | None:
 
     An in-memory dataset is loaded and partitioned once here (under torchrun: by every process); each
     rank builds its shard from it. A partitioned dataset (``dataset=partitioned``) is only opened here
-    (its manifest): each rank memory-maps its own shard, and no process loads the whole graph.
+    (its manifest): each rank memory-maps its own shard, and no process loads the whole graph. A paper
+    analog (``dataset=paper``) is only described here: each rank generates its own shard, and its
+    whole-graph model runs in a process of its own after training.
     """
     check_config(cfg)
     hardware = train_hardware(cfg)  # the run's one hardware: RIG nodes, switches, modeled block, report
@@ -71,7 +73,7 @@ def run(cfg: DictConfig) -> dict | None:
     if isinstance(data, PartitionedDataset):
         data.check_world_size(int(cfg.world_size))
     else:
-        partitioning = partition_graph(data.adj, int(cfg.world_size), str(cfg.partition), **partition_settings(cfg))
+        data, partitioning = partition_dataset(data, int(cfg.world_size), str(cfg.partition), **partition_settings(cfg))
     check_cluster(cfg, data, hardware)
     check_logger(str(cfg.get("logger") or "none"))
     log = hydra_log_file()  # Hydra's <job>.log: the same lines as the console
@@ -95,7 +97,7 @@ def run(cfg: DictConfig) -> dict | None:
         report["hardware"] = hardware.to_dict()  # once; the RIG nodes, switches and modeled block used it
         if switch_report is not None:
             report["switches"] = switch_report  # measured counters of every switch, [{name, role, counters}]
-        add_modeled(report, cfg, data, hardware)  # cluster=<target>: modeled epoch on virtual nodes (not measured)
+        add_modeled(report, cfg, data, hardware, log)  # cluster=<target>: modeled epoch on virtual nodes (not measured)
         paths = write_json(report, cfg.get("report_path"), out_dir / "report.json" if out_dir else None)
         written += [(paths[-1], len(report["epochs"]))] if paths else []
         show_report(report, paths, log)
@@ -115,7 +117,7 @@ def run(cfg: DictConfig) -> dict | None:
 def show_report(report: dict, paths: list[Path], log: Path | None) -> None:
     """The curves next to the report, and the summary on the console and in the log file."""
     curves = save_curves(report, paths[-1].parent) if paths else None
-    for line in summary_lines(report) + modeled_lines(report.get("modeled"), report["dataset"]["nodes"]):
+    for line in summary_lines(report) + scaled_modeled_lines(report.get("modeled"), report["dataset"]["nodes"]):
         echo(line, log)
     for p in [*paths, curves] if curves else paths:
         echo(f"  written      {p}", log)

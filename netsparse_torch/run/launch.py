@@ -33,7 +33,7 @@ from tqdm import tqdm
 
 import netsparse_torch.backend  # noqa: F401  (registers the "netsparse" backend)
 from netsparse_torch.errors import NetsparseError, PeerLostError
-from netsparse_torch.malloc import keep_freed_memory
+from netsparse_torch.malloc import RANK_LARGEST_KEPT, keep_freed_memory
 from netsparse_torch.run.forkserver import start_forkserver
 from netsparse_torch.run.liveness import Heartbeat, process_state
 from netsparse_torch.run.threads import AUTO_THREADS, Threads, apply, resolve_threads
@@ -55,7 +55,7 @@ def free_port() -> int:
 
 
 def init_rank(rank: int, world_size: int, timeout_s: float, backend: str = "netsparse") -> None:
-    keep_freed_memory()
+    keep_freed_memory(RANK_LARGEST_KEPT)
     dist.init_process_group(backend, rank=rank, world_size=world_size,
                             timeout=datetime.timedelta(seconds=timeout_s))
 
