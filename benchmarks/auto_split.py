@@ -22,7 +22,8 @@ import scipy.sparse as sp
 from hw_models import breakdown, definitions
 from hw_models.native import sim as _sim
 from hw_models.params import HardwareParams
-from hw_models.simulator import auto_batch_size, simulate
+from hw_models.simulator import simulate
+from hw_models.unit_args import auto_batch_size
 
 NODES, K = 128, 16
 

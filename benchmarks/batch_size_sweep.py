@@ -25,7 +25,8 @@ from hw_models import definitions
 from hw_models.mtx import default_data_root, read_mtx
 from hw_models.params import HardwareParams
 from hw_models.pattern import as_pattern
-from hw_models.simulator import auto_batch_size, simulate
+from hw_models.simulator import simulate
+from hw_models.unit_args import auto_batch_size
 from netsparse_torch.malloc import keep_freed_memory
 
 GRAPHS = ("ego-twitter", "soc-slashdot0902", "cage11", "delaunay_n16", "ct2010", "luxembourg_osm")

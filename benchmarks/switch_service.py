@@ -35,7 +35,7 @@ from hw_models import (
     unit_args,  # noqa: E402
     units,  # noqa: E402
 )
-from hw_models.native import units as cu  # noqa: E402
+from hw_models import units as cu  # noqa: E402
 from netsparse_torch.switch import ControlClient, SwitchClient, configure_request  # noqa: E402
 
 N_ROWS = 4096

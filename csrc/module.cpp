@@ -5,9 +5,15 @@
 #include "kernels_sparse_ops.h"
 #include "keyed_dropout.h"
 #include "spmm.h"
+#include "units/errors.h"
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "netsparse_torch CPU kernels: SpMM, SDDMM, attention, keyed dropout";
+  // The kernels' typed errors (units/errors.h), as hw_models._C maps them; local to this module, so the
+  // hardware models' own translators stay the ones their functions use.
+  const py::module_ errors = py::module_::import("hw_models.errors");
+  py::register_local_exception<netsparse::units::ConfigInvalid>(
+      m, "ConfigInvalid", py::make_tuple(errors.attr("ConfigError"), py::handle(PyExc_ValueError)));
   // The tensor kernels release the GIL: another thread (a RIG halo gather) runs while they compute.
   const auto nogil = py::call_guard<py::gil_scoped_release>();
   m.def("spmm", &netsparse::spmm, "CSR x dense on CPU", py::arg("crow"), py::arg("col"), py::arg("val"),

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "spmm_isa.h"
+#include "units/errors.h"
 
 #ifdef __linux__
 #include <sys/mman.h>
@@ -74,7 +75,7 @@ Isa parse_isa(const std::string& name) {
   if (name == "generic") return Isa::generic;
   if (name == "avx2") return Isa::avx2;
   if (name == "avx512") return Isa::avx512;
-  throw std::invalid_argument("spmm: unknown isa '" + name + "'; choose auto, avx512, avx2 or generic");
+  throw netsparse::units::ConfigInvalid("spmm: unknown isa '" + name + "'; choose auto, avx512, avx2 or generic");
 }
 
 Isa detect_isa() {
@@ -112,7 +113,7 @@ Isa resolve_isa(const std::string& name) {
   if (name == "auto") return best;
   const Isa want = parse_isa(name);
   if (want > best)
-    throw std::invalid_argument(std::string("spmm: isa '") + name + "' is not available here (best: " +
+    throw netsparse::units::ConfigInvalid(std::string("spmm: isa '") + name + "' is not available here (best: " +
                                 isa_name(best) + ")");
   return want;
 }

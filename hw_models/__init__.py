@@ -2,9 +2,10 @@
 
 * :mod:`hw_models.params` - NetSparse Table 5 parameters (``HardwareParams``), validated.
 * :mod:`hw_models.hardware` - the run's one ``HardwareParams`` from the ``hw`` config group and the
-  shortcuts, and the one encoding of ``auto`` and ``inf`` for the C++ units and the simulator.
-* :mod:`hw_models.unit_args` - the C++ units' hardware arguments from ``HardwareParams`` (no
-  hardware number is a default in C++).
+  shortcuts.
+* :mod:`hw_models.unit_args` - the one door from ``HardwareParams`` to the C++ units and the simulator:
+  the units' hardware arguments (no hardware number is a default in C++), the one encoding of ``auto``,
+  ``inf`` and the unbounded cache, and the split of the RIG units into clients and servers.
 * :mod:`hw_models.topology` - leaf-spine, HyperX, Dragonfly with deterministic minimal routing.
 * :mod:`hw_models.definitions` - useful/SA/SU transfers, Table 1 redundancy, Table 4 locality, Table 3.
 * :mod:`hw_models.baselines` - SUOpt and SAOpt (NetSparse §8.1).
@@ -19,7 +20,8 @@ It is the ground floor: it imports nothing of :mod:`netsparse_torch`, which buil
 import-linter contract in ``pyproject.toml``), and needs no torch. Its other modules:
 
 * :mod:`hw_models.errors` - the project's errors (``netsparse_torch.errors`` names them for users).
-* :mod:`hw_models.native` - the C++ extension ``hw_models._C``: the units, the simulator core, the analogs;
+* :mod:`hw_models.native` - the C++ extension ``hw_models._C``: the simulator core, the analogs;
+  :mod:`hw_models.unit_binding` its units, imported by :mod:`hw_models.unit_args` alone;
   :mod:`hw_models.units` is the units' documented face.
 * :mod:`hw_models.pattern`, :mod:`hw_models.bounds` - the sparsity pattern and the row bounds.
 * :mod:`hw_models.twoface` - Two-Face's stripe classes and cost model.

@@ -19,9 +19,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from hw_models import baselines, breakdown, compute, definitions
+from hw_models import units as _units
 from hw_models.compute import KERNELS
 from hw_models.errors import ConfigError
-from hw_models.native import units as _units
 from hw_models.params import HardwareParams
 from hw_models.pattern import Pattern, as_pattern
 from hw_models.seeds.bf3 import TABLE2_SLOWDOWNS, TABLE2_TRANSFER_SHARES, snic_sw

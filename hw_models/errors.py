@@ -31,34 +31,10 @@ class UnitStateError(NetsparseError, ValueError):
     backwards): a bug in its caller. The C++ units raise ``hw_models._C.units.OutOfOrder``."""
 
 
-class RigTimeoutError(NetsparseError, TimeoutError):
-    """A RIG command's watchdog (``rig.timeout_s``, paper §7.1) expired with responses missing.
-
-    ``peers`` are the ranks whose responses are missing (read PRs sent minus responses received per
-    owner; without the ranks' row bounds, the ranks the kernel's reads went to), ``switch`` the switch
-    this rank is attached to (when a switch fabric carries the packets); the message names both."""
-
-    def __init__(self, msg: str, peers: list[int] = (), switch: str | None = None):
-        super().__init__(msg)
-        self.peers, self.switch = list(peers), switch
-
-
-class PeerLostError(NetsparseError):
-    """A process of a distributed job died or stopped answering while the others waited on it; ``ranks``
-    are the ranks lost, and the message names them and where the completed epochs are."""
-
-    def __init__(self, msg: str, ranks: list[int] = ()):
-        super().__init__(msg)
-        self.ranks = list(ranks)
-
-
-class PartitionedDatasetError(GraphInputError):
-    """A partitioned dataset directory is inconsistent: a truncated or altered shard file, a checksum
-    mismatch, or a manifest of another format version."""
-
-
-class ReportInputError(NetsparseError):
-    """A file or directory given to a report tool (``netsparse-compare``) holds no usable report."""
+class InternalError(RuntimeError):
+    """A broken invariant inside the C++ units, the simulator or the graph generators
+    (``hw_models._C.units.InternalError``): a bug, not bad input, so it is no :class:`NetsparseError` and
+    keeps its traceback; its message names the invariant."""
 
 
 class NotBuiltError(NetsparseError, ImportError):

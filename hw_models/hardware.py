@@ -2,21 +2,18 @@
 the ``hw`` config group and the shortcuts, and what every consumer derives from it.
 
 ``netsparse-train`` (:func:`train_hardware`) and ``netsparse-simulate`` (:func:`simulate_hardware`)
-build it once; the RIG node (:func:`hw_models.unit_args.rig_node`), the switch service
-(:func:`switch_options`), the modeled block and the simulator's C++ ``SimConfig``
-(:func:`hw_models.simulator.sim_config`) read their numbers from it, and the report carries it once
-as ``hardware``. ``HardwareParams`` validates every field (``hw_models.params``).
+build it once; the RIG node, the switch service and the simulator read their numbers from it through
+one door (:mod:`hw_models.unit_args`), the modeled block reads it, and the report carries it once as
+``hardware``. ``HardwareParams`` validates every field (``hw_models.params``).
 
 The shortcuts (``strategy.options.mtu``, ``batch_size``, ``cache_bytes``, ...) are command-line names
 of single fields. ``null`` (their default) leaves the field to ``hw``; a value sets it; a shortcut and
 ``hw`` (or two shortcuts) that give one field two different values are one :class:`ConfigError`.
 
-One encoding each: in the config and in ``HardwareParams``, ``"auto"`` (:data:`AUTO`, the RIG batch
-size) and ``inf`` (YAML ``.inf``; the strings ``inf``/``.inf`` are read as it). The C++ units and the
-simulator take integers: :func:`cxx_batch` and :func:`cxx_delay` are the only converters, into the
-encoding of ``csrc/units/rig_unit.h`` (``kAutoBatch``, ``kWholeStreamBatch``) and
-``csrc/units/concatenator.h`` (``kInfiniteDelay``). ``null`` never means infinite: in the config and
-in a unit's options it means "not given" (the ``hw`` value).
+In the config and in ``HardwareParams``, ``"auto"`` is the RIG batch size's automatic choice and
+``inf`` (YAML ``.inf``; the strings ``inf``/``.inf`` are read as it) the infinite value; ``null`` never
+means infinite: it means "not given" (the ``hw`` value). Their integer encodings for C++ are
+:mod:`hw_models.unit_args`' alone.
 """
 
 from __future__ import annotations
@@ -26,24 +23,16 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from hw_models.errors import ConfigError
-from hw_models.native import units as _units
 from hw_models.params import _SECTIONS, HardwareParams, _parse_inf, _to_container
-
-AUTO = "auto"
-"""The one encoding of ``auto`` (the RIG batch size: ``units::auto_batch_size`` per node)."""
+from hw_models.unit_args import RIG_NODE_FIELDS
 
 TRAIN_SHORTCUTS: dict[str, tuple[str, str]] = {
     "cluster.nodes": ("cluster", "nodes"),
     "cluster.rack_size": ("cluster", "rack_size"),
     "cluster.topology": ("cluster", "topology"),
-    "strategy.options.n_units": ("snic", "rig_units"),
-    "strategy.options.batch_size": ("snic", "rig_batch_size"),
-    "strategy.options.pending_capacity": ("snic", "pending_pr_table"),
-    "strategy.options.delay_cycles": ("snic", "concat_delay_cycles"),
-    "strategy.options.mtu": ("headers", "mtu_bytes"),
-    "strategy.options.upper_bytes": ("headers", "upper_bytes"),
+    **{f"strategy.options.{name}": field for name, field in RIG_NODE_FIELDS.items()},
     "fabric.delay_cycles": ("switch", "concat_delay_cycles"),
-    "fabric.capacity_bytes": ("property_cache", "size_bytes"),
+    "fabric.size_bytes": ("property_cache", "size_bytes"),
     "fabric.ways": ("property_cache", "ways"),
     "fabric.segment_bytes": ("property_cache", "segment_bytes"),
     "fabric.max_line_bytes": ("property_cache", "max_line_bytes"),
@@ -58,14 +47,10 @@ SIMULATE_SHORTCUTS: dict[str, tuple[str, str]] = {
     "rig_units": ("snic", "rig_units"),
     "nic_delay_cycles": ("snic", "concat_delay_cycles"),
     "switch_delay_cycles": ("switch", "concat_delay_cycles"),
-    "cache_bytes": ("property_cache", "size_bytes"),
+    "cache_size_bytes": ("property_cache", "size_bytes"),
     "sa_per_pr_overhead_ns": ("software", "sa_per_pr_overhead_ns"),
 }
 """``netsparse-simulate``'s shortcuts: config key -> (section, field) of ``HardwareParams``."""
-
-RIG_NODE_FIELDS: dict[str, tuple[str, str]] = {
-    key.rpartition(".")[2]: field for key, field in TRAIN_SHORTCUTS.items() if key.startswith("strategy.options.")}
-"""``units.RigNode`` keywords that are hardware fields (the netsparse strategy's options of the same name)."""
 
 
 def train_hardware(cfg) -> HardwareParams:
@@ -104,21 +89,27 @@ NO_RACKS = {"hyperx": "hyperx_hosts_per_switch", "dragonfly": "dragonfly_hosts_p
 def read_hardware_file(path) -> dict[str, Any]:
     """The hardware sections of a YAML file (``{section: {field: value}}``, as ``configs/hw/`` holds them,
     like ASTRA-sim's network file); a missing or malformed file is one :class:`ConfigError`."""
+    return _mapping(read_yaml_mapping(path, "hardware file", f"sections of fields ({', '.join(_SECTIONS)})"),
+                    f"hardware file {path}")
+
+
+def read_yaml_mapping(path, what: str, holds: str) -> dict[str, Any]:
+    """The mapping a YAML file holds (``{}`` when empty); a missing file, bad YAML or another kind of
+    value is one :class:`ConfigError` that names ``what`` and what it ``holds``."""
     import yaml
 
     try:
         with open(str(path)) as f:
             data = yaml.safe_load(f)
     except OSError as exc:
-        raise ConfigError(f"hardware file {path}: {exc.strerror}") from None
+        raise ConfigError(f"{what} {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"hardware file {path} is not YAML: {str(exc).splitlines()[0]}") from None
+        raise ConfigError(f"{what} {path} is not YAML: {str(exc).splitlines()[0]}") from None
     if data is None:
         return {}
     if not isinstance(data, Mapping):
-        raise ConfigError(f"hardware file {path} must hold sections of fields ({', '.join(_SECTIONS)}), "
-                          f"got {type(data).__name__}")
-    return _mapping(data, f"hardware file {path}")
+        raise ConfigError(f"{what} {path} must hold {holds}, got {type(data).__name__}")
+    return dict(data)
 
 
 def resolve(hw: Mapping[str, Any], mappings: Iterable[tuple[str, Mapping[str, Any]]],
@@ -149,34 +140,6 @@ def resolve(hw: Mapping[str, Any], mappings: Iterable[tuple[str, Mapping[str, An
     for (section, field), (_, value) in fields.items():
         nested.setdefault(section, {})[field] = value
     return HardwareParams.from_dict(nested)
-
-
-def switch_options(params: HardwareParams) -> dict[str, Any]:
-    """The switch service's ``configure_request`` keywords from ``params``: the property cache
-    (§6.2.2), the switch concatenation delay (§6.1.2) and the packet sizes (Table 5), so the switches
-    expect the packets the RIG nodes of the same run build."""
-    from hw_models import unit_args
-
-    pipe = unit_args.switch_pipe(params)
-    return {"delay_cycles": pipe["delay_cycles"], "capacity_bytes": pipe["capacity_bytes"], "ways": pipe["ways"],
-            "segment_bytes": pipe["segment_bytes"], "max_line_bytes": pipe["max_line_bytes"], "mtu": pipe["mtu"],
-            "upper_bytes": pipe["upper_bytes"]}
-
-
-def cxx_batch(batch: float | str) -> int:
-    """A RIG batch size of ``HardwareParams`` (``"auto"``, ``inf`` or a whole number) as the C++ units
-    and the simulator take it."""
-    if batch == AUTO:
-        return int(_units.AUTO_BATCH)
-    if math.isinf(batch):
-        return int(_units.WHOLE_STREAM_BATCH)
-    return int(batch)
-
-
-def cxx_delay(cycles: float) -> int:
-    """A concatenation delay of ``HardwareParams`` (cycles or ``inf``) as the C++ units and the
-    simulator take it (``INFINITE_DELAY``: queues flush only when full)."""
-    return int(_units.INFINITE_DELAY) if math.isinf(cycles) else int(cycles)
 
 
 def _shortcut_values(cfg, table: Mapping[str, tuple[str, str]]) -> list[tuple[str, tuple[str, str], Any]]:

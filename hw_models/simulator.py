@@ -19,7 +19,6 @@ statistics of the tail node count the bytes the node *receives*, like SUOpt's.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,12 +27,11 @@ import scipy.sparse as sp
 from hw_models import definitions
 from hw_models.compute import KERNELS
 from hw_models.errors import ConfigError
-from hw_models.hardware import cxx_batch, cxx_delay
 from hw_models.native import sim as _sim
-from hw_models.native import units as _units
 from hw_models.params import HardwareParams
 from hw_models.pattern import Pattern, as_pattern
 from hw_models.topology import Topology, build_topology
+from hw_models.unit_args import cxx_batch, cxx_cache_bytes, cxx_delay, rig_split
 
 STAGES = ("rig", "filter", "coalesce", "concat_nic", "switch")
 """NetSparse mechanisms in the cumulative order of the Table 8 ablation."""
@@ -147,25 +145,12 @@ def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, par
     return run
 
 
-def auto_batch_size(node_nnz: int, max_node_nnz: int, params: HardwareParams | None = None) -> int:
-    """The RIG batch size ``batch_size=auto`` gives a node with ``node_nnz`` nonzeros when the largest
-    node has ``max_node_nnz``, with ``U`` client units: ``min(32768, max(own, ceil(n_max / 2U)))``, where
-    ``own`` is ``s = ceil(n / U)`` below 8192 and the power of two nearest ``2 s`` above (the C++ rule
-    the simulator and ``strategy=netsparse`` share; reasons in docs/simulator.md)."""
-    return int(_units.auto_batch_size(int(node_nnz), int(max_node_nnz), _client_units(params or HardwareParams())))
-
-
-def _client_units(params: HardwareParams) -> int:
-    """``snic.rig_client_units``, or half the RIG units (as ``units.RigNode`` splits them)."""
-    return params.snic.rig_client_units or params.snic.rig_units // 2
-
-
 def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], flit=None):
     """The C++ ``SimConfig`` of ``params`` for properties of ``k`` elements: the one place where
     :class:`HardwareParams` (every default and its source) becomes the simulator's parameters.
     ``flit``: a ``FlitLinkConfig`` puts the NetCrafter flit layer on the inter-switch links."""
     prop_bytes = k * params.headers.element_bytes
-    clients = _client_units(params)
+    clients, servers = rig_split(params)
     pc, snic, mem, sw, hd = params.property_cache, params.snic, params.snic_memory, params.switch, params.headers
     for name in ("rx_buffer_bytes", "tx_buffer_bytes"):
         if getattr(snic, name) < hd.mtu_bytes:
@@ -173,7 +158,7 @@ def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], flit=None)
     c = _sim.SimConfig()
     c.filter, c.coalesce, c.concat_nic = mech["filter"], mech["coalesce"], mech["concat_nic"]
     c.switch_on = mech["switch"] and sw.netsparse_in_tor
-    c.prop_bytes, c.client_units, c.server_units = prop_bytes, clients, snic.rig_units - clients
+    c.prop_bytes, c.client_units, c.server_units = prop_bytes, clients, servers
     c.pending_entries, c.lsq_entries = snic.pending_pr_table, snic.lsq_entries
     c.batch = cxx_batch(snic.rig_batch_size)
     c.host_filters_local = snic.rig_local_idxs == "host_filtered"
@@ -183,7 +168,7 @@ def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], flit=None)
     c.snic_ghz, c.switch_ghz = snic.clock_ghz, sw.clock_ghz
     c.nic_delay_cycles, c.switch_delay_cycles = cxx_delay(snic.concat_delay_cycles), cxx_delay(sw.concat_delay_cycles)
     c.cache_latency_cycles = int(pc.latency_cycles)
-    c.cache_bytes = _cache_bytes(pc.size_bytes, sw.pipes)
+    c.cache_bytes = cxx_cache_bytes(pc.size_bytes, sw.pipes)
     c.cache_ways, c.cache_segment, c.cache_max_line = pc.ways, pc.segment_bytes, pc.max_line_bytes
     c.switch_pipes, c.switch_ports, c.pipe_prs_per_cycle = sw.pipes, sw.ports, sw.middle_pipe_prs_per_cycle
     c.pcie_ps, c.pcie_bytes_per_s = round(params.pcie.latency_ns * 1000), params.pcie.bandwidth_gbytes_per_s * 1e9
@@ -199,13 +184,6 @@ def sim_config(params: HardwareParams, k: int, mech: dict[str, bool], flit=None)
     if flit is not None:
         c.flit = flit
     return c
-
-
-def _cache_bytes(size: float, pipes: int) -> int:
-    """Capacity of one middle pipe's cache in bytes: the switch's ``size`` split over its ``pipes``
-    (params.PropertyCacheParams.size_bytes). ``inf`` -> -1, the unbounded cache, which never evicts
-    and holds only the idxs inserted (no property bytes: the simulator reads none)."""
-    return -1 if math.isinf(size) else int(size) // pipes
 
 
 def _to_run(out: dict, params: HardwareParams) -> NetSparseRun:

@@ -1,21 +1,30 @@
-"""The hardware arguments of the C++ units, from :class:`~hw_models.params.HardwareParams`.
+"""The one door from :class:`~hw_models.params.HardwareParams` to the C++ units and the simulator.
 
-No hardware number is a default in C++: every size, count and delay a unit of
-``hw_models._C.units`` takes is a required keyword of its binding. This module is the one place
-that turns :class:`HardwareParams` (which names each value's source: NetSparse Table 5, a section, or
-our assumption) into those keywords; each function returns the keyword dict of the binding it is
-named after::
+No hardware number is a default in C++: every size, count and delay a unit of the binding
+(:mod:`hw_models.unit_binding`, which no other module of ``hw_models`` imports) takes is a required
+keyword. This module is the one place that turns :class:`HardwareParams` (which names each value's
+source: NetSparse Table 5, a section, or our assumption) into those keywords and into the integers of
+the simulator's ``SimConfig`` (:func:`hw_models.simulator.sim_config` takes its encodings from here).
+Each unit function returns the keyword dict of the binding it is named after::
 
     units.RigNode(rank, row_bounds, **unit_args.rig_node())
-    units.SwitchPipe(n_dests=4, prop_bytes=64, **unit_args.switch_pipe(capacity_bytes=4096))
+    units.SwitchPipe(n_dests=4, prop_bytes=64, **unit_args.switch_pipe(size_bytes=4096))
 
 ``params`` (default: Table 5) is the run's hardware (:mod:`hw_models.hardware`); ``overrides`` replace
 single keywords (a test's small cache), and a name the binding does not take raises
-:class:`~hw_models.errors.ConfigError`. ``rig_node``'s hardware keywords (``mtu``,
-``batch_size``, ...) are fields of ``params``: an override of one is validated and encoded as the field.
-The simulator's ``SimConfig`` is built by
-:func:`hw_models.simulator.sim_config`, NetCrafter's ``FlitLinkConfig`` by
-:class:`hw_models.seeds.netcrafter.LinkConfig`.
+:class:`~hw_models.errors.ConfigError`. ``rig_node``'s hardware keywords (``mtu``, ``batch_size``,
+...) are fields of ``params``: an override of one is validated and encoded as the field.
+
+One encoding each. In ``HardwareParams`` and the config: ``"auto"`` (:data:`AUTO`, the RIG batch size)
+and ``inf`` (a batch of the whole stream, a delay that never expires, an unbounded cache). The units,
+the simulator and the switch service's wire take integers: :func:`cxx_batch`, :func:`cxx_delay` and
+:func:`cxx_cache_bytes` are the only converters, into ``csrc/units/rig_unit.h`` (``kAutoBatch``,
+``kWholeStreamBatch``), ``csrc/units/concatenator.h`` (``kInfiniteDelay``) and
+``csrc/units/property_cache.h`` (``kUnboundedCache``, :data:`UNBOUNDED_CACHE`). ``null`` never means
+infinite: in the config and in a unit's options it means "not given" (the ``hw`` value).
+
+The split of a node's RIG units into clients and servers is decided here (:func:`rig_split`) and
+passed to both the RIG node and the simulator, which only check it.
 """
 
 from __future__ import annotations
@@ -25,12 +34,71 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from hw_models.errors import ConfigError
-from hw_models.hardware import RIG_NODE_FIELDS, cxx_batch, cxx_delay
 from hw_models.params import HardwareParams
+from hw_models.unit_binding import units as binding
+
+AUTO = "auto"
+"""The one encoding of ``auto`` in ``HardwareParams`` (the RIG batch size: ``units::auto_batch_size`` per node)."""
+
+UNBOUNDED_CACHE: int = int(binding.UNBOUNDED_CACHE)
+"""The unbounded property cache (``size_bytes=inf``) as the units, the simulator and the switch
+service's ``ConfigureRequest`` take it: ``kUnboundedCache`` (-1)."""
 
 RIG_SWITCHES = ("filter", "coalesce")
 """Mechanism switches of the RIG units (on unless a caller turns them off): not hardware numbers, so
 the bindings keep them as defaults."""
+
+RIG_NODE_FIELDS: dict[str, tuple[str, str]] = {
+    "rig_units": ("snic", "rig_units"),
+    "rig_client_units": ("snic", "rig_client_units"),
+    "batch_size": ("snic", "rig_batch_size"),
+    "pending_capacity": ("snic", "pending_pr_table"),
+    "delay_cycles": ("snic", "concat_delay_cycles"),
+    "mtu": ("headers", "mtu_bytes"),
+    "upper_bytes": ("headers", "upper_bytes"),
+}
+"""``units.RigNode`` keywords that are hardware fields (the netsparse strategy's options of the same
+name, ``strategy.options.<name>``): keyword -> (section, field) of ``HardwareParams``."""
+
+
+def cxx_batch(batch: float | str) -> int:
+    """A RIG batch size of ``HardwareParams`` (``"auto"``, ``inf`` or a whole number) as the C++ units
+    and the simulator take it."""
+    if batch == AUTO:
+        return int(binding.AUTO_BATCH)
+    if math.isinf(batch):
+        return int(binding.WHOLE_STREAM_BATCH)
+    return int(batch)
+
+
+def cxx_delay(cycles: float) -> int:
+    """A concatenation delay of ``HardwareParams`` (cycles or ``inf``) as the C++ units, the simulator
+    and the switch service take it (``INFINITE_DELAY``: queues flush only when full)."""
+    return int(binding.INFINITE_DELAY) if math.isinf(cycles) else int(cycles)
+
+
+def cxx_cache_bytes(size: float, pipes: int = 1) -> int:
+    """A property cache's ``size_bytes`` (bytes or ``inf``) split over ``pipes`` caches, as the units,
+    the simulator and the switch service take it (:data:`UNBOUNDED_CACHE` for ``inf``: never evicts,
+    memory follows what is inserted)."""
+    return UNBOUNDED_CACHE if math.isinf(size) else int(size) // pipes
+
+
+def rig_split(params: HardwareParams | None = None) -> tuple[int, int]:
+    """``(client units, server units)`` of a node: ``snic.rig_client_units`` clients, or half the RIG
+    units (rounded down) when it is ``null``; the rest serve. ``HardwareParams`` refuses fewer than two
+    RIG units (``rig_units=1`` has no split with a client and a server), and so does ``units.RigNode``."""
+    snic = (params or HardwareParams()).snic
+    clients = snic.rig_units // 2 if snic.rig_client_units is None else snic.rig_client_units
+    return clients, snic.rig_units - clients
+
+
+def auto_batch_size(node_nnz: int, max_node_nnz: int, params: HardwareParams | None = None) -> int:
+    """The RIG batch size ``batch_size=auto`` gives a node with ``node_nnz`` nonzeros when the largest
+    node has ``max_node_nnz``, with ``U`` client units: ``min(32768, max(own, ceil(n_max / 2U)))``, where
+    ``own`` is ``s = ceil(n / U)`` below 8192 and the power of two nearest ``2 s`` above (the C++ rule
+    the simulator and ``strategy=netsparse`` share; reasons in docs/simulator.md)."""
+    return int(binding.auto_batch_size(int(node_nnz), int(max_node_nnz), rig_split(params)[0]))
 
 
 def wire(params: HardwareParams | None = None, **overrides: Any) -> dict[str, int]:
@@ -49,13 +117,12 @@ def concatenator(params: HardwareParams | None = None, **overrides: Any) -> dict
     return _merge("Concatenator", base, overrides, ("virtual_queues",))
 
 
-def property_cache(params: HardwareParams | None = None, **overrides: Any) -> dict[str, int | None]:
+def property_cache(params: HardwareParams | None = None, **overrides: Any) -> dict[str, int]:
     """``units.PropertyCache``: one cache holding the switch's whole capacity (Table 5, §6.2.2), as the
     switch service's one pipe per ToR does. (The simulator splits it over the middle pipes.)
-    ``size_bytes=inf`` -> ``capacity_bytes=None``, the unbounded cache."""
+    ``size_bytes=inf`` is :data:`UNBOUNDED_CACHE`."""
     pc = (params or HardwareParams()).property_cache
-    capacity = None if math.isinf(pc.size_bytes) else int(pc.size_bytes)
-    base = {"capacity_bytes": capacity, "ways": pc.ways, "segment_bytes": pc.segment_bytes,
+    base = {"size_bytes": cxx_cache_bytes(pc.size_bytes), "ways": pc.ways, "segment_bytes": pc.segment_bytes,
             "max_line_bytes": pc.max_line_bytes}
     return _merge("PropertyCache", base, overrides, ("keep_data",))
 
@@ -68,12 +135,23 @@ def switch_pipe(params: HardwareParams | None = None, **overrides: Any) -> dict[
     return _merge("SwitchPipe", base, overrides)
 
 
+SWITCH_OPTIONS = ("delay_cycles", "size_bytes", "ways", "segment_bytes", "max_line_bytes", "mtu", "upper_bytes")
+"""The hardware numbers of a switch service's ``ConfigureRequest`` (its ``SwitchPipe``'s keywords)."""
+
+
+def switch_options(params: HardwareParams | None = None, **overrides: Any) -> dict[str, int]:
+    """The switch service's ``configure_request`` keywords (:data:`SWITCH_OPTIONS`) from ``params``:
+    the property cache (§6.2.2), the switch concatenation delay (§6.1.2) and the packet sizes (Table 5),
+    so the switches expect the packets the RIG nodes of the same run build."""
+    pipe = switch_pipe(params)
+    return _merge("ConfigureRequest", {k: pipe[k] for k in SWITCH_OPTIONS}, overrides)
+
+
 def rig_node(params: HardwareParams | None = None, **overrides: Any) -> dict[str, Any]:
-    """``units.RigNode``: the SNIC's RIG units, Pending PR Tables, RIG batch size and concatenation
-    delay (Table 5), the packet sizes and the round clock (``snic.rig_cycles_per_pr``). The clients are
-    ``snic.rig_client_units`` of the units, or half (``n_client_units=-1``), as in the simulator. An
-    override of a hardware keyword (:data:`~hw_models.hardware.RIG_NODE_FIELDS`, e.g.
-    ``delay_cycles=math.inf``) replaces that field of ``params``."""
+    """``units.RigNode``: the SNIC's RIG units and their split (:func:`rig_split`), Pending PR Tables,
+    RIG batch size and concatenation delay (Table 5), the packet sizes and the round clock
+    (``snic.rig_cycles_per_pr``). An override of a hardware keyword (:data:`RIG_NODE_FIELDS`, e.g.
+    ``delay_cycles=math.inf``) replaces that field of ``params``, validated as the field."""
     p = params or HardwareParams()
     fields = {name: overrides.pop(name) for name in list(overrides) if name in RIG_NODE_FIELDS}
     if fields:
@@ -83,8 +161,8 @@ def rig_node(params: HardwareParams | None = None, **overrides: Any) -> dict[str
             sections.setdefault(section, {})[field] = value
         p = p.replace(**sections)
     snic = p.snic
-    clients = -1 if snic.rig_client_units is None else snic.rig_client_units
-    base = {"n_units": snic.rig_units, "n_client_units": clients, "batch_size": cxx_batch(snic.rig_batch_size),
+    clients, _ = rig_split(p)
+    base = {"rig_units": snic.rig_units, "rig_client_units": clients, "batch_size": cxx_batch(snic.rig_batch_size),
             "pending_capacity": snic.pending_pr_table, **wire(p), "delay_cycles": cxx_delay(snic.concat_delay_cycles),
             "cycles_per_pr": snic.rig_cycles_per_pr}
     return _merge("RigNode", base, overrides, RIG_SWITCHES)

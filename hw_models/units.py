@@ -10,8 +10,8 @@ Units (paper sections in brackets):
   :func:`stream_bytes`, :func:`sa_header_share` (Table 3).
 - :class:`Concatenator` [§6.1.2, §7.2]: queues per (type, destination), expiration FIFO, optional
   virtualised queues; time is a caller-supplied cycle counter.
-- :class:`PropertyCache` [§6.2.2]: set-associative LRU switch cache; ``capacity_bytes=None`` is the
-  unbounded cache (never evicts, memory follows what is inserted).
+- :class:`PropertyCache` [§6.2.2]: set-associative LRU switch cache; ``size_bytes=UNBOUNDED_CACHE`` (-1) is
+  the unbounded cache (never evicts, memory follows what is inserted).
 - :class:`SwitchPipe` [§6.2.1]: the switch middle pipe (cache + concatenation).
 - :class:`RigClientUnit` [§5.1-5.3]: one RIG client unit with filtering and coalescing.
 - :class:`RigNode`: one node's pipeline (client units, Idx Filter, concatenators, server units) with
@@ -45,13 +45,14 @@ of order) and the :class:`~hw_models.errors.PacketError` subclasses (``Malformed
 
 from __future__ import annotations
 
-from hw_models.native import units as _units
+from hw_models.unit_args import binding as _units
 
 READ: int = _units.READ
 RESPONSE: int = _units.RESPONSE
 CONCAT_HEADER_BYTES: int = _units.CONCAT_HEADER_BYTES
 PR_HEADER_BYTES: int = _units.PR_HEADER_BYTES
-INFINITE_DELAY: int = _units.INFINITE_DELAY  # a concatenation delay that never expires (hw_models.hardware.cxx_delay)
+INFINITE_DELAY: int = _units.INFINITE_DELAY  # a concatenation delay that never expires (hw_models.unit_args.cxx_delay)
+UNBOUNDED_CACHE: int = _units.UNBOUNDED_CACHE  # a cache that never evicts (hw_models.unit_args.cxx_cache_bytes)
 
 encode_packet = _units.encode_packet
 decode_packet = _units.decode_packet
@@ -66,6 +67,14 @@ PropertyCache = _units.PropertyCache
 SwitchPipe = _units.SwitchPipe
 RigClientUnit = _units.RigClientUnit
 RigNode = _units.RigNode
+# the switch service's frame functions and the NetCrafter link (hw_models.seeds.netcrafter)
+scan_frame = _units.scan_frame
+split_frame = _units.split_frame
+prs_by_owner = _units.prs_by_owner
+switch_pipe_unit_counters = _units.switch_pipe_unit_counters
+flits_for = _units.flits_for
+FlitLinkConfig = _units.FlitLinkConfig
+flit_link_run = _units.flit_link_run
 
 
 def goodput(header_bytes: int, payload_bytes: int) -> float:
@@ -75,8 +84,9 @@ def goodput(header_bytes: int, payload_bytes: int) -> float:
 
 
 __all__ = [
-    "READ", "RESPONSE", "CONCAT_HEADER_BYTES", "PR_HEADER_BYTES", "INFINITE_DELAY",
+    "READ", "RESPONSE", "CONCAT_HEADER_BYTES", "PR_HEADER_BYTES", "INFINITE_DELAY", "UNBOUNDED_CACHE",
     "encode_packet", "decode_packet", "decode_stream", "max_prs_per_packet", "HeaderSizes", "packet_bytes",
     "stream_bytes", "sa_header_share", "Concatenator", "PropertyCache", "SwitchPipe", "RigClientUnit", "RigNode",
-    "goodput",
+    "scan_frame", "split_frame", "prs_by_owner", "switch_pipe_unit_counters", "flits_for", "FlitLinkConfig",
+    "flit_link_run", "goodput",
 ]

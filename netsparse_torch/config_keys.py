@@ -42,7 +42,7 @@ STRATEGY_OPTIONS: dict[str, tuple[str, ...]] = {
     "sa": (),
     "ds": ("replication",),
     "twoface": ("width", "profile", "memory_limit_bytes"),
-    "netsparse": ("n_units", "n_client_units", "batch_size", "pending_capacity", "filter", "coalesce", "mtu",
+    "netsparse": ("rig_units", "rig_client_units", "batch_size", "pending_capacity", "filter", "coalesce", "mtu",
                   "upper_bytes", "delay_cycles", "overlap", "stage"),
 }
 #: The generators' keywords per synthetic shape (``dataset.params.<name>`` of dataset=synthetic,
@@ -52,6 +52,16 @@ SYNTHETIC_PARAMS: dict[str, tuple[str, ...]] = {
     "powerlaw": ("avg_degree", "exponent"),
     "banded": ("bandwidth", "density"),
     "road": ("drop", "diagonal"),
+}
+
+
+#: Keys that configs of earlier versions held, each refused naming its one spelling now (the field's in
+#: ``HardwareParams``: ``snic.rig_units``, ``snic.rig_client_units``, ``property_cache.size_bytes``).
+RENAMED: dict[str, str] = {
+    "strategy.options.n_units": "strategy.options.rig_units",
+    "strategy.options.n_client_units": "strategy.options.rig_client_units",
+    "fabric.capacity_bytes": "fabric.size_bytes",
+    "cache_bytes": "cache_size_bytes",
 }
 
 
@@ -176,6 +186,10 @@ def check_override_keys(overrides: list[str], config_dir: str | Path, cli: Cli =
     parsed = _parse(overrides)
     keyed = [o for o in parsed if not _is_group(o, config_dir) and not o.key_or_group.startswith("hydra")
              and o.package is None]
+    for o in keyed:
+        new = RENAMED.get(o.key_or_group.lstrip("+~"))
+        if new is not None:
+            raise ConfigError(f"{o.key_or_group} is now {new}: write {new}=... (one spelling per hardware field)")
     if not keyed:
         return  # nothing to check: no composition (it costs a fifth of a second)
     for cfg in _compositions(parsed, config_dir, cli.config):

@@ -189,7 +189,7 @@ def test_given_switches_must_match_the_racks():
 
 def test_prs_by_owner_counts_a_frames_prs_per_owner_of_their_idx():
     from hw_models import unit_args, units
-    from hw_models.native import units as cu
+    from hw_models import units as cu
 
     WIRE = unit_args.wire()
 

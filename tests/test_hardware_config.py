@@ -113,7 +113,7 @@ def train_settings(monkeypatch, *overrides: str) -> dict:
 
 
 def _expected(want: dict) -> dict:
-    from hw_models.native import units
+    from hw_models import units
 
     return {k: units.WHOLE_STREAM_BATCH if v == "WHOLE_STREAM" else v for k, v in want.items()}
 

@@ -19,7 +19,7 @@ def _run(code: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("package, code", [
-    ("hw_models", "from hw_models.native import units"),
+    ("hw_models", "from hw_models import units"),
     ("netsparse_torch", "from netsparse_torch.native import _C"),
 ])
 def test_missing_extension_is_one_clear_error(tmp_path, package, code):

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ref_models.flit_ref import stitch
 
-from hw_models.native import units
+from hw_models import units
 from hw_models.paper_tables import NETCRAFTER_TABLE1
 from hw_models.seeds import netcrafter as nc
 

@@ -15,7 +15,7 @@ from test_simulator import P4, mat, run
 from hw_models import definitions
 from hw_models.native import sim as _sim
 from hw_models.params import HardwareParams
-from hw_models.simulator import auto_batch_size
+from hw_models.unit_args import auto_batch_size
 
 
 def reference_ends(idx: list[int], lo: int, hi: int, batch: int) -> list[int]:

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from hw_models import analysis, definitions
 from hw_models.analytic import single_pr
 from hw_models.params import HardwareParams
-from hw_models.simulator import STAGES, auto_batch_size, check_mechanisms, mechanisms_up_to, simulate
+from hw_models.simulator import STAGES, check_mechanisms, mechanisms_up_to, simulate
+from hw_models.unit_args import auto_batch_size
 from hw_models.topology import build_topology
 from netsparse_torch.errors import ConfigError
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from hw_models import unit_args, units
-from hw_models.native import units as cu
+from hw_models import units as cu
 from netsparse_torch.switch import ControlClient, SwitchClient, SwitchServer, configure_request
 
 PROP = 32  # bytes per property (8 float32)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from hw_models import unit_args
-from hw_models.native import units
+from hw_models import units
 from hw_models.seeds import netcrafter as nc
 from netsparse_torch import errors
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from hw_models import unit_args, units
-from hw_models.native import units as cu
+from hw_models import units as cu
 from hw_models.params import HardwareParams
 from hw_models.seeds.netcrafter import LinkConfig
 from netsparse_torch.errors import ConfigError

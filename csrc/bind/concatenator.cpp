@@ -40,7 +40,7 @@ void bind_concatenator(py::module_& units) {
              c.n_dests = n_dests;
              c.mtu = mtu;
              c.upper_bytes = upper_bytes;
-             c.delay_cycles = delay;  // >= 0 or units.INFINITE_DELAY (hw_models.hardware.cxx_delay)
+             c.delay_cycles = delay;  // >= 0 or units.INFINITE_DELAY (hw_models.unit_args.cxx_delay)
              c.virtual_queues = virtual_queues;
              c.phys_queue_bytes = phys_queue_bytes;
              c.phys_queues = phys_queues;

@@ -1,7 +1,8 @@
 // Typed errors of the units (units/errors.h) -> hw_models._C.units.<Name>, each a subclass of
 // ValueError and of its hw_models.errors class, so Python catches them by class (never by
 // message): ConfigInvalid is a ConfigError, OutOfOrder a UnitStateError; the packet errors are
-// PacketErrors whose `kind` is the switch service's error-counter key.
+// PacketErrors whose `kind` is the switch service's error-counter key; InternalError (a broken invariant:
+// a bug, not bad input) is hw_models.errors.InternalError, a RuntimeError.
 #include <pybind11/pybind11.h>
 
 #include "bind/bindings.h"
@@ -25,6 +26,7 @@ void bind_errors(py::module_& units) {
                                         py::make_tuple(errors.attr("ConfigError"), py::handle(PyExc_ValueError)));
   py::register_exception<OutOfOrder>(units, "OutOfOrder",
                                      py::make_tuple(errors.attr("UnitStateError"), py::handle(PyExc_ValueError)));
+  py::register_exception<InternalError>(units, "InternalError", errors.attr("InternalError"));
   const py::object packet = py::register_exception<PacketError>(units, "PacketError", errors.attr("PacketError"));
   packet.attr("kind") = "malformed";
   packet_kind<MalformedPacket>(units, packet, "MalformedPacket", "malformed");

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "bind/bindings.h"
-#include "bind/cache_capacity.h"
 #include "units/errors.h"
 #include "units/property_cache.h"
 
@@ -19,18 +18,19 @@ using U8 = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
 }  // namespace
 
 void bind_property_cache(py::module_& units) {
+  units.attr("UNBOUNDED_CACHE") = kUnboundedCache;
   py::class_<PropertyCache>(units, "PropertyCache", "Set-associative LRU property cache (paper §6.2.2)")
-      .def(py::init([](const py::object& capacity_bytes, int64_t ways, int64_t segment_bytes, int64_t max_line_bytes,
+      .def(py::init([](int64_t size_bytes, int64_t ways, int64_t segment_bytes, int64_t max_line_bytes,
                        int64_t prop_bytes, bool keep_data) {
-             CacheConfig cfg{capacity_bytes_of(capacity_bytes), ways, segment_bytes, max_line_bytes};
+             CacheConfig cfg{size_bytes, ways, segment_bytes, max_line_bytes};
              cfg.no_data = !keep_data;
              PropertyCache c(cfg);
              c.invalidate(prop_bytes);
              return c;
            }),
-           "capacity_bytes=None: unbounded (never evicts; memory follows what is inserted). keep_data=False: "
+           "size_bytes=UNBOUNDED_CACHE (-1): unbounded (never evicts; memory follows what is inserted). keep_data=False: "
            "no bytes kept, a hit's lookup returns prop_bytes zeros",
-           py::kw_only(), py::arg("capacity_bytes"), py::arg("ways"), py::arg("segment_bytes"),
+           py::kw_only(), py::arg("size_bytes"), py::arg("ways"), py::arg("segment_bytes"),
            py::arg("max_line_bytes"), py::arg("prop_bytes"), py::arg("keep_data") = true)
       .def("invalidate", &PropertyCache::invalidate, "Invalidate every line; set the next kernel's property size",
            py::arg("prop_bytes"))

@@ -107,13 +107,13 @@ void bind_rig_node(py::module_& units) {
             py::arg("node_idxs"), py::arg("max_node_idxs"), py::arg("client_units"));
   py::class_<NodeHandle>(units, "RigNode",
                          "One node's NetSparse pipeline: client RIG units + Idx Filter + concatenators + server units")
-      .def(py::init([](uint32_t node, std::vector<int64_t> row_bounds, int64_t n_units, int64_t n_client_units,
+      .def(py::init([](uint32_t node, std::vector<int64_t> row_bounds, int64_t rig_units, int64_t rig_client_units,
                        int64_t batch_size, int64_t pending_capacity, bool filter, bool coalesce, int64_t mtu,
                        int64_t upper_bytes, int64_t delay, int64_t cycles_per_pr) {
              RigNodeConfig c;
-             c.n_units = n_units;
-             c.n_client_units = n_client_units;
-             c.batch_size = batch_size;  // units.AUTO_BATCH, units.WHOLE_STREAM_BATCH or > 0 (hw_models.hardware)
+             c.n_units = rig_units;
+             c.n_client_units = rig_client_units;
+             c.batch_size = batch_size;  // units.AUTO_BATCH, units.WHOLE_STREAM_BATCH or > 0 (hw_models.unit_args.cxx_batch)
              c.pending_capacity = pending_capacity;
              c.filter = filter;
              c.coalesce = coalesce;
@@ -125,7 +125,7 @@ void bind_rig_node(py::module_& units) {
              h->node = std::make_unique<RigNode>(node, std::move(row_bounds), c);
              return h;
            }),
-           py::arg("node"), py::arg("row_bounds"), py::kw_only(), py::arg("n_units"), py::arg("n_client_units"),
+           py::arg("node"), py::arg("row_bounds"), py::kw_only(), py::arg("rig_units"), py::arg("rig_client_units"),
            py::arg("batch_size"), py::arg("pending_capacity"), py::arg("filter") = true, py::arg("coalesce") = true,
            py::arg("mtu"), py::arg("upper_bytes"), py::arg("delay_cycles"), py::arg("cycles_per_pr"))
       .def("begin_kernel",
@@ -184,7 +184,7 @@ void bind_rig_node(py::module_& units) {
            "Write response packets into the halo buffer", py::arg("data"))
       .def("done", [](const NodeHandle& h) { return h.node->done(); })
       .def_property_readonly("pending", [](const NodeHandle& h) { return h.node->pending(); })
-      .def_property_readonly("n_client_units", [](const NodeHandle& h) { return h.node->n_client_units(); })
+      .def_property_readonly("rig_client_units", [](const NodeHandle& h) { return h.node->n_client_units(); })
       // the packet size limits the node was built with: a fabric decodes the node's frames with them
       .def_property_readonly("mtu", [](const NodeHandle& h) { return h.node->config().concat.mtu; })
       .def_property_readonly("upper_bytes", [](const NodeHandle& h) { return h.node->config().concat.upper_bytes; })

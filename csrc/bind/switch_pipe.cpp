@@ -6,7 +6,6 @@
 #include <limits>
 
 #include "bind/bindings.h"
-#include "bind/cache_capacity.h"
 #include "units/errors.h"
 #include "units/switch_pipe.h"
 
@@ -15,7 +14,7 @@ using namespace netsparse::units;
 
 void bind_switch_pipe(py::module_& units) {
   py::class_<SwitchPipe>(units, "SwitchPipe", "Switch middle pipe: property cache + concatenation (paper §6.2.1)")
-      .def(py::init([](int64_t n_dests, int64_t prop_bytes, const py::object& capacity_bytes, int64_t ways,
+      .def(py::init([](int64_t n_dests, int64_t prop_bytes, int64_t size_bytes, int64_t ways,
                        int64_t segment_bytes, int64_t max_line_bytes, int64_t mtu, int64_t upper_bytes,
                        int64_t delay) {
              ConcatConfig c;
@@ -23,11 +22,11 @@ void bind_switch_pipe(py::module_& units) {
              c.mtu = mtu;
              c.upper_bytes = upper_bytes;
              c.delay_cycles = delay;  // >= 0 or units.INFINITE_DELAY (checked by ConcatConfig::validate)
-             SwitchPipe p(CacheConfig{capacity_bytes_of(capacity_bytes), ways, segment_bytes, max_line_bytes}, c);
+             SwitchPipe p(CacheConfig{size_bytes, ways, segment_bytes, max_line_bytes}, c);
              p.begin_kernel(prop_bytes);
              return p;
            }),
-           py::kw_only(), py::arg("n_dests"), py::arg("prop_bytes"), py::arg("capacity_bytes"), py::arg("ways"),
+           py::kw_only(), py::arg("n_dests"), py::arg("prop_bytes"), py::arg("size_bytes"), py::arg("ways"),
            py::arg("segment_bytes"), py::arg("max_line_bytes"), py::arg("mtu"), py::arg("upper_bytes"),
            py::arg("delay_cycles"))
       .def("begin_kernel", &SwitchPipe::begin_kernel, py::arg("prop_bytes"))

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "graph/rng.h"
+#include "units/errors.h"
 
 namespace netsparse::graph {
 
@@ -48,16 +49,16 @@ void sort_unique(std::vector<int64_t>& v) {
 
 AnalogGenerator::AnalogGenerator(const AnalogParams& p) : p_(p) {
   if (p.family != "web" && p.family != "road" && p.family != "fem")
-    throw std::invalid_argument("analog: unknown family '" + p.family + "' (web, road, fem)");
+    throw units::ConfigInvalid("analog: unknown family '" + p.family + "' (web, road, fem)");
   if (p.n < 1 || p.segments < 1 || p.segments > p.n)
-    throw std::invalid_argument("analog: need 1 <= segments <= n");
-  if (p.n - 1 > INT32_MAX) throw std::invalid_argument("analog: n exceeds int32 column ids");
+    throw units::ConfigInvalid("analog: need 1 <= segments <= n");
+  if (p.n - 1 > INT32_MAX) throw units::ConfigInvalid("analog: n exceeds int32 column ids");
   base_ = p.n / p.segments;
   extra_ = p.n % p.segments;
   const int64_t segs = p.segments;
   if (p.family == "web") {
     if (p.deg_xm <= 0 || p.deg_alpha <= 0 || p.deg_cap < 1 || p.popular_fraction <= 0 || p.dest_decay <= 0)
-      throw std::invalid_argument("analog web: degree, popular_fraction and dest_decay must be positive");
+      throw units::ConfigInvalid("analog web: degree, popular_fraction and dest_decay must be positive");
     const int64_t m = std::max<int64_t>(1, std::min(p.dests, segs - 1));
     p_.dests = m;
     for (int64_t i = 0; i < m; ++i) dest_cum_.push_back((i ? dest_cum_.back() : 0.0) + std::pow(p.dest_decay, i));
@@ -82,15 +83,15 @@ AnalogGenerator::AnalogGenerator(const AnalogParams& p) : p_(p) {
     }
   } else if (p.family == "road") {
     if (p.degree_probs.empty() || p.far_reach < 1 || p.far_decay <= 0 || p.far_fraction <= 0)
-      throw std::invalid_argument("analog road: degree_probs, far_reach, far_decay, far_fraction invalid");
+      throw units::ConfigInvalid("analog road: degree_probs, far_reach, far_decay, far_fraction invalid");
     for (double q : p.degree_probs) deg_cum_.push_back((deg_cum_.empty() ? 0.0 : deg_cum_.back()) + q);
     for (int64_t o = 1; o <= p.far_reach; ++o)
       for (int s = 0; s < 2; ++s) far_cum_.push_back((far_cum_.empty() ? 0.0 : far_cum_.back()) + std::pow(p.far_decay, o - 1));
     if (p.local_window < static_cast<int64_t>(p.degree_probs.size()))
-      throw std::invalid_argument("analog road: local_window must be >= the largest degree");
+      throw units::ConfigInvalid("analog road: local_window must be >= the largest degree");
   } else {
     if (p.band_entries < 0 || p.coupling_entries < 0 || p.band_width < 0 || p.coupling_width < 0)
-      throw std::invalid_argument("analog fem: entries and widths must be >= 0");
+      throw units::ConfigInvalid("analog fem: entries and widths must be >= 0");
   }
 }
 
@@ -202,7 +203,7 @@ void generate_fill(const AnalogGenerator& g, int64_t begin, int64_t end, const i
     for (int64_t i = lo; i < hi; ++i) {
       g.row(begin + i, row, scratch);
       if (static_cast<int64_t>(row.size()) != indptr[i + 1] - indptr[i])
-        throw std::logic_error("analog: a row came out different in the second pass");
+        throw units::InternalError("analog: a row came out different in the second pass");
       std::copy(row.begin(), row.end(), indices + indptr[i]);
     }
   });

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <mutex>
 #include <stdexcept>
+#include "units/errors.h"
 
 namespace netsparse::graph {
 
@@ -80,7 +81,7 @@ template <class Idx>
 NodeStats node_stats(const int64_t* indptr, const Idx* indices, int64_t n_cols, const int64_t* rb,
                      const int64_t* cb, int64_t nodes, int64_t cores, int64_t window, RankPartition rank_partition) {
   if (nodes < 1 || cores < 1 || window < 1 || n_cols < 1)
-    throw std::invalid_argument("node_stats: nodes, cores, window and n_cols must be >= 1");
+    throw units::ConfigInvalid("node_stats: nodes, cores, window and n_cols must be >= 1");
   NodeStats s;
   s.nodes = nodes;
   s.cores = cores;
@@ -115,7 +116,7 @@ NodeStats node_stats(const int64_t* indptr, const Idx* indices, int64_t n_cols, 
         const int64_t last = indptr[a_starts[p * (cores + 1) + i + 1]];
         for (int64_t e = first; e < last; ++e) {
           const int64_t c = static_cast<int64_t>(indices[e]);
-          if (c < 0 || c >= n_cols) throw std::out_of_range("node_stats: a column id is outside [0, n_cols)");
+          if (c < 0 || c >= n_cols) throw units::ConfigInvalid("node_stats: a column id is outside [0, n_cols)");
           const int64_t q = owner(c);
           const bool fresh = node_seen.test_set(c);
           s.node_distinct[p] += fresh;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/types.h"
+#include "units/errors.h"
 
 namespace netsparse::sim {
 
@@ -88,13 +89,13 @@ class Events {
   uint64_t next_seq() { return seq_++; }
   void stream_push(std::deque<Timed>& q, int64_t t, uint32_t kind, uint32_t a, uint32_t p) {
     const uint64_t seq = seq_++;
-    if (!q.empty() && t < q.back().t) throw std::logic_error("simulator: a stream's times must not decrease");
+    if (!q.empty() && t < q.back().t) throw units::InternalError("simulator: a stream's times must not decrease");
     if (q.empty()) push_seq(t, seq, kind, a, 0);
     q.push_back(Timed{t, seq, p});
   }
   uint32_t stream_pop(std::deque<Timed>& q, const Event& e) {
     const Timed x = q.front();
-    if (x.seq != e.seq() || x.t != e.t) throw std::logic_error("simulator: event stream out of order");
+    if (x.seq != e.seq() || x.t != e.t) throw units::InternalError("simulator: event stream out of order");
     q.pop_front();
     if (!q.empty()) push_seq(q.front().t, q.front().seq, e.kind(), e.a, 0);
     return x.p;

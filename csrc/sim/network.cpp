@@ -85,7 +85,7 @@ void PacketNetwork::handle(const Event& e) {
       if (pool_[e.a].armed != e.t) break;
       retry_blocked(e.a, e.t);
       break;
-    default: throw std::logic_error("simulator: not a network event");
+    default: throw units::InternalError("simulator: not a network event");
   }
 }
 
@@ -103,7 +103,7 @@ void PacketNetwork::send(int64_t link, uint32_t p, int64_t t) {
 }
 
 void PacketNetwork::enqueue(int64_t link, uint32_t p, int64_t t) {
-  if (link < 0) throw std::logic_error("simulator: packet routed past the end of its path");
+  if (link < 0) throw units::InternalError("simulator: packet routed past the end of its path");
   out_q_[link].push_back(p);
   if (log_) {
     open_row_[p] = static_cast<int64_t>(ctx_.res.hops.size());

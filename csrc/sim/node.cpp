@@ -215,7 +215,7 @@ void Nodes::handle(const Event& e) {
       break;
     }
     case kWrite: write_back(e.a, e.t); break;
-    default: throw std::logic_error("simulator: not a node event");
+    default: throw units::InternalError("simulator: not a node event");
   }
 }
 
@@ -313,7 +313,7 @@ void Nodes::issued(uint32_t node, uint32_t unit, const PR& pr, int64_t pr_cycle,
     pa.fr = pr_cycle;
   }
   if (pa.fr - pa.cmd_c >= int64_t{PrScan::kOlder})
-    throw std::logic_error("simulator: a RIG command scanned for 2^32 SNIC cycles; use a smaller batch");
+    throw units::ConfigInvalid("simulator: a RIG command scanned for 2^32 SNIC cycles; use a smaller batch");
   const size_t slot = ctx_.unit_slot(node, unit);
   std::vector<PrJourney>& js = ctx_.trace[slot];
   std::vector<PrScan>& ss = ctx_.scans[slot];
@@ -461,7 +461,7 @@ void Nodes::critical_paths() {
       negative |= last->ps[b] < 0;
     }
     if (last->t != r.node_done_ps[p] || sum != r.node_done_ps[p] || negative)
-      throw std::logic_error("simulator: node " + std::to_string(p) + "'s critical path sums to " +
+      throw units::InternalError("simulator: node " + std::to_string(p) + "'s critical path sums to " +
                              std::to_string(sum) + " ps (a share < 0: " + (negative ? "yes" : "no") +
                              "), not its time " + std::to_string(r.node_done_ps[p]));
     for (int b = 0; b < kBounds; ++b) r.stalled_on[p * kBounds + b] = last->stalled_on[b];
@@ -523,7 +523,7 @@ void Nodes::write_back(uint32_t p, int64_t t) {
   const uint32_t host = k.dst;
   const int64_t wire = k.wire;
   Node& n = *node_[host];
-  if (n.writes.empty() || n.writes.front() != t) throw std::logic_error("simulator: response writes out of order");
+  if (n.writes.empty() || n.writes.front() != t) throw units::InternalError("simulator: response writes out of order");
   n.writes.pop_front();
   const PacketView v = ctx_.pkts.view(p);
   Packet& pk = ctx_.pkts[p];
@@ -531,7 +531,7 @@ void Nodes::write_back(uint32_t p, int64_t t) {
   for (int64_t i = 0; i < v.n_prs; ++i) {
     const PR pr = v.pr(i);
     if (pr.src != host || pr.src_tid >= cfg_.client_units)
-      throw std::logic_error("simulator: response delivered to the wrong node or unit");
+      throw units::InternalError("simulator: response delivered to the wrong node or unit");
     n.rig.clients()[pr.src_tid].on_response(n.rig.context(), pr, v.payload(i));
     Client& u = n.clients[pr.src_tid];
     u.path.last_resp = pr.id;
@@ -633,8 +633,8 @@ void Nodes::serve(uint32_t host, uint32_t p, int64_t t, uint32_t u) {
     s.free = start;
     slot = start + 2 * cfg_.pcie_ps;
     s.lsq_pos = s.lsq_pos + 1 == s.lsq.size() ? 0 : s.lsq_pos + 1;
-    if (dest != pr.src) throw std::logic_error("simulator: a response must go back to its requester");
-    if (!s.q.empty() && slot <= s.q.back().t) throw std::logic_error("simulator: server unit push times must increase");
+    if (dest != pr.src) throw units::InternalError("simulator: a response must go back to its requester");
+    if (!s.q.empty() && slot <= s.q.back().t) throw units::InternalError("simulator: server unit push times must increase");
     PrJourney& tr = ctx_.journey_of(pr);
     tr.j[journey(kRemoteServer)] += slot - tr.mark;
     tr.mark = slot;
@@ -658,7 +658,7 @@ void Nodes::delay_command(uint32_t node, uint32_t unit, int64_t last_read) {
   const int64_t c = ctx_.snic.cycle(last_read) + 1;
   if (c <= pa.cmd_c) return;
   if (node_[node]->paths[unit].t != ctx_.snic.ps(pa.cmd_c))
-    throw std::logic_error("simulator: a client unit served a read packet while it held a RIG command");
+    throw units::InternalError("simulator: a client unit served a read packet while it held a RIG command");
   int64_t wait[kBounds] = {};
   wait[kRemoteServer] = ctx_.snic.ps(c) - ctx_.snic.ps(pa.cmd_c);
   node_[node]->paths[unit].charge(ctx_.snic.ps(c), wait);
@@ -670,7 +670,7 @@ void Nodes::delay_command(uint32_t node, uint32_t unit, int64_t last_read) {
 void Nodes::respond(uint32_t node, uint32_t unit, const Event& e) {
   auto& q = node_[node]->servers[unit].q;
   const Response r = q.front();
-  if (r.seq != e.seq() || r.t != e.t) throw std::logic_error("simulator: response stream out of order");
+  if (r.seq != e.seq() || r.t != e.t) throw units::InternalError("simulator: response stream out of order");
   q.pop_front();
   if (!q.empty()) ctx_.events.push_seq(q.front().t, q.front().seq, kNicPush, node, unit);
   nic_push(node, kResponseType, r.pr.src, r.pr, e.t);

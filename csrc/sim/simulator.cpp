@@ -133,7 +133,7 @@ void Sim::handle(const Event& e) {
     case kIssue: case kNicPush: case kNicTimer: case kWrite: case kServe: return nodes_.handle(e);
     case kSwitchTimer: case kSwitchDone: return switches_.handle(e);
     case kTxDone: case kArrive: case kLinkArrive: case kCredit: case kFlitTick: return net_->handle(e);
-    default: throw std::logic_error("simulator: unknown event");
+    default: throw units::InternalError("simulator: unknown event");
   }
 }
 
@@ -160,7 +160,7 @@ SimResult Sim::run() {
     }
     if (!nodes_.running()) break;
     drain_all(now);
-    if (events.empty()) throw std::logic_error("simulator: deadlock, nodes cannot finish");
+    if (events.empty()) throw units::InternalError("simulator: deadlock, nodes cannot finish");
   }
   nodes_.finish();
   net_->finish();

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "sim/network_api.h"
+#include "units/errors.h"
 
 namespace netsparse::sim {
 using namespace netsparse::units;
@@ -53,7 +54,7 @@ void Switches::handle(const Event& e) {
       break;
     }
     case kSwitchDone: run_pipe(e.a, ctx_.events.stream_pop(pipe_out_[e.a], e), e.t); break;
-    default: throw std::logic_error("simulator: not a switch event");
+    default: throw units::InternalError("simulator: not a switch event");
   }
 }
 
@@ -106,7 +107,7 @@ int64_t Switches::pipe_of(int64_t s, const Packet& k, int64_t in_link) const {
     port = net_.routes().port(in_link ^ 1);
   } else {
     const int64_t out = k.route_src < 0 ? net_.routes().down_link(k.dst) : net_.routes().route(k.route_src, k.dst, k.hop + 1, k.path);
-    if (out < 0 || ctx_.topo.link_src[out] != ctx_.nodes + s) throw std::logic_error("simulator: read packet off its route");
+    if (out < 0 || ctx_.topo.link_src[out] != ctx_.nodes + s) throw units::InternalError("simulator: read packet off its route");
     port = net_.routes().port(out);
   }
   return std::min(port / ports_per_pipe_, pipes_ - 1);
@@ -163,7 +164,7 @@ void Switches::out(uint32_t pipe, uint32_t p, int64_t t) {
         k.path = net_.routes().next_path(rep, k.dst);
         l = net_.routes().route(rep, k.dst, hop, k.path);
         if (ctx_.topo.link_src[l] != ctx_.nodes + s)
-          throw std::logic_error("simulator: a pair's paths leave a switch at different hops");
+          throw units::InternalError("simulator: a pair's paths leave a switch at different hops");
         k.route_src = rep;
         k.hop = hop;
         return net_.send(l, p, t);
@@ -171,7 +172,7 @@ void Switches::out(uint32_t pipe, uint32_t p, int64_t t) {
     }
     rep = net_.routes().hosts_of(s).front();  // the first PR's route does not pass here: a local host's route
   }
-  throw std::logic_error("simulator: no route from a switch pipe to the packet's destination");
+  throw units::InternalError("simulator: no route from a switch pipe to the packet's destination");
 }
 
 void Switches::arm(uint32_t pipe, int64_t t) {

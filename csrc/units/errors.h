@@ -1,9 +1,11 @@
 #pragma once
-// Typed errors of the units, so Python catches them by class, never by message. The binding
-// (csrc/bind/errors.cpp) registers each with py::register_exception as a subclass of ValueError and of
-// the hw_models.errors class it belongs to: ConfigInvalid -> ConfigError; OutOfOrder ->
-// UnitStateError; the packet errors -> PacketError, whose `kind` is the switch service's
-// error-counter key. Every throw in csrc/units uses one of these.
+// The one hierarchy of typed errors of csrc/ (the units, the simulator, the graph generators and the
+// local kernels), so Python catches them by class, never by message. The bindings (csrc/bind/errors.cpp
+// for hw_models._C, csrc/module.cpp for netsparse_torch._C) register each with py::register_exception
+// as a subclass of the hw_models.errors class it belongs to: ConfigInvalid -> ConfigError (and
+// ValueError); OutOfOrder -> UnitStateError (and ValueError); the packet errors -> PacketError, whose
+// `kind` is the switch service's error-counter key; InternalError -> InternalError (a RuntimeError).
+// Every throw in csrc/ uses one of these; no plain standard exception is thrown outside this file.
 #include <stdexcept>
 #include <string>
 
@@ -17,6 +19,11 @@ struct ConfigInvalid : std::invalid_argument {
 // A unit called out of order: a kernel not begun, PRs still pending, time going backwards.
 struct OutOfOrder : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
+};
+
+// A broken invariant of the C++ code itself (a bug, not bad input); the message names the invariant.
+struct InternalError : std::logic_error {
+  using std::logic_error::logic_error;
 };
 
 // A packet or frame that breaks the wire protocol (paper Fig. 6), by what is wrong with it.

@@ -15,13 +15,16 @@ void CacheConfig::validate() const {
       throw ConfigInvalid("property cache: segment and max line must be > 0, the line a whole number of segments");
     return;  // no sets: the ways and capacity do not apply
   }
-  if (ways <= 0 || segment_bytes <= 0 || max_line_bytes <= 0 || capacity_bytes <= 0)
-    throw ConfigInvalid("property cache: capacity, ways, segment and max line must be > 0");
+  if (size_bytes <= 0)
+    throw ConfigInvalid("property cache: size_bytes must be > 0 or " + std::to_string(kUnboundedCache) +
+                        " (unbounded), got " + std::to_string(size_bytes));
+  if (ways <= 0 || segment_bytes <= 0 || max_line_bytes <= 0)
+    throw ConfigInvalid("property cache: ways, segment and max line must be > 0");
   if (max_line_bytes % segment_bytes != 0)
     throw ConfigInvalid("property cache: max line " + std::to_string(max_line_bytes) +
                         " B is not a whole number of " + std::to_string(segment_bytes) + " B segments");
-  if (capacity_bytes < ways * max_line_bytes)
-    throw ConfigInvalid("property cache: capacity " + std::to_string(capacity_bytes) +
+  if (size_bytes < ways * max_line_bytes)
+    throw ConfigInvalid("property cache: size " + std::to_string(size_bytes) +
                         " B is smaller than one set of " + std::to_string(ways) + " max-size lines");
 }
 
@@ -29,7 +32,7 @@ PropertyCache::PropertyCache(const CacheConfig& cfg) : cfg_(cfg), present_(!cfg.
   cfg_.validate();
   // Not zeroed: a line's bytes are read only after an insert wrote them, so untouched capacity costs
   // no page faults (the simulator builds 8 caches per ToR).
-  if (!cfg_.no_data && !cfg_.unbounded()) data_.reset(new uint8_t[static_cast<size_t>(cfg_.capacity_bytes)]);
+  if (!cfg_.no_data && !cfg_.unbounded()) data_.reset(new uint8_t[static_cast<size_t>(cfg_.size_bytes)]);
   // The widest line gives the fewest lines: a kernel's invalidate grows the line arrays to its own count
   // (one sized for 16 B lines held 4x the lines that 64 B properties use: 2.5 GiB over 64 pipes of 32 MB).
   invalidate(cfg_.max_line_bytes);
@@ -37,7 +40,7 @@ PropertyCache::PropertyCache(const CacheConfig& cfg) : cfg_(cfg), present_(!cfg.
 
 int64_t PropertyCache::bytes() const {
   const int64_t lines = static_cast<int64_t>(tag_.capacity() * (sizeof(uint64_t) * 2 + sizeof(uint32_t)));
-  const int64_t data = data_ ? cfg_.capacity_bytes : 0;
+  const int64_t data = data_ ? cfg_.size_bytes : 0;
   return lines + data + present_.bytes() + static_cast<int64_t>(held_data_.capacity());
 }
 
@@ -53,7 +56,7 @@ void PropertyCache::invalidate(int64_t prop_bytes) {
     held_data_.clear();
     return;
   }
-  n_sets_ = cfg_.capacity_bytes / line_bytes_ / cfg_.ways;
+  n_sets_ = cfg_.size_bytes / line_bytes_ / cfg_.ways;
   const size_t lines = static_cast<size_t>(n_sets_ * cfg_.ways);
   if (tag_.size() < lines) {
     tag_.resize(lines);
@@ -122,7 +125,7 @@ bool PropertyCache::insert_unbounded(uint64_t idx, const uint8_t* data) {
   if (!cfg_.no_data) {
     const int64_t slot = present_.size();
     if (slot > UINT32_MAX)
-      throw ConfigInvalid("unbounded property cache: over 2^32 properties with data; give it a capacity_bytes");
+      throw ConfigInvalid("unbounded property cache: over 2^32 properties with data; give it a size_bytes");
     held_data_.insert(held_data_.end(), data, data + prop_bytes_);
     present_.insert(idx, static_cast<uint32_t>(slot));
   } else {

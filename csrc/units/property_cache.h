@@ -9,7 +9,7 @@
 // bits). A property lookup hits only when all its chunks are present; counters count property
 // lookups (hits, misses) and lines (inserts, evictions).
 //
-// Unbounded (capacity_bytes = kUnboundedCache, the simulator's `cache_bytes=inf`): never evicts, so a
+// Unbounded (size_bytes = kUnboundedCache, `property_cache.size_bytes=inf`): never evicts, so a
 // property is present from its insert to the next invalidate, and hits, misses and inserts equal
 // those of a set-associative cache too large to evict. Its memory follows what was inserted: an
 // IdxSet of the present idxs, and their bytes only when the cache keeps data.
@@ -21,11 +21,11 @@
 
 namespace netsparse::units {
 
-inline constexpr int64_t kUnboundedCache = -1;  // CacheConfig::capacity_bytes of the unbounded cache
+inline constexpr int64_t kUnboundedCache = -1;  // CacheConfig::size_bytes of the unbounded cache
 
 // No value lives here: set by the binding / the simulator from HardwareParams; zero until then.
 struct CacheConfig {
-  int64_t capacity_bytes{};  // or kUnboundedCache
+  int64_t size_bytes{};  // or kUnboundedCache
   int64_t ways{};
   int64_t segment_bytes{};
   int64_t max_line_bytes{};
@@ -36,7 +36,7 @@ struct CacheConfig {
   void validate() const;
 };
 
-inline bool CacheConfig::unbounded() const { return capacity_bytes == kUnboundedCache; }
+inline bool CacheConfig::unbounded() const { return size_bytes == kUnboundedCache; }
 
 class PropertyCache {
  public:

@@ -24,10 +24,14 @@ RigNode::RigNode(uint32_t node, std::vector<int64_t> row_bounds, RigNodeConfig c
   if (node >= map_.n_nodes())
     throw ConfigInvalid("node " + std::to_string(node) + " out of range [0, " +
                         std::to_string(map_.n_nodes()) + ")");
-  if (cfg_.n_units < 2) throw ConfigInvalid("a node needs at least 2 RIG units (client + server)");
-  const int64_t nc = cfg_.n_client_units < 0 ? cfg_.n_units / 2 : cfg_.n_client_units;
+  // The split is decided in one place (hw_models.unit_args.rig_split); here it is only checked.
+  if (cfg_.n_units < 2)
+    throw ConfigInvalid("rig_units must be at least 2 (a RIG node needs a client and a server unit), got " +
+                        std::to_string(cfg_.n_units));
+  const int64_t nc = cfg_.n_client_units;
   if (nc < 1 || nc >= cfg_.n_units || nc > 65535)
-    throw ConfigInvalid("n_client_units must be in 1..n_units-1, got " + std::to_string(nc));
+    throw ConfigInvalid("rig_client_units must be in 1..rig_units-1 = " + std::to_string(cfg_.n_units - 1) +
+                        " (at least one unit serves), got " + std::to_string(nc));
   check_rig_batch(cfg_.batch_size);
   if (cfg_.cycles_per_pr < 0) throw ConfigInvalid("cycles_per_pr must be >= 0");
   for (int64_t t = 0; t < nc; ++t) clients_.emplace_back(static_cast<uint16_t>(t), cfg_.pending_capacity);

@@ -26,8 +26,8 @@ namespace netsparse::units {
 // No value lives here: the binding (csrc/bind/rig_node.cpp) sets every field from its arguments;
 // fields are value-initialised (zero) until then.
 struct RigNodeConfig {
-  int64_t n_units{};           // RIG units per node, half client and half server (paper §5)
-  int64_t n_client_units{};    // -1 = n_units / 2
+  int64_t n_units{};           // RIG units per node (paper §5; HardwareParams' snic.rig_units)
+  int64_t n_client_units{};    // of them clients, 1..n_units-1 (snic.rig_client_units; hw_models.unit_args.rig_split)
   int64_t batch_size{};        // nonzeros per RIG command (paper §5.1), or kAutoBatch / kWholeStreamBatch
   int64_t pending_capacity{};  // Pending PR Table entries per client unit (paper §5.3)
   bool filter{};

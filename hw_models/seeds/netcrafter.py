@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from hw_models.native import units as _units
+from hw_models import units as _units
 
 FLIT_BYTES = 16
 """Flit size of NetCrafter Table 1 (16 B; 8 B is the paper's other option)."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hw_models.twoface.cost import Coefficients
 from netsparse_torch.calibration import OVERLAP_PROBE, fit, measure, overlap_of
-from netsparse_torch.errors import NetsparseError
+from netsparse_torch.cli.failure import fail, failing
 
 
 def default_out() -> Path:
@@ -41,20 +41,20 @@ def fit_warning(errors: dict[str, float]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="netsparse-calibrate", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=None,
                     help="the JSON profile to write (default: outputs/calibrate/<date>/<time>/twoface_profile.json)")
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
     from netsparse_torch.run.launch import launch
 
-    try:
+    if args.repeats < 1:
+        fail(ap.prog, f"--repeats must be >= 1, got {args.repeats}")
+    with failing(ap.prog, ValueError):
         samples = launch(measure, 2, (args.repeats,), timeout_s=600)
         probe = samples.pop("overlap")
         coeffs, errors = fit(samples)
-    except (NetsparseError, ValueError) as exc:
-        print(f"netsparse-calibrate: {exc}", file=sys.stderr)
-        return 2
     overlap = overlap_of(probe)
     path = coeffs.save(args.out or default_out(),
                        {"overlap": overlap, "overlap_probe": {**OVERLAP_PROBE, **probe},

@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from netsparse_torch.cli.failure import failing
 from netsparse_torch.report.collect import SPECIAL, TABLES, load_reports, markdown, plot
 
 
@@ -20,11 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--png", type=Path, help="also save figure(s) here (speedup, table8, active_nodes, strong_scaling)")
     ap.add_argument("--k", type=int, help="only the reports of this property size (e.g. Table 7 at K=16 of a K sweep)")
     args = ap.parse_args(argv)
-    try:
+    with failing(ap.prog, FileNotFoundError):
         reports = load_reports(args.directory, args.k, args.kind)
-    except FileNotFoundError as exc:
-        print(f"netsparse_torch.cli.collect: error: {exc}", file=sys.stderr)
-        return 2
     text = "\n".join(markdown(args.kind, reports)) + "\n"
     print(text, end="")
     if args.out:

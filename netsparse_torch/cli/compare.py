@@ -7,9 +7,8 @@ command line and calls it.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from netsparse_torch.errors import NetsparseError
+from netsparse_torch.cli.failure import failing
 from netsparse_torch.report.compare import KINDS, compare
 
 
@@ -31,12 +30,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    try:
+    ap = parser()
+    args = ap.parse_args(argv)
+    with failing(ap.prog):
         return compare(args)
-    except NetsparseError as exc:
-        print(f"netsparse-compare: error: {exc}", file=sys.stderr)
-        return 2
 
 
 if __name__ == "__main__":

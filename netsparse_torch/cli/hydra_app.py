@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import NoReturn
 
+from netsparse_torch.cli.failure import fail
 from netsparse_torch.config_keys import Cli, check_command_line, file_choices
 from netsparse_torch.errors import ConfigError, NetsparseError
 
@@ -74,11 +75,6 @@ def help_text(cli: Cli, overrides: list[str], doc: str) -> str:
             f"Sweeps (-m, multirun) run on hydra/launcher: {', '.join(LAUNCHERS)} (README, \"Sweeps\")\n\n"
             f"== Config ==\nOverride anything in the config (foo.bar=value); Hydra's own options: --hydra-help\n\n"
             f"{OmegaConf.to_yaml(cfg)}")
-
-
-def fail(prog: str, exc: NetsparseError) -> NoReturn:
-    print(f"{prog}: error: {exc}", file=sys.stderr)
-    sys.exit(2)
 
 
 def job_failed(prog: str, exc: NetsparseError, say: Callable[[str, NetsparseError], NoReturn] = fail) -> NoReturn:

@@ -18,6 +18,7 @@ import sys
 from dataclasses import asdict
 
 from hw_models.paper_tables import TABLES, Row, reproduce
+from netsparse_torch.cli.failure import failing
 
 
 def _print_table(name: str, rows: list[Row]) -> None:
@@ -52,11 +53,8 @@ def _run(args: argparse.Namespace) -> int:
         for n, t in TABLES.items():
             print(f"{n:<26} {t.description}")
         return 0
-    try:
+    with failing("netsparse-reproduce", ValueError):
         rows = reproduce(args.name)
-    except ValueError as e:
-        print(f"netsparse-reproduce: {e}", file=sys.stderr)
-        return 2
     if args.json:
         print(json.dumps({"name": args.name, "rows": [asdict(r) for r in rows]}))
     else:

@@ -19,6 +19,7 @@ from typing import NoReturn
 import hydra
 from omegaconf import DictConfig
 
+from netsparse_torch.cli.failure import error_line
 from netsparse_torch.cli.hydra_app import help_text, hydra_errors, job_failed, task
 from netsparse_torch.config_check import check_values, config_dir, omp_threads
 from netsparse_torch.config_keys import TRAIN, check_command_line
@@ -64,7 +65,7 @@ def say_error(exc: NetsparseError) -> None:
         # its torch import (first_error) would leave torch half-loaded and this rank's error unsaid.
         for s in STOP_SIGNALS:
             signal.signal(s, signal.SIG_IGN)
-    say(f"netsparse-train: error: {exc}")
+    say(error_line(TRAIN.prog, exc))
 
 
 def say(line: str, lead: str = "", unsure: bool = True) -> None:

@@ -34,7 +34,7 @@ from netsparse_torch.plan import Plan
 COUNTERS = ("idxs", "local", "filtered", "coalesced", "prs_issued", "packets", "prs", "header_bytes",
             "payload_bytes", "wire_bytes", "rounds")
 STAGING = ("staging_to_host_s", "staging_to_device_s", "staging_to_host_bytes", "staging_to_device_bytes")
-RIG_OPTIONS = ("n_units", "n_client_units", "batch_size", "pending_capacity", "filter", "coalesce", "mtu",
+RIG_OPTIONS = ("rig_units", "rig_client_units", "batch_size", "pending_capacity", "filter", "coalesce", "mtu",
                "upper_bytes", "delay_cycles")
 
 

@@ -18,12 +18,11 @@ from collections.abc import Callable
 import grpc
 import numpy as np
 
-from hw_models.native import units as _cu
+from hw_models import units as _cu
+from hw_models.units import READ, RESPONSE
 from netsparse_torch.errors import ConfigError, RigTimeoutError
 from netsparse_torch.fabric import collective
 from netsparse_torch.switch.client import ControlClient, SwitchClient, SwitchError
-
-READ, RESPONSE = 0, 1
 
 
 class SwitchFabric:
@@ -197,7 +196,7 @@ def configure_switches(spec: dict, world_size: int, rack_size: int, prop_bytes: 
                        token: str | None = None, tls_ca: bytes | None = None, **cfg) -> None:
     """Sends Configure to every switch of ``spec``: the spine first (a ToR's Configure connects its
     uplink, which the spine must already know), then each ToR with its rack and the spine address.
-    ``cfg``: configure_request keywords (cache, concatenation, delay_cycles, capacity_bytes, ...). Each switch's
+    ``cfg``: configure_request keywords (cache, concatenation, delay_cycles, size_bytes, ...). Each switch's
     counters start again from zero: the run's report holds what its own epochs counted, not an earlier run's
     on the same switches (a resumed run adds its checkpoint's)."""
     from netsparse_torch.switch import configure_request

@@ -12,7 +12,7 @@ With ``fabric.switches: null`` it starts one ToR per ``hardware.cluster.rack_siz
 loopback ports (:class:`LocalSwitches`) and writes their addresses into ``cfg.fabric.switches``, so
 the ranks see exactly what a multi-host run passes on the command line
 (``fabric.switches={spine:host:port,tors:[host:port,...]}``); given switches are configured, not started.
-Every switch is configured from the run's hardware (:func:`hw_models.hardware.switch_options`: property
+Every switch is configured from the run's hardware (:func:`hw_models.unit_args.switch_options`: property
 cache, concatenation delay, MTU and upper-layer header), the one the ranks' RIG nodes are built from.
 """
 
@@ -24,7 +24,8 @@ from contextlib import contextmanager
 
 from omegaconf import OmegaConf, open_dict
 
-from hw_models.hardware import switch_options, train_hardware
+from hw_models.hardware import train_hardware
+from hw_models.unit_args import switch_options
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.run.torchrun import under_torchrun
 

@@ -19,6 +19,7 @@ from netsparse_torch.evaluation import SPLITS, BestTracker, Evaluator
 from netsparse_torch.kernels import _choice, agreed_choices, recorded_choices
 from netsparse_torch.nn import DistGNN, DistGraph
 from netsparse_torch.nn.models import model_options
+from netsparse_torch.nn.training import sync_gradients
 from netsparse_torch.partition import Partitioning, rank_shard
 from netsparse_torch.partition.source import Source
 from netsparse_torch.progress import DEFAULT_EVERY, Progress
@@ -50,19 +51,6 @@ def peak_rss_bytes() -> int:
     from the launcher's forkserver starts with the pages it shares with it (torch and the package)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(peak if sys.platform == "darwin" else peak * 1024)
-
-
-def _allreduce_grads(model: torch.nn.Module) -> None:
-    """Sum the gradient of every parameter over ranks in one flat all-reduce (each rank's loss is
-    its share of the global mean, so the sum is the full gradient)."""
-    params = [p for p in model.parameters() if p.grad is not None]
-    flat = torch.cat([p.grad.view(-1) for p in params])
-    dist.all_reduce(flat)
-    offset = 0
-    for p in params:
-        n = p.numel()
-        p.grad.copy_(flat[offset: offset + n].view_as(p.grad))
-        offset += n
 
 
 class Trainer:
@@ -112,8 +100,7 @@ class Trainer:
         mask = self.dg.mask("train")
         loss = F.cross_entropy(out[mask], self.dg.y[mask], reduction="sum") / max(self.n_train, 1)
         loss.backward()
-        if self.world_size > 1:
-            _allreduce_grads(self.model)
+        sync_gradients(self.dg, self.model)
         self.opt.step()
         return _allreduce(loss.item())
 

@@ -8,12 +8,9 @@ import threading
 import grpc
 
 from netsparse_torch.errors import NetsparseError
-from netsparse_torch.switch._proto import pb, pb_grpc
+from netsparse_torch.switch._proto import MTU_KEY, NODE_KEY, TOKEN_KEY, pb, pb_grpc
 from netsparse_torch.switch.control import counters_dict
 
-NODE_KEY = "x-netsparse-node"
-TOKEN_KEY = "x-netsparse-token"
-MTU_KEY = "x-netsparse-mtu"  # the MTU the attaching peer's packets are built for (the switch refuses another)
 _END = object()
 _OPTS = [("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)]
 

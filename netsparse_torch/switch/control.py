@@ -1,10 +1,10 @@
 """Control plane of the switch service (modeled on P4Runtime): configuration and counters.
 
 ``SwitchConfig`` is the validated form of a ``ConfigureRequest``; ``PortCounters`` and
-``SwitchCounters`` hold what ``ReadCounters`` returns. A field a request leaves at 0 takes its value
-from :mod:`hw_models.unit_args` (the SwitchPipe's arguments from ``HardwareParams``, which names
-each source: property cache §6.2.2 / Table 5, switch concatenation delay §6.1.2, MTU and upper-layer
-header Table 5).
+``SwitchCounters`` hold what ``ReadCounters`` returns. A request carries every hardware number of the
+run's ``HardwareParams`` (:func:`hw_models.unit_args.switch_options`: property cache §6.2.2 / Table 5,
+switch concatenation delay §6.1.2, MTU and upper-layer header Table 5): the service fills none, so a
+switch never runs on numbers the ranks do not know.
 """
 
 from __future__ import annotations
@@ -13,12 +13,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from hw_models import unit_args
+from hw_models.params import HardwareParams
 from netsparse_torch.switch._proto import pb
 
-DEFAULT_DELAY_CYCLES = unit_args.switch_pipe()["delay_cycles"]
-DEFAULT_CACHE = unit_args.property_cache()
-_WIRE = unit_args.wire()
-DEFAULT_MTU, DEFAULT_UPPER_BYTES = _WIRE["mtu"], _WIRE["upper_bytes"]
+_CACHE_FIELDS = ("size_bytes", "ways", "segment_bytes", "max_line_bytes")
 
 
 class ConfigInvalid(ValueError):
@@ -37,8 +35,8 @@ class SwitchConfig:
     cache: dict[str, int]
     cache_enabled: bool
     delay_cycles: int  # -1 = infinite (flush when full or idle): the proto's and the units' encoding
-    mtu: int = DEFAULT_MTU
-    upper_bytes: int = DEFAULT_UPPER_BYTES
+    mtu: int
+    upper_bytes: int
 
     @property
     def racks(self) -> list[int]:
@@ -70,38 +68,35 @@ def config_from_request(req: pb.ConfigureRequest, role: str) -> SwitchConfig:
             raise ConfigInvalid(f"rack_id {req.rack_id} has no nodes")
         if len(set(rack_of)) > 1 and not req.spine_address:
             raise ConfigInvalid("several racks but no spine_address: other-rack traffic has no route")
-    cache = {k: getattr(req.cache, k) or v for k, v in DEFAULT_CACHE.items()}
+    unset = [f"cache.{k}" for k in _CACHE_FIELDS if getattr(req.cache, k) == 0]
+    unset += [k for k in ("mtu", "upper_bytes") if getattr(req, k) == 0]
+    if unset:
+        raise ConfigInvalid(f"{', '.join(unset)} not given: a ConfigureRequest carries every hardware number "
+                            "(hw_models.unit_args.switch_options of the run's HardwareParams)")
+    cache = {k: getattr(req.cache, k) for k in _CACHE_FIELDS}
     mech = req.mechanisms
     if req.concat_delay_cycles < -1:
         raise ConfigInvalid(f"concat_delay_cycles must be >= 0 or -1 (infinite), got {req.concat_delay_cycles}")
-    if req.concat_delay_default:
-        delay = DEFAULT_DELAY_CYCLES
-    elif not mech.concatenation:
-        delay = 0  # one PR per packet
-    else:
-        delay = int(req.concat_delay_cycles)
-    if not mech.concatenation:
-        delay = 0
+    delay = int(req.concat_delay_cycles) if mech.concatenation else 0  # off: one PR per packet
     return SwitchConfig(n_nodes=req.n_nodes, prop_bytes=req.prop_bytes, rack_of=rack_of, rack_id=req.rack_id,
                         spine_address=req.spine_address, cache=cache, cache_enabled=mech.cache,
-                        delay_cycles=delay, mtu=req.mtu or DEFAULT_MTU,
-                        upper_bytes=req.upper_bytes or DEFAULT_UPPER_BYTES)
+                        delay_cycles=delay, mtu=req.mtu, upper_bytes=req.upper_bytes)
 
 
 def configure_request(n_nodes: int, prop_bytes: int, racks: dict[int, list[int]], *, rack_id: int = 0,
                       spine_address: str = "", cache: bool = True, concatenation: bool = True,
-                      delay_cycles: int = DEFAULT_DELAY_CYCLES, capacity_bytes: int = 0, ways: int = 0,
-                      segment_bytes: int = 0, max_line_bytes: int = 0, mtu: int = 0,
-                      upper_bytes: int = 0) -> pb.ConfigureRequest:
-    """Builds a ConfigureRequest (0 = paper default for the cache/MTU fields; delay -1 = infinite)."""
+                      hardware: HardwareParams | None = None, **numbers: int) -> pb.ConfigureRequest:
+    """Builds a ConfigureRequest with every hardware number of ``hardware`` (NetSparse Table 5 when
+    None; :func:`hw_models.unit_args.switch_options`); ``numbers`` replace single ones of them
+    (``delay_cycles=-1``: infinite; ``size_bytes=-1``: the unbounded cache)."""
+    hw = unit_args.switch_options(hardware, **numbers)
     return pb.ConfigureRequest(
         n_nodes=n_nodes, prop_bytes=prop_bytes,
-        cache=pb.CacheConfig(capacity_bytes=capacity_bytes, ways=ways, segment_bytes=segment_bytes,
-                             max_line_bytes=max_line_bytes),
-        concat_delay_cycles=delay_cycles,
+        cache=pb.CacheConfig(**{k: hw[k] for k in _CACHE_FIELDS}),
+        concat_delay_cycles=hw["delay_cycles"],
         mechanisms=pb.Mechanisms(cache=cache, concatenation=concatenation),
         racks=[pb.Rack(rack_id=r, nodes=nodes) for r, nodes in sorted(racks.items())],
-        rack_id=rack_id, spine_address=spine_address, mtu=mtu, upper_bytes=upper_bytes)
+        rack_id=rack_id, spine_address=spine_address, mtu=hw["mtu"], upper_bytes=hw["upper_bytes"])
 
 
 _PORT_FIELDS = ("packets_in", "bytes_in", "prs_in", "packets_out", "bytes_out", "prs_out")

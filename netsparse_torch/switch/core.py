@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hw_models import units
-from hw_models.native import units as _cu
+from hw_models import units as _cu
 from netsparse_torch.errors import PacketError
 from netsparse_torch.switch.control import PortCounters, SwitchConfig, SwitchCounters, counters_message
 

@@ -19,15 +19,12 @@ from concurrent import futures
 
 import grpc
 
-from netsparse_torch.switch._proto import pb, pb_grpc
+from netsparse_torch.switch._proto import MTU_KEY, NODE_KEY, TOKEN_KEY, pb, pb_grpc
 from netsparse_torch.switch.control import ConfigInvalid, config_from_request
 from netsparse_torch.switch.core import UPLINK, FrameRejected, Port, SwitchCore
 
 log = logging.getLogger("netsparse.switch")
 
-NODE_KEY = "x-netsparse-node"
-TOKEN_KEY = "x-netsparse-token"
-MTU_KEY = "x-netsparse-mtu"
 _FAIL = object()  # egress sentinel: the port's stream must end with an error
 MAX_MESSAGE = 64 << 20  # gRPC message limit; the switch applies its own frame limit below it
 
