@@ -114,10 +114,14 @@ def bounds(a: Pattern, nodes: int, partition: str = "rows") -> tuple[np.ndarray,
 
 
 def workload(a: Pattern | sp.spmatrix | sp.sparray, nodes: int, partition: str = "rows",
-             cores: int = SoftwareParams().cores, window: int = LOCALITY_WINDOW,
-             rank_partition: str = SoftwareParams().rank_partition) -> Workload:
+             cores: int | None = None, window: int = LOCALITY_WINDOW,
+             rank_partition: str | None = None) -> Workload:
     """Partition ``a`` over ``nodes`` and count its remote PRs in one streaming pass (O(nnz), no copy
-    of a :class:`Pattern`; a scipy matrix is converted once)."""
+    of a :class:`Pattern`; a scipy matrix is converted once). ``cores`` and ``rank_partition``: the
+    run's ``software`` fields (None: NetSparse Table 5's, read at the call)."""
+    table5 = SoftwareParams()
+    cores = table5.cores if cores is None else cores
+    rank_partition = table5.rank_partition if rank_partition is None else rank_partition
     if cores < 1:
         raise ConfigError(f"cores must be >= 1, got {cores}")
     if window < 1:

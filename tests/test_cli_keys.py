@@ -36,7 +36,7 @@ def check(cli, overrides):
     (SIMULATE, ["+experiment=sensitivity_table8", "matrix=paper:arabic", "assumption=client_units_8,combined"]),
     (SIMULATE, ["matrix=paper:arabic", "k=16", "ablation=false", "+hw.snic.rig_unit_roles=dynamic",
                 "+hw.snic.rig_client_units=24"]),
-    (SIMULATE, ["batch_size=.inf", "cache_bytes=1048576", "+hw.headers.mtu_bytes=9000"]),
+    (SIMULATE, ["batch_size=.inf", "cache_size_bytes=1048576", "+hw.headers.mtu_bytes=9000"]),
     (SIMULATE, ["matrix=synthetic:road", "nodes=16", "rack_size=4", "link_layer=flit", "flit.pool_cycles=0",
                 "+synthetic.params.drop=0.1"]),
     (SIMULATE, ["matrix=synthetic", "synthetic.shape=banded", "+synthetic.params.density=0.5", "synthetic.n=500"]),

@@ -18,7 +18,7 @@ from netsparse_torch.errors import ConfigError
 @pytest.mark.parametrize("overrides", [
     ["strategy=netsparse", "+strategy.options.stage=true"],  # tests/test_device_training.py
     ["fabric=switch", "+strategy.options.overlap=false"],  # fabric=switch selects netsparse
-    ["strategy=netsparse", "strategy.options.n_units=16", "+strategy.options.n_client_units=4"],
+    ["strategy=netsparse", "strategy.options.rig_units=16", "strategy.options.rig_client_units=4"],
     ["strategy=twoface", "strategy.width=64", "strategy.options.memory_limit_bytes=1e9"],
     ["strategy=ds", "strategy.replication=4"],
     ["dataset=synthetic", "dataset.shape=road", "+dataset.params.drop=0.1"],

@@ -42,7 +42,7 @@ def run_service(a: sp.csr_matrix, bounds: list[int]) -> tuple[list[dict], dict]:
     the switches' counters. RIG units, Pending PR Table, batch and delays as in PARAMS (Table 5)."""
     prop = K * PARAMS.headers.element_bytes
     x = np.random.default_rng(0).integers(0, 256, size=(a.shape[1], prop), dtype=np.uint8)
-    sw = LocalSwitches(NODES, RACK, prop, capacity_bytes=int(PARAMS.property_cache.size_bytes),
+    sw = LocalSwitches(NODES, RACK, prop, size_bytes=int(PARAMS.property_cache.size_bytes),
                        delay_cycles=int(PARAMS.switch.concat_delay_cycles))
     red = BarrierMin(NODES)
     nodes, fabrics, halos, errors = {}, {}, {}, []

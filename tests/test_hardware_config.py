@@ -27,9 +27,14 @@ CASES = {
     "batch size": ("strategy.options.batch_size=64", "batch_size=64", {"rig.batch_size": 64, "sim.batch": 64}),
     "batch size inf": ("strategy.options.batch_size=.inf", "batch_size=.inf",
                        {"rig.batch_size": "WHOLE_STREAM", "sim.batch": "WHOLE_STREAM"}),
-    "RIG units": ("strategy.options.n_units=8", "rig_units=8", {"rig.n_units": 8, "sim.rig_units": 8}),
-    "cache size": ("fabric.capacity_bytes=1048576", "cache_bytes=1048576",
-                   {"switch.capacity_bytes": 1048576, "sim.cache_bytes_per_pipe": 1048576 // 8}),
+    "RIG units": ("strategy.options.rig_units=8", "rig_units=8",
+                  {"rig.rig_units": 8, "rig.rig_client_units": 4, "sim.rig_units": 8, "sim.client_units": 4}),
+    "RIG client units": ("strategy.options.rig_client_units=4", "+hw.snic.rig_client_units=4",
+                         {"rig.rig_client_units": 4, "sim.client_units": 4}),
+    "cache size": ("fabric.size_bytes=1048576", "cache_size_bytes=1048576",
+                   {"switch.size_bytes": 1048576, "sim.cache_bytes_per_pipe": 1048576 // 8}),
+    "cache size inf": ("fabric.size_bytes=.inf", "cache_size_bytes=.inf",
+                       {"switch.size_bytes": -1, "sim.cache_bytes_per_pipe": -1}),
     "NIC delay": ("strategy.options.delay_cycles=50", "nic_delay_cycles=50",
                   {"rig.delay_cycles": 50, "sim.nic_delay_cycles": 50}),
     "switch delay": ("fabric.delay_cycles=7", "switch_delay_cycles=7",
@@ -99,7 +104,8 @@ def sim_settings(params: HardwareParams) -> dict:
     """The C++ SimConfig of a simulation on ``params``."""
     c = sim_config(params, 16, check_mechanisms(None))
     return {"sim.mtu": c.mtu, "sim.upper_bytes": c.upper_bytes, "sim.batch": c.batch,
-            "sim.rig_units": c.client_units + c.server_units, "sim.pending": c.pending_entries,
+            "sim.rig_units": c.client_units + c.server_units, "sim.client_units": c.client_units,
+            "sim.pending": c.pending_entries,
             "sim.cache_bytes_per_pipe": c.cache_bytes, "sim.nic_delay_cycles": c.nic_delay_cycles,
             "sim.switch_delay_cycles": c.switch_delay_cycles}
 
@@ -165,8 +171,8 @@ def test_the_report_carries_the_hardware_once():
 @pytest.mark.parametrize("overrides,message", [
     (["strategy.options.mtu=9000", "+hw.headers.mtu_bytes=1500"],
      "hw.headers.mtu_bytes=1500 and strategy.options.mtu=9000 disagree on the hardware field headers.mtu_bytes"),
-    (["fabric.capacity_bytes=1024", "+cluster.hw.property_cache.size_bytes=2048"],
-     "cluster.hw.property_cache.size_bytes=2048 and fabric.capacity_bytes=1024 disagree"),
+    (["fabric.size_bytes=1024", "+cluster.hw.property_cache.size_bytes=2048"],
+     "cluster.hw.property_cache.size_bytes=2048 and fabric.size_bytes=1024 disagree"),
     (["strategy.options.batch_size=0"], "SNICParams.rig_batch_size must be > 0, got 0"),
     (["strategy.options.batch_size=many"], "snic.rig_batch_size must be 'auto', a positive whole number or inf"),
     (["strategy.options.mtu=60"], "headers.mtu_bytes=60 is smaller than one packet's headers"),
@@ -287,3 +293,167 @@ def test_report_knobs_are_validated_with_one_line_errors():
         HardwareParams.from_dict({"software": {"rank_partition": "balanced_nnz"}})
     with pytest.raises(ConfigError, match="link.line_util_direction must be one of"):
         HardwareParams.from_dict({"link": {"line_util_direction": "tx"}})
+
+
+# -- every field, followed from the config to what reads it ------------------------------------------------
+# Each field of HardwareParams: a value other than Table 5's, the consumers of a run that read it, and the
+# other fields it needs to be read at all (a HyperX shape needs topology=hyperx). Consumers: "rig" (the
+# RIG node a training rank builds), "switch" (what the launcher configures the switches with), "sim" (the
+# simulator's C++ SimConfig), "topology" (the network the simulator and the analytic models route on),
+# "modeled" (the modeled report: analytic baselines and simulated NetSparse), "concatenator" (the NIC
+# concatenator's own unit, whose virtualised queues no run uses yet).
+HYPERX, DRAGONFLY = {("cluster", "topology"): "hyperx"}, {("cluster", "topology"): "dragonfly"}
+FIELDS: dict[tuple[str, str], tuple] = {
+    ("cluster", "nodes"): (64, {"topology", "modeled"}),
+    ("cluster", "rack_size"): (8, {"topology"}),
+    ("cluster", "topology"): ("hyperx", {"topology"}),
+    ("topology", "leafspine_spines"): (8, {"topology"}),
+    ("topology", "leafspine_spine_choice"): ("per_packet", {"topology"}),
+    ("topology", "hyperx_shape"): ([8, 4, 1], {"topology"}, HYPERX),
+    ("topology", "hyperx_hosts_per_switch"): (2, {"topology"}, HYPERX),
+    ("topology", "hyperx_width"): (2, {"topology"}, HYPERX),
+    ("topology", "dragonfly_groups"): (8, {"topology"}, DRAGONFLY),
+    ("topology", "dragonfly_switches_per_group"): (4, {"topology"}, DRAGONFLY),
+    ("topology", "dragonfly_hosts_per_switch"): (2, {"topology"}, DRAGONFLY),
+    ("link", "bandwidth_gbps"): (100.0, {"topology", "modeled"}),
+    ("link", "latency_ns"): (900.0, {"topology"}),
+    ("link", "line_util_direction"): ("both", {"modeled"}),
+    ("switch", "latency_ns"): (600.0, {"sim"}),
+    ("switch", "ports"): (64, {"sim"}),
+    ("switch", "pipes"): (4, {"sim"}),
+    ("switch", "clock_ghz"): (1.0, {"sim"}),
+    ("switch", "concat_delay_cycles"): (7, {"switch", "sim"}),
+    ("switch", "netsparse_in_tor"): (False, {"sim"}),
+    ("switch", "netsparse_in_spine"): (True, {"modeled"}),
+    ("switch", "middle_pipe_prs_per_cycle"): (2, {"sim"}),
+    ("switch", "buffer_bytes"): (2**26, {"sim"}),
+    ("property_cache", "size_bytes"): (2**20, {"switch", "sim"}),
+    ("property_cache", "ways"): (8, {"switch", "sim"}),
+    ("property_cache", "latency_cycles"): (32, {"sim"}),
+    ("property_cache", "segment_bytes"): (32, {"switch", "sim"}),
+    ("property_cache", "max_line_bytes"): (1024, {"switch", "sim"}),
+    ("snic", "clock_ghz"): (1.1, {"sim"}),
+    ("snic", "rig_units"): (8, {"rig", "sim"}),
+    ("snic", "rig_client_units"): (4, {"rig", "sim"}),
+    ("snic", "pending_pr_table"): (64, {"rig", "sim"}),
+    ("snic", "lsq_entries"): (32, {"sim"}),
+    ("snic", "rig_batch_size"): (64, {"rig", "sim"}),
+    ("snic", "rig_auto_split"): ("remote_idxs", {"sim"}),
+    ("snic", "concat_delay_cycles"): (50, {"rig", "sim"}),
+    ("snic", "concat_phys_queue_bytes"): (512, {"concatenator"}),
+    ("snic", "concat_phys_queues"): (32, {"concatenator"}),
+    ("snic", "rig_cycles_per_pr"): (2, {"rig"}),
+    ("snic", "rig_local_idxs"): ("host_filtered", {"sim"}),
+    ("snic", "rig_command_overlap"): ("overlap", {"sim"}),
+    ("snic", "rig_unit_roles"): ("dynamic", {"sim"}),
+    ("snic", "idx_bytes"): (8, {"sim"}),
+    ("snic", "rx_buffer_bytes"): (2**20, {"sim"}),
+    ("snic", "tx_buffer_bytes"): (2**20, {"sim"}),
+    ("snic_memory", "line_bytes"): (128, {"sim"}),
+    ("snic_memory", "l1_bytes"): (65536, {"sim"}),
+    ("snic_memory", "l1_ways"): (8, {"sim"}),
+    ("snic_memory", "l1_cycles"): (5, {"sim"}),
+    ("snic_memory", "l2_bytes"): (262144, {"sim"}),
+    ("snic_memory", "l2_ways"): (16, {"sim"}),
+    ("snic_memory", "l2_cycles"): (14, {"sim"}),
+    ("snic_memory", "llc_bytes"): (2**25, {"sim"}),
+    ("snic_memory", "llc_ways"): (8, {"sim"}),
+    ("snic_memory", "llc_cycles"): (50, {"sim"}),
+    ("snic_memory", "dram_latency_ns"): (120.0, {"sim"}),
+    ("pcie", "latency_ns"): (400.0, {"sim"}),
+    ("pcie", "bandwidth_gbytes_per_s"): (64.0, {"sim"}),
+    ("headers", "upper_bytes"): (40, {"rig", "switch", "sim"}),
+    ("headers", "concat_bytes"): (16, {"sim"}),
+    ("headers", "pr_bytes"): (20, {"sim"}),
+    ("headers", "mtu_bytes"): (9000, {"rig", "switch", "sim"}),
+    ("headers", "element_bytes"): (8, {"sim"}),
+    ("software", "cores"): (32, {"modeled"}),
+    ("software", "rank_partition"): ("nnz", {"modeled"}),
+    ("software", "sa_target_goodput"): (0.2, {"modeled"}),
+    ("software", "sa_target_goodput_k128"): (0.5, {"modeled"}),
+    ("software", "sa_per_pr_overhead_ns"): (100.0, {"modeled"}),
+    ("software", "sa_per_byte_overhead_ns"): (1.0, {"modeled"}),
+}
+# Fields no consumer of a run reads beyond their check: the value Table 5 documents.
+DOCUMENTED_ONLY = {
+    ("property_cache", "policy"): "only 'lru' is modeled (any other value is refused)",
+    ("pcie", "generation"): "the PCIe generation behind latency_ns and bandwidth_gbytes_per_s, which are read",
+}
+
+
+def _all_fields() -> set[tuple[str, str]]:
+    import dataclasses
+
+    p = HardwareParams()
+    return {(s.name, f.name) for s in dataclasses.fields(p) for f in dataclasses.fields(getattr(p, s.name))}
+
+
+def test_the_field_table_names_every_hardware_field():
+    assert set(FIELDS) | set(DOCUMENTED_ONLY) == _all_fields()
+    assert not set(FIELDS) & set(DOCUMENTED_ONLY)
+    table5 = HardwareParams().to_dict()
+    assert [f for f, (value, *_) in FIELDS.items() if value == table5[f[0]][f[1]]] == []  # each a change
+
+
+def _consumers(cfg, hardware, names: set[str]) -> dict:
+    import dataclasses
+    import json
+
+    import numpy as np
+    import scipy.sparse as sp
+
+    from hw_models import unit_args
+    from hw_models.analysis import analyze
+    from hw_models.topology import build_topology
+
+    out = {}
+    if "rig" in names:
+        out["rig"] = rig_settings(cfg, hardware)
+    if "switch" in names:  # what SwitchService configures every switch with (a real ToR: the CASES above)
+        out["switch"] = unit_args.switch_options(hardware)
+    if "concatenator" in names:
+        out["concatenator"] = unit_args.concatenator(hardware)
+    if "sim" in names:
+        c = sim_config(hardware, 16, check_mechanisms(None))
+        out["sim"] = {a: getattr(c, a) for a in dir(c) if not a.startswith("_") and a != "flit"}
+    if "topology" in names:
+        t = build_topology(hardware)
+        out["topology"] = {f.name: np.asarray(getattr(t, f.name)).tolist() for f in dataclasses.fields(t)}
+    if "modeled" in names:
+        a = sp.random(256, 256, density=0.05, format="csr", random_state=0)
+        report = analyze(a, hardware, k=4, ablation=False, extras=())
+        report.pop("hardware")
+        out["modeled"] = json.dumps(report, sort_keys=True, default=str)
+    return out
+
+
+@pytest.mark.parametrize("field", sorted(FIELDS), ids=".".join)
+def test_every_hardware_field_reaches_what_reads_it(field, monkeypatch):
+    """``+hw.<section>.<field>=`` on the training config changes each consumer that reads the field (and
+    the modeled block models the run's own object)."""
+    from omegaconf import open_dict
+
+    value, names, *needs = FIELDS[field]
+    needs = needs[0] if needs else {}
+    cfg = compose("train", *TRAIN)
+    with open_dict(cfg):
+        for (section, name), v in needs.items():
+            cfg.hw.setdefault(section, {})[name] = v
+        before = train_hardware(cfg)
+        cfg.hw.setdefault(field[0], {})[field[1]] = value
+        after = train_hardware(cfg)
+    got = getattr(getattr(after, field[0]), field[1])
+    assert (list(got) if isinstance(got, tuple) else got) == value
+    if "modeled" in names:
+        assert modeled_hardware(cfg, after, monkeypatch) is after
+    old, new = _consumers(cfg, before, names), _consumers(cfg, after, names)
+    assert [n for n in sorted(names) if old[n] == new[n]] == []
+
+
+def test_documented_only_fields_are_checked():
+    from hw_models.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="only 'lru' is modeled"):
+        HardwareParams().replace(property_cache={"policy": "fifo"})
+    with pytest.raises(ConfigError):
+        HardwareParams().replace(pcie={"generation": 0})

@@ -193,7 +193,7 @@ def test_cli_determinism_and_figures(tmp_path):
 
 
 def test_cli_shortcuts_reach_the_parameters():
-    p = simulate_hardware(_cfg("batch_size=.inf", "cache_bytes=.inf", "rig_units=8", "topology=hyperx",
+    p = simulate_hardware(_cfg("batch_size=.inf", "cache_size_bytes=.inf", "rig_units=8", "topology=hyperx",
                           "+hw.link.bandwidth_gbps=100", "sa_per_pr_overhead_ns=5"))
     assert p.snic.rig_batch_size == math.inf and p.property_cache.size_bytes == math.inf
     assert p.snic.rig_units == 8 and p.cluster.topology == "hyperx" and p.link.bandwidth_gbps == 100

@@ -36,3 +36,17 @@ def test_no_hw_models_source_names_netsparse_torch_in_an_import():
     hits = [str(p) for p, text in texts.items()
             if 'import_module("netsparse_torch' in text or 'import("netsparse_torch' in text]
     assert hits == []
+
+
+def test_unit_args_is_the_one_door_to_the_units_binding():
+    """The contract names the binding's one module and its one importer, and no source reaches the
+    binding past it (``hw_models._C``'s units, which the import graph does not see, are imported only by
+    ``hw_models/unit_binding.py``)."""
+    contract = _contracts()["unit_door"]
+    assert contract["type"] == "protected" and contract["protected_modules"] == ["hw_models.unit_binding"]
+    assert contract["allowed_importers"] == ["hw_models.unit_args"] and not contract.get("ignore_imports")
+    sources = [p for d in ("hw_models", "netsparse_torch") for p in (ROOT / d).rglob("*.py")]
+    importers = sorted(str(p.relative_to(ROOT)) for p in sources
+                       if "from hw_models._C import" in p.read_text() and "units" in
+                       "".join(line for line in p.read_text().splitlines() if "from hw_models._C import" in line))
+    assert importers == ["hw_models/unit_binding.py"]

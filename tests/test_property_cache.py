@@ -24,7 +24,7 @@ def _prop(idx, n):
        sets_lines=st.integers(1, 6), ops=st.lists(st.tuples(st.booleans(), st.integers(0, 40)), max_size=200))
 def test_matches_lru_reference(prop, ways, sets_lines, ops):
     capacity = ways * 512 * sets_lines
-    c = _cache(capacity_bytes=capacity, ways=ways, prop_bytes=prop)
+    c = _cache(size_bytes=capacity, ways=ways, prop_bytes=prop)
     ref = CacheRef(prop, capacity=capacity, ways=ways)
     assert (c.line_bytes, c.n_chunks, c.n_sets) == (ref.line, ref.chunks, ref.n_sets)
     for is_insert, idx in ops:
@@ -46,7 +46,7 @@ def test_table5_geometry():
 
 
 def test_lru_eviction_order():
-    c = _cache(capacity_bytes=2 * 512, ways=2, max_line_bytes=512, prop_bytes=512)  # 1 set, 2 ways
+    c = _cache(size_bytes=2 * 512, ways=2, max_line_bytes=512, prop_bytes=512)  # 1 set, 2 ways
     for i in (1, 2):
         c.insert(i, _prop(i, 512))
     assert c.lookup(1) is not None  # 2 is now least recently used
@@ -65,7 +65,7 @@ def test_invalidate_clears_everything():
 def test_stream_helpers_match_single_calls():
     idx = np.random.default_rng(1).integers(0, 300, 2000)
     props = np.random.default_rng(2).integers(0, 256, (300, 32), dtype=np.uint8)
-    c = _cache(capacity_bytes=16 * 512, prop_bytes=32)
+    c = _cache(size_bytes=16 * 512, prop_bytes=32)
     hits = c.lookup_or_insert_many(idx, props)
     ref = CacheRef(32, capacity=16 * 512)
     want = []
@@ -81,7 +81,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="property size must be > 0"):
         _cache(prop_bytes=0)
     with pytest.raises(ValueError, match="smaller than one set"):
-        _cache(capacity_bytes=1000, prop_bytes=4)
+        _cache(size_bytes=1000, prop_bytes=4)
     c = _cache(prop_bytes=8)
     with pytest.raises(ValueError, match="expected 8"):
         c.insert(1, b"abc")
@@ -94,9 +94,9 @@ PROPS = [4, 16, 20, 64, 512, 600, 1100]
 @given(prop=st.sampled_from(PROPS), keep=st.booleans(), kernels=st.lists(
     st.lists(st.tuples(st.booleans(), st.integers(0, 40)), max_size=150), min_size=1, max_size=3))
 def test_unbounded_matches_reference_and_a_cache_too_large_to_evict(prop, keep, kernels):
-    c = _cache(capacity_bytes=None, prop_bytes=prop, keep_data=keep)
+    c = _cache(size_bytes=units.UNBOUNDED_CACHE, prop_bytes=prop, keep_data=keep)
     # 41 idxs of up to 3 chunks, at most 16 keys a set (key mod n_sets): no set ever evicts
-    big = _cache(capacity_bytes=-(-41 * 3 // 16) * 16 * 512, prop_bytes=prop)
+    big = _cache(size_bytes=-(-41 * 3 // 16) * 16 * 512, prop_bytes=prop)
     assert c.unbounded and c.n_sets == 0 and not big.unbounded
     for ops in kernels:
         c.invalidate(prop)
@@ -120,13 +120,13 @@ def test_unbounded_memory_follows_what_is_inserted():
     a data slot), and property bytes (at most twice the 64 B a property) only when it keeps data."""
     idx = np.random.default_rng(3).choice(1 << 40, 5000, replace=False)
     for keep in (False, True):
-        c = _cache(capacity_bytes=None, prop_bytes=64, keep_data=keep)
+        c = _cache(size_bytes=units.UNBOUNDED_CACHE, prop_bytes=64, keep_data=keep)
         for i in idx.tolist():
             c.insert(i, _prop(i, 64))
         assert c.held == 5000 and c.bytes <= 12 * 4 * 5000 + (2 * 64 * 5000 if keep else 0)
         assert c.bytes >= (64 * 5000 if keep else 8 * 5000)
         assert all(c.lookup(i) is not None for i in idx[:100].tolist())
-    assert _cache(capacity_bytes=None, prop_bytes=64).bytes == 0
+    assert _cache(size_bytes=units.UNBOUNDED_CACHE, prop_bytes=64).bytes == 0
 
 
 def test_bounded_memory_is_the_lines_of_its_kernel():
@@ -137,10 +137,13 @@ def test_bounded_memory_is_the_lines_of_its_kernel():
 
 
 def test_unbounded_takes_any_idx_and_bad_input():
-    c = _cache(capacity_bytes=None, prop_bytes=8)
+    c = _cache(size_bytes=units.UNBOUNDED_CACHE, prop_bytes=8)
     top = 2**63 - 1
     assert c.insert(top, _prop(1, 8)) and c.lookup(top) == _prop(1, 8) and c.lookup(0) is None
     with pytest.raises(ValueError, match="max line"):
-        _cache(capacity_bytes=None, max_line_bytes=500, prop_bytes=8)
-    with pytest.raises(ValueError, match="or None"):  # the unit's -1 is not a way in from Python
-        _cache(capacity_bytes=-1, prop_bytes=8)
+        _cache(size_bytes=units.UNBOUNDED_CACHE, max_line_bytes=500, prop_bytes=8)
+    for bad in (0, -2):  # UNBOUNDED_CACHE (-1) is the one encoding of an unbounded cache
+        with pytest.raises(ValueError, match=r"size_bytes must be > 0 or -1 \(unbounded\)"):
+            _cache(size_bytes=bad, prop_bytes=8)
+    with pytest.raises(TypeError):  # None is no encoding of it
+        _cache(size_bytes=None, prop_bytes=8)

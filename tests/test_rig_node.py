@@ -52,10 +52,10 @@ def _streams(rng, bounds, nnz, per_nonzero_slots):
 
 @settings(max_examples=40, deadline=None)
 @given(sizes=st.lists(st.integers(0, 30), min_size=2, max_size=4), nnz=st.integers(0, 120),
-       k=st.integers(1, 5), n_units=st.integers(2, 6), batch=st.integers(1, 50), cap=st.integers(1, 8),
+       k=st.integers(1, 5), rig_units=st.integers(2, 6), batch=st.integers(1, 50), cap=st.integers(1, 8),
        filter_=st.booleans(), coalesce=st.booleans(), delay=st.sampled_from([0, 3, None]),
        per_nonzero=st.booleans(), seed=st.integers(0, 1000))
-def test_loopback_fills_halo_and_conserves_counts(sizes, nnz, k, n_units, batch, cap, filter_, coalesce, delay,
+def test_loopback_fills_halo_and_conserves_counts(sizes, nnz, k, rig_units, batch, cap, filter_, coalesce, delay,
                                                   per_nonzero, seed):
     bounds = [0, *np.cumsum(sizes).tolist()]
     if bounds[-1] == 0:
@@ -63,7 +63,7 @@ def test_loopback_fills_halo_and_conserves_counts(sizes, nnz, k, n_units, batch,
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((bounds[-1], k)).astype(np.float32)
     streams = _streams(rng, bounds, nnz, per_nonzero)
-    nodes, halos = _cluster(bounds, streams, x, n_units=n_units, batch_size=batch, pending_capacity=cap,
+    nodes, halos = _cluster(bounds, streams, x, rig_units=rig_units, batch_size=batch, pending_capacity=cap,
                             filter=filter_, coalesce=coalesce, delay_cycles=float("inf") if delay is None else delay)
     served = 0
     for p, (idxs, slots, _) in enumerate(streams):
@@ -88,7 +88,7 @@ def test_one_unit_issues_each_remote_column_once():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((100, 4)).astype(np.float32)
     streams = _streams(rng, bounds, 400, per_nonzero_slots=True)
-    nodes, _ = _cluster(bounds, streams, x, n_units=2, batch_size=1000, pending_capacity=256)
+    nodes, _ = _cluster(bounds, streams, x, rig_units=2, batch_size=1000, pending_capacity=256)
     for p, (idxs, _, _) in enumerate(streams):
         remote = idxs[(idxs < bounds[p]) | (idxs >= bounds[p + 1])]
         assert nodes[p].stats()["prs_issued"] == len(np.unique(remote))
@@ -96,7 +96,7 @@ def test_one_unit_issues_each_remote_column_once():
 
 def test_table5_node_and_packing():
     node = _node_of(0, [0, 10, 20])
-    assert node.n_client_units == 16  # 32 units (Table 5), half client
+    assert node.rig_client_units == 16  # 32 units (Table 5), half client
     x = np.zeros((20, 16), np.float32)
     idxs = np.arange(10, 20, dtype=np.int64)
     streams = [(np.zeros(0, np.int64), np.zeros(0, np.int64), 0), (idxs - 10, idxs - 10, 10)]
@@ -111,7 +111,7 @@ def test_second_kernel_after_reset_stats():
     rng = np.random.default_rng(5)
     x1 = rng.standard_normal((90, 16)).astype(np.float32)
     streams = _streams(rng, bounds, 200, per_nonzero_slots=False)
-    nodes, _ = _cluster(bounds, streams, x1, n_units=4, pending_capacity=4)
+    nodes, _ = _cluster(bounds, streams, x1, rig_units=4, pending_capacity=4)
     first = [n.stats()["prs_issued"] for n in nodes]
     for n in nodes:
         n.reset_stats()
@@ -125,7 +125,7 @@ def test_second_kernel_after_reset_stats():
 
 
 def _node():
-    node = _node_of(0, [0, 4, 8], n_units=2)
+    node = _node_of(0, [0, 4, 8], rig_units=2)
     halo = np.zeros((4, 8), np.uint8)
     node.begin_kernel(8, halo, np.zeros((4, 8), np.uint8))
     return node, halo

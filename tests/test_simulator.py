@@ -16,8 +16,8 @@ from hw_models import analysis, definitions
 from hw_models.analytic import single_pr
 from hw_models.params import HardwareParams
 from hw_models.simulator import STAGES, check_mechanisms, mechanisms_up_to, simulate
-from hw_models.unit_args import auto_batch_size
 from hw_models.topology import build_topology
+from hw_models.unit_args import auto_batch_size
 from netsparse_torch.errors import ConfigError
 
 P4 = HardwareParams.from_dict({"cluster": {"nodes": 4, "rack_size": 2}})  # 2 racks x 2 nodes
@@ -335,7 +335,7 @@ def test_the_client_unit_count_is_the_runs_one_setting():
     mech = mechanisms_up_to(STAGES[-1])
     c = sim_config(p, 16, mech)
     assert (c.client_units, c.server_units) == (2, 6)
-    assert units.RigNode(0, [0, 4, 8], **unit_args.rig_node(p)).n_client_units == 2
+    assert units.RigNode(0, [0, 4, 8], **unit_args.rig_node(p)).rig_client_units == 2
     half = sim_config(P8.replace(snic={"rig_units": 8}), 16, mech)
     assert (half.client_units, half.server_units) == (4, 4)
     a = random_matrix(n=2000, nnz=6000, seed=5)
@@ -555,5 +555,5 @@ def test_a_single_rig_unit_is_one_error():
         p = P8.replace(snic={"rig_units": n})
         c = sim_config(p, 16, dict.fromkeys(("filter", "coalesce", "concat_nic", "switch"), True))
         node = units.RigNode(0, [0, 10, 20], **unit_args.rig_node(p))
-        clients = node.n_client_units
+        clients = node.rig_client_units
         assert (c.client_units, c.server_units) == (clients, n - clients) == (n // 2, n - n // 2)

@@ -11,8 +11,8 @@ from ref_models.wire_ref import decode_stream, encode
 from hw_models import unit_args, units
 
 LEN, N = 16, 4
-CACHE = {"capacity_bytes": 2 * 512 * 2, "ways": 2}  # 64 sets of 2 ways at 16 B lines: evictions happen
-UNBOUNDED = {"capacity_bytes": None, "ways": 2}  # sized by what is inserted (cache_bytes=inf)
+CACHE = {"size_bytes": 2 * 512 * 2, "ways": 2}  # 64 sets of 2 ways at 16 B lines: evictions happen
+UNBOUNDED = {"size_bytes": units.UNBOUNDED_CACHE, "ways": 2}  # sized by what is inserted (size_bytes=inf)
 
 
 def _pipe(n_dests, prop_bytes, **hw):
@@ -29,7 +29,7 @@ def _packet(type_, dest, prs):
 
 
 def _reference(packets, delay, hw):
-    cache = UnboundedCacheRef(LEN) if hw is UNBOUNDED else CacheRef(LEN, capacity=hw["capacity_bytes"], ways=hw["ways"])
+    cache = UnboundedCacheRef(LEN) if hw is UNBOUNDED else CacheRef(LEN, capacity=hw["size_bytes"], ways=hw["ways"])
     con = ConcatRef(N, delay=delay, len_=LEN)
     hits = 0
     for now, data in packets:

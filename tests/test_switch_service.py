@@ -260,7 +260,7 @@ def test_load_8_clients_20k_prs_each_answered_exactly_once():
     racks = {0: list(range(owner + 1))}
     max_prs = units.max_prs_per_packet(WIRE["mtu"], WIRE["upper_bytes"], units.READ, PROP)
     rng = np.random.default_rng(7)
-    with fabric(racks, capacity_bytes=64 * 1024, delay_cycles=units.INFINITE_DELAY) as (servers, addrs):
+    with fabric(racks, size_bytes=64 * 1024, delay_cycles=units.INFINITE_DELAY) as (servers, addrs):
         server_node = units.RigNode(owner, bounds, **unit_args.rig_node())
         server_node.begin_kernel(PROP, np.zeros((1, PROP), np.uint8), x)
         server_client = SwitchClient(addrs[owner], owner)

@@ -10,8 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hw_models import unit_args
-from hw_models import units
+from hw_models import unit_args, units
 from hw_models.seeds import netcrafter as nc
 from netsparse_torch import errors
 
@@ -71,7 +70,7 @@ def _node(**kw):
 
 
 def _node_in_kernel():
-    node = _node(n_units=2)
+    node = _node(rig_units=2)
     node.begin_kernel(8, np.zeros((4, 8), np.uint8), np.zeros((4, 8), np.uint8))
     return node
 
@@ -115,12 +114,12 @@ BAD = {  # unit: [(bad call, C++ class in _C.units, netsparse_torch.errors class
     "concatenator": [(lambda: _concat(mtu=60), "ConfigInvalid", CONFIG),
                      (lambda: _push(_concat(), 5, 0), "UnknownDestination", errors.PacketError),
                      (_backwards, "OutOfOrder", STATE)],
-    "property cache": [(lambda: units.PropertyCache(prop_bytes=4, **unit_args.property_cache(capacity_bytes=1000)),
+    "property cache": [(lambda: units.PropertyCache(prop_bytes=4, **unit_args.property_cache(size_bytes=1000)),
                         "ConfigInvalid", CONFIG),
                        (lambda: units.PropertyCache(prop_bytes=0, **unit_args.property_cache()), "ConfigInvalid",
                         CONFIG),
                        (lambda: units.PropertyCache(prop_bytes=4, **unit_args.property_cache(
-                           capacity_bytes=None, max_line_bytes=500)), "ConfigInvalid", CONFIG)],
+                           size_bytes=units.UNBOUNDED_CACHE, max_line_bytes=500)), "ConfigInvalid", CONFIG)],
     "switch pipe": [(lambda: _pipe().process(_packet(0, 1, 3, len_=2 * PROP), 0), "WrongPropertySize",
                      errors.PacketError),
                     (lambda: _pipe().process(_packet(0, 5, 3, len_=PROP), 0), "UnknownDestination",
@@ -131,7 +130,7 @@ BAD = {  # unit: [(bad call, C++ class in _C.units, netsparse_torch.errors class
                         (lambda: _client().enqueue(np.array([5]), np.array([0])), "OutOfOrder", STATE),
                         (lambda: units.auto_batch_size(10, 5, 16), "ConfigInvalid", CONFIG)],
     "RIG node": [(lambda: units.RigNode(5, [0, 4, 8], **unit_args.rig_node()), "ConfigInvalid", CONFIG),
-                 (lambda: units.RigNode(0, [0, 4, 8], **{**unit_args.rig_node(), "n_units": 1}), "ConfigInvalid",
+                 (lambda: units.RigNode(0, [0, 4, 8], **{**unit_args.rig_node(), "rig_units": 1}), "ConfigInvalid",
                   CONFIG),
                  (lambda: _node().submit(np.array([5]), np.array([0])), "OutOfOrder", STATE),
                  (lambda: _node_in_kernel().submit(np.array([9]), np.array([0])), "ConfigInvalid", CONFIG),

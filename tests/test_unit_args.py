@@ -78,23 +78,23 @@ def test_values_come_from_hardware_params():
                                  headers={"mtu_bytes": 9000, "upper_bytes": 40, "concat_bytes": 10},
                                  property_cache={"size_bytes": 2**20, "ways": 4}, switch={"concat_delay_cycles": 7})
     node = unit_args.rig_node(p)
-    assert (node["n_units"], node["pending_capacity"], node["batch_size"], node["delay_cycles"]) == (8, 4, 64, -1)
+    assert (node["rig_units"], node["pending_capacity"], node["batch_size"], node["delay_cycles"]) == (8, 4, 64, -1)
     assert (node["mtu"], node["upper_bytes"], node["cycles_per_pr"]) == (9000, 40, p.snic.rig_cycles_per_pr)
     assert unit_args.concatenator(p)["phys_queues"] == 3
     assert unit_args.header_sizes(p) == {"upper": 40, "concat": 10, "pr": p.headers.pr_bytes}
     pipe = unit_args.switch_pipe(p)
-    assert (pipe["capacity_bytes"], pipe["ways"], pipe["delay_cycles"]) == (2**20, 4, 7)
+    assert (pipe["size_bytes"], pipe["ways"], pipe["delay_cycles"]) == (2**20, 4, 7)
     assert unit_args.rig_node()["mtu"] == HardwareParams().headers.mtu_bytes
 
 
 def test_an_infinite_cache_is_the_unbounded_unit():
     inf = HardwareParams().replace(property_cache={"size_bytes": "inf"})
-    assert unit_args.property_cache(inf)["capacity_bytes"] is None
+    assert unit_args.property_cache(inf)["size_bytes"] == units.UNBOUNDED_CACHE == -1
     assert units.PropertyCache(prop_bytes=8, **unit_args.property_cache(inf)).unbounded
 
 
 def test_overrides_and_what_a_unit_cannot_take():
-    assert unit_args.rig_node(n_units=4, filter=False)["n_units"] == 4
+    assert unit_args.rig_node(rig_units=4, filter=False)["rig_units"] == 4
     with pytest.raises(ConfigError, match=r"unknown RigNode argument\(s\) \['mtus'\]"):
         unit_args.rig_node(mtus=9000)
     with pytest.raises(ConfigError, match="headers.mtu_bytes=60 is smaller than one packet's headers"):
@@ -132,7 +132,7 @@ def test_a_whole_stream_batch_gathers_like_a_batch_larger_than_the_stream():
         idxs = np.array([rng.randrange(8) for _ in range(rng.randrange(1, 40))], np.int64)
         stats = []
         for batch in ("inf", 64):
-            node = units.RigNode(0, [0, 4, 8], **unit_args.rig_node(batch_size=batch, n_units=4))
+            node = units.RigNode(0, [0, 4, 8], **unit_args.rig_node(batch_size=batch, rig_units=4))
             halo = np.zeros((8, 4), np.uint8)
             node.begin_kernel(4, halo, np.zeros((4, 4), np.uint8))
             node.submit(idxs, np.where(idxs >= 4, idxs - 4, -1))
@@ -157,3 +157,54 @@ def test_hydra_shortcuts_hold_no_hardware_value():
     simulate = OmegaConf.load(configs / "simulate.yaml")
     for key in SIMULATE_SHORTCUTS:
         assert key in simulate and simulate[key] is None, key
+
+
+@pytest.mark.parametrize("rig_units, clients, want", [(2, None, 1), (3, None, 1), (3, 2, 2), (32, None, 16),
+                                                      (8, 2, 2)])
+def test_one_split_of_the_rig_units_that_the_node_and_the_simulator_take(rig_units, clients, want):
+    from hw_models.simulator import check_mechanisms, sim_config
+
+    p = HardwareParams().replace(snic={"rig_units": rig_units, "rig_client_units": clients})
+    assert unit_args.rig_split(p) == (want, rig_units - want)
+    node = units.RigNode(0, [0, 4, 8], **unit_args.rig_node(p))
+    c = sim_config(p, 16, check_mechanisms(None))
+    assert node.rig_client_units == c.client_units == want and c.server_units == rig_units - want
+
+
+def test_one_rig_unit_is_refused_on_both_sides():
+    with pytest.raises(ConfigError, match="snic.rig_units must be at least 2"):
+        HardwareParams().replace(snic={"rig_units": 1})
+    for rig_units, clients in [(1, 1), (1, 0), (4, -1), (4, 4)]:  # no -1 = "half" any more: the split is given
+        with pytest.raises(ConfigError, match="rig_units must be at least 2|rig_client_units must be in"):
+            units.RigNode(0, [0, 4, 8], **{**unit_args.rig_node(), "rig_units": rig_units,
+                                           "rig_client_units": clients})
+
+
+def test_one_unbounded_cache_for_the_units_the_simulator_and_the_switch_service():
+    from hw_models.simulator import check_mechanisms, sim_config
+    from netsparse_torch.switch.control import config_from_request, configure_request
+
+    p = HardwareParams().replace(property_cache={"size_bytes": "inf"})
+    assert unit_args.property_cache(p)["size_bytes"] == units.UNBOUNDED_CACHE == -1
+    assert sim_config(p, 16, check_mechanisms(None)).cache_bytes == units.UNBOUNDED_CACHE
+    request = configure_request(2, 8, {0: [0, 1]}, hardware=p)
+    assert request.cache.size_bytes == units.UNBOUNDED_CACHE  # on the wire
+    tor = config_from_request(request, "tor")
+    pipe = units.SwitchPipe(n_dests=2, prop_bytes=8, mtu=tor.mtu, upper_bytes=tor.upper_bytes,
+                            delay_cycles=tor.delay_cycles, **tor.cache)  # as the service builds its pipe
+    assert pipe.counters["inserted"] == 0  # built: the binding takes the sentinel the wire carries
+
+
+def test_a_switch_is_configured_with_the_runs_numbers_and_fills_none_itself():
+    from netsparse_torch.switch._proto import pb
+    from netsparse_torch.switch.control import ConfigInvalid, config_from_request, configure_request
+
+    p = HardwareParams().replace(headers={"mtu_bytes": 9000}, switch={"concat_delay_cycles": 0},
+                                 property_cache={"ways": 4})
+    tor = config_from_request(configure_request(2, 8, {0: [0, 1]}, hardware=p), "tor")
+    want = unit_args.switch_options(p)
+    assert (tor.mtu, tor.upper_bytes, tor.delay_cycles) == (9000, want["upper_bytes"], 0)
+    assert tor.cache == {k: want[k] for k in ("size_bytes", "ways", "segment_bytes", "max_line_bytes")}
+    bare = pb.ConfigureRequest(n_nodes=2, prop_bytes=8, racks=[pb.Rack(rack_id=0, nodes=[0, 1])])
+    with pytest.raises(ConfigInvalid, match="cache.size_bytes, cache.ways, .* not given"):
+        config_from_request(bare, "tor")

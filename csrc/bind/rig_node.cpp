@@ -188,12 +188,13 @@ void bind_rig_node(py::module_& units) {
       // the packet size limits the node was built with: a fabric decodes the node's frames with them
       .def_property_readonly("mtu", [](const NodeHandle& h) { return h.node->config().concat.mtu; })
       .def_property_readonly("upper_bytes", [](const NodeHandle& h) { return h.node->config().concat.upper_bytes; })
-      // the hardware settings it was built with, as the binding took them (hw_models.hardware encodings)
+      // the hardware settings it was built with, as the binding took them (hw_models.unit_args encodings)
       .def_property_readonly("hardware",
                              [](const NodeHandle& h) {
                                const RigNodeConfig& c = h.node->config();
                                py::dict d;
-                               d["n_units"] = c.n_units;
+                               d["rig_units"] = c.n_units;
+                               d["rig_client_units"] = c.n_client_units;
                                d["batch_size"] = c.batch_size;
                                d["pending_capacity"] = c.pending_capacity;
                                d["mtu"] = c.concat.mtu;

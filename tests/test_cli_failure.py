@@ -1,0 +1,72 @@
+"""One way to fail: every entry point says bad input as a last stderr line ``<prog>: error: ...`` and
+exits 2 (netsparse_torch/cli/failure.py). In-process ``main`` calls where the CLI allows; a fresh
+interpreter for ``netsparse-train``, which exits through ``os._exit``."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from cli import run_cli
+
+from netsparse_torch.cli import calibrate, collect, compare, partition, reproduce, simulate, switch
+
+# prog -> (main, argv, whether main reads sys.argv (the Hydra CLIs) instead of taking argv)
+IN_PROCESS = {
+    "netsparse-simulate": (simulate.main, ["nodes=0"], True),
+    "netsparse-partition": (partition.main, ["parts=0"], True),
+    "netsparse-compare": (compare.main, ["/nonexistent/report.json"], False),
+    "python -m netsparse_torch.cli.collect": (collect.main, ["table7", "/nonexistent/sweep"], False),
+    "netsparse-calibrate": (calibrate.main, ["--repeats", "0"], False),
+    "netsparse-reproduce": (reproduce.main, ["no_such_table"], False),
+    "netsparse-switch": (switch.main, ["--role", "tor", "--tls-cert", "cert.pem"], False),
+}
+
+
+def _said_once(stderr: str, prog: str) -> None:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert lines, "nothing on stderr"
+    assert lines[-1].startswith(f"{prog}: error: "), lines[-1]
+    assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("prog", sorted(IN_PROCESS))
+def test_each_entry_point_fails_in_one_line_with_exit_2(prog, capsys, monkeypatch, tmp_path):
+    main, argv, reads_sys_argv = IN_PROCESS[prog]
+    monkeypatch.chdir(tmp_path)  # Hydra's run directory and any output land here
+    with pytest.raises(SystemExit) as done:
+        if reads_sys_argv:
+            monkeypatch.setattr(sys, "argv", [prog, *argv, f"hydra.run.dir={tmp_path}"])
+            main()
+        else:
+            main(argv)
+    assert done.value.code == 2
+    _said_once(capsys.readouterr().err, prog)
+
+
+def test_hydra_errors_of_the_hydra_clis_are_one_line_with_exit_2(capsys, monkeypatch, tmp_path):
+    """A value of the wrong type is Hydra's own error (OmegaConf's): said in the same one line."""
+    monkeypatch.chdir(tmp_path)
+    for prog, main in [("netsparse-simulate", simulate.main), ("netsparse-partition", partition.main)]:
+        monkeypatch.setattr(sys, "argv", [prog, "hydra.run.dir=${oops:}", "nodes=1" if "sim" in prog else "parts=1"])
+        with pytest.raises(SystemExit) as done:
+            main()
+        assert done.value.code == 2
+        _said_once(capsys.readouterr().err, prog)
+
+
+def test_netsparse_switch_config_error_is_one_line(capsys, tmp_path):
+    bad = tmp_path / "switch.yaml"
+    bad.write_text("n_nodes: 2\nprop_bytes: 4\nracks: {0: [0, 1]}\nmtu: 9000\n")
+    with pytest.raises(SystemExit) as done:
+        switch.main(["--role", "tor", "--config", str(bad)])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    _said_once(err, "netsparse-switch")
+    assert "hw:" in err  # names where the hardware numbers go
+
+
+def test_netsparse_train_fails_in_one_line_with_exit_2():
+    proc = run_cli("netsparse_torch.cli.train", "epochs=-1", timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    _said_once(proc.stderr, "netsparse-train")
