@@ -47,8 +47,9 @@ def group_choices(config_dir: str | Path, group: str) -> list[str]:
 DEVICES = ("auto", "cpu", "cuda")
 
 
-def check_values(cfg) -> None:
-    """Types and ranges of the top-level training keys (``lr=abc`` is a string to Hydra)."""
+def check_values(cfg):
+    """Types and ranges of the top-level training keys (``lr=abc`` is a string to Hydra); for a training
+    config, the run's one ``HardwareParams`` (built here, valid, and handed on), else None."""
     if "device" in cfg and str(cfg.device) not in DEVICES:
         raise ConfigError(f"device must be one of {', '.join(DEVICES)}, got {cfg.device!r}")
     if "partition" in cfg:
@@ -80,7 +81,8 @@ def check_values(cfg) -> None:
     if "strategy" in cfg:  # a training config: its hardware is valid and given once (hw_models/hardware.py)
         from hw_models.hardware import train_hardware
 
-        train_hardware(cfg)
+        return train_hardware(cfg)
+    return None
 
 
 METIS_MAX_NNZ = 5_000_000

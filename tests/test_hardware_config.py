@@ -457,3 +457,24 @@ def test_documented_only_fields_are_checked():
         HardwareParams().replace(property_cache={"policy": "fifo"})
     with pytest.raises(ConfigError):
         HardwareParams().replace(pcie={"generation": 0})
+
+
+def test_a_training_run_builds_its_hardware_once(tmp_path, monkeypatch):
+    """One HardwareParams per run: built by the values' check and handed on (to the job, the ranks, the
+    switches and the modeled block), never rebuilt from the config on the way."""
+    import hw_models.hardware as hardware_module
+    import netsparse_torch.run.job as job
+    from cli import train_here
+
+    built = []
+
+    def counted(cfg):
+        built.append(cfg)
+        return real(cfg)
+
+    real = hardware_module.train_hardware
+    monkeypatch.setattr(hardware_module, "train_hardware", counted)
+    monkeypatch.setattr(job, "train_hardware", counted, raising=False)
+    train_here(tmp_path, "dataset=synthetic", "dataset.num_nodes=120", "epochs=1", "hidden=4", "world_size=1",
+               "strategy=netsparse", f"hydra.run.dir={tmp_path}")
+    assert len(built) == 1

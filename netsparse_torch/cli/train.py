@@ -42,11 +42,11 @@ def _hydra_main(cfg: DictConfig) -> None:
         cfg.world_size = int(os.environ["WORLD_SIZE"])
     try:
         with task():
-            check_values(cfg)  # torch-free checks first: a wrong value is one line before torch and PyG load
+            hardware = check_values(cfg)  # torch-free checks first: one line before torch and PyG load
             check_logger(str(cfg.get("logger") or "none"))
             from netsparse_torch.run.job import run
 
-            run(cfg)
+            run(cfg, hardware)  # the run's one HardwareParams, built once
     except NetsparseError as exc:
         job_failed(TRAIN.prog, exc, lambda _, e: fail(e))
 

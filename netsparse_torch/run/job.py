@@ -17,7 +17,7 @@ from pathlib import Path
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from hw_models.hardware import train_hardware
+from hw_models.params import HardwareParams
 from netsparse_torch import checkpoint
 from netsparse_torch.comm import STRATEGIES
 from netsparse_torch.config_check import check_values
@@ -42,17 +42,19 @@ from netsparse_torch.signals import Interrupted
 TRAIN_RANK = ByName("netsparse_torch.run.training", "train_rank")  # each rank's loop, imported by the ranks
 
 
-def check_config(cfg: DictConfig) -> None:
+def check_config(cfg: DictConfig, hardware: HardwareParams | None = None) -> HardwareParams:
+    """The strategy and model checks, then the values' (:func:`check_values`, unless the caller's
+    ``hardware`` says they passed); returns the run's one ``HardwareParams``."""
     if str(cfg.strategy.name) not in STRATEGIES:
         raise ConfigError(f"unknown strategy {cfg.strategy.name!r}; choose one of {', '.join(sorted(STRATEGIES))}")
     no_gather = STRATEGIES[str(cfg.strategy.name)].no_gather
     if str(cfg.model.name) == "gat" and no_gather:
         raise ConfigError(f"model=gat cannot use strategy={cfg.strategy.name}: {no_gather}; "
                           "choose su, sa, netsparse or twoface")
-    check_values(cfg)
+    return hardware if hardware is not None else check_values(cfg)
 
 
-def run(cfg: DictConfig) -> dict | None:
+def run(cfg: DictConfig, hardware: HardwareParams | None = None) -> dict | None:
     """Train as configured; returns the report on rank 0 (``None`` on other torchrun ranks).
 
     An in-memory dataset is loaded and partitioned once here (under torchrun: by every process); each
@@ -61,8 +63,7 @@ def run(cfg: DictConfig) -> dict | None:
     analog (``dataset=paper``) is only described here: each rank generates its own shard, and its
     whole-graph model runs in a process of its own after training.
     """
-    check_config(cfg)
-    hardware = train_hardware(cfg)  # the run's one hardware: RIG nodes, switches, modeled block, report
+    hardware = check_config(cfg, hardware)  # the run's one hardware: RIG nodes, switches, modeled block, report
     device_kind(cfg.get("device", "auto"))  # device=cuda without a GPU: one line before any rank starts
     out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
     continue_after_restart(cfg, out_dir, hydra_log_file())  # torchrun --max-restarts: go on from the checkpoint
