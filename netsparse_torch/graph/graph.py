@@ -26,15 +26,15 @@ class EdgeWeights:
     loop: np.ndarray
 
 
-@dataclass
-class Graph:
-    """A whole graph on one process.
+@dataclass(eq=False)
+class GraphRows:
+    """What a whole graph (:class:`Graph`) and a rank's part of one
+    (:class:`~netsparse_torch.partition.shard.Shard`) both hold for their rows: the adjacency rows
+    with global column ids, and each row's features, label and split masks.
 
     ``adj[i, j]`` counts the edges ``j -> i``: row ``i`` aggregates from column ``j``, the PyG
     ``source_to_target`` convention, so a nonzero ``(r, c)`` makes the owner of row ``r`` read row
-    ``c`` of the feature matrix. ``weights``: the edge weights, if the graph has them (a PyG
-    ``edge_weight``, a Matrix Market file's values); ``adj`` still counts edges, for the layers that
-    take no weights.
+    ``c`` of the feature matrix.
     """
 
     name: str
@@ -45,15 +45,10 @@ class Graph:
     val_mask: torch.Tensor
     test_mask: torch.Tensor
     num_classes: int
-    weights: EdgeWeights | None = dataclasses.field(default=None, kw_only=True)
-
-    @property
-    def num_nodes(self) -> int:
-        return self.adj.shape[0]
 
     @property
     def num_features(self) -> int:
-        return self.x.size(1)
+        return int(self.x.size(1))
 
     @property
     def nnz(self) -> int:
@@ -62,6 +57,20 @@ class Graph:
     def mask(self, split: str) -> torch.Tensor:
         """``train_mask``, ``val_mask`` or ``test_mask`` by split name."""
         return getattr(self, f"{split}_mask")
+
+
+@dataclass
+class Graph(GraphRows):
+    """A whole graph on one process: every row of :class:`GraphRows`. ``weights``: the edge weights, if
+    the graph has them (a PyG ``edge_weight``, a Matrix Market file's values); ``adj`` still counts
+    edges, for the layers that take no weights.
+    """
+
+    weights: EdgeWeights | None = dataclasses.field(default=None, kw_only=True)
+
+    @property
+    def num_nodes(self) -> int:
+        return self.adj.shape[0]
 
     def validate(self) -> Graph:
         """Check shapes, index ranges and finiteness; raise one clear :class:`GraphInputError`."""

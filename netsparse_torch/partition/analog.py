@@ -117,9 +117,9 @@ class AnalogDataset:
         del cols
         halo_nnz, halo_loop = analogs.row_degrees(self.matrix, self.scale, self.analog_seed, halo)
         ids = np.arange(r0, r1, dtype=np.int64)
-        shard = Shard(self.name, partitioning.mode, part, partitioning.bounds, adj,
-                      torch.from_numpy(self.features(ids)), torch.empty(0, dtype=torch.long),
-                      *self.split_masks(ids), self.num_classes, ids, np.diff(adj.indptr).astype(np.float64),
+        shard = Shard(self.name, adj, torch.from_numpy(self.features(ids)), torch.empty(0, dtype=torch.long),
+                      *self.split_masks(ids), self.num_classes, partitioning.mode, part,
+                      partitioning.bounds, ids, np.diff(adj.indptr).astype(np.float64),
                       _diagonal(adj, r0), halo, halo_nnz.astype(np.float64), halo_loop)
         shard.y = torch.from_numpy(self._teacher_labels(shard))
         return shard

@@ -249,8 +249,8 @@ class PartitionedDataset:
             weights = {"weights": sp.csr_matrix((a["weight"], a["indices"], a["indptr"]), shape=shape),
                        **{k: a[k] for k in ("loop_weight", "row_wsum", "halo_wsum")}}
         t = torch.from_numpy
-        return Shard(self.name, self.mode, part, self.bounds, adj, t(a["x"]), t(a["y"]),
-                     *(t(a[f"{s}_mask"]) for s in SPLITS), self.num_classes, a["node_ids"], a["row_sum"],
+        return Shard(self.name, adj, t(a["x"]), t(a["y"]), *(t(a[f"{s}_mask"]) for s in SPLITS), self.num_classes,
+                     self.mode, part, self.bounds, a["node_ids"], a["row_sum"],
                      a["row_loop"], a["halo_ids"], a["halo_sum"], a["halo_loop"], **weights)
 
     # -- the whole graph: tests, the round trip, a whole-graph modeled block; never on a rank's path --------

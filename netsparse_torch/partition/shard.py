@@ -19,6 +19,7 @@ import scipy.sparse as sp
 import torch
 
 from netsparse_torch.graph import Graph
+from netsparse_torch.graph.graph import GraphRows
 from netsparse_torch.graph.normalize import degrees, gcn_norm_rows, mean_norm_rows, self_loop_rows
 from netsparse_torch.partition.partitioning import Partitioning
 
@@ -29,8 +30,9 @@ WEIGHTED = "weighted_"
 
 
 @dataclass(eq=False)
-class Shard:
-    """Part ``part`` of ``len(bounds) - 1`` parts of graph ``name`` (partitioned by ``mode``).
+class Shard(GraphRows):
+    """Part ``part`` of ``len(bounds) - 1`` parts of graph ``name`` (partitioned by ``mode``): the
+    :class:`~netsparse_torch.graph.graph.GraphRows` of its rows, and what a rank needs beyond them.
 
     ``adj`` is ``rows x num_nodes`` with global column ids in the new numbering; ``node_ids[i]`` is the
     original id of row ``r0 + i``; ``row_sum``/``row_loop`` and ``halo_sum``/``halo_loop`` are the
@@ -43,17 +45,9 @@ class Shard:
     ``row_wsum``/``halo_wsum``; ``adj`` still counts edges, for the layers that take no weights.
     """
 
-    name: str
     mode: str
     part: int
     bounds: np.ndarray
-    adj: sp.csr_matrix
-    x: torch.Tensor
-    y: torch.Tensor
-    train_mask: torch.Tensor
-    val_mask: torch.Tensor
-    test_mask: torch.Tensor
-    num_classes: int
     node_ids: np.ndarray
     row_sum: np.ndarray
     row_loop: np.ndarray
@@ -86,21 +80,10 @@ class Shard:
         return int(self.bounds[-1])
 
     @property
-    def num_features(self) -> int:
-        return int(self.x.size(1))
-
-    @property
-    def nnz(self) -> int:
-        return int(self.adj.nnz)
-
-    @property
     def edge_cut(self) -> int:
         """Nonzeros of this part's rows whose column another part owns (remote reads before dedup)."""
         own = (self.adj.indices >= self.row_start) & (self.adj.indices < self.row_start + self.num_rows)
         return int(self.adj.nnz - np.count_nonzero(own))
-
-    def mask(self, split: str) -> torch.Tensor:
-        return getattr(self, f"{split}_mask")
 
     def lookup(self, ids: np.ndarray, weighted: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Degree information of global ids among the own rows and the halo columns (``weighted``: of
@@ -181,7 +164,7 @@ class ShardBuilder:
         halo = cols[(cols < r0) | (cols >= r1)].astype(np.int64)
         halo_orig = halo if p.order is None else p.order[halo]
         take = (lambda t: t[r0:r1]) if p.order is None else (lambda t: t[torch.from_numpy(ids)])
-        return Shard(g.name, p.mode, part, p.bounds, adj, take(g.x), take(g.y),
-                     *(take(g.mask(s)) for s in SPLITS), g.num_classes, np.asarray(ids, dtype=np.int64),
+        return Shard(g.name, adj, take(g.x), take(g.y), *(take(g.mask(s)) for s in SPLITS), g.num_classes,
+                     p.mode, part, p.bounds, np.asarray(ids, dtype=np.int64),
                      self.row_sum[ids], self.row_loop[ids], halo, self.row_sum[halo_orig], self.row_loop[halo_orig],
                      **self._weights(part, ids, halo_orig))
