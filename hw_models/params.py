@@ -255,7 +255,7 @@ class SNICParams(_Validated):
     rig_batch_size: float | str = "auto"
     """Nonzeros per RIG command: ``"auto"`` (default), a positive whole number, or ``inf`` (the node's
     whole stream in one command). ``auto`` picks a power of two from the node's nonzeros and its client
-    unit count (:func:`hw_models.simulator.auto_batch_size`, rule in docs/simulator.md); the
+    unit count (:func:`hw_models.unit_args.auto_batch_size`, rule in docs/simulator.md); the
     paper's batches are input-sensitive (32k for arabic/queen/stokes, 8k for europe/uk, NetSparse §9.3 /
     Fig. 15)."""
     rig_auto_split: str = "idxs"
