@@ -67,6 +67,7 @@ PropertyCache = _units.PropertyCache
 SwitchPipe = _units.SwitchPipe
 RigClientUnit = _units.RigClientUnit
 RigNode = _units.RigNode
+InternalError = _units.InternalError  # a broken invariant (hw_models.errors.InternalError): a bug, not bad input
 # the switch service's frame functions and the NetCrafter link (hw_models.seeds.netcrafter)
 scan_frame = _units.scan_frame
 split_frame = _units.split_frame
@@ -87,6 +88,7 @@ __all__ = [
     "READ", "RESPONSE", "CONCAT_HEADER_BYTES", "PR_HEADER_BYTES", "INFINITE_DELAY", "UNBOUNDED_CACHE",
     "encode_packet", "decode_packet", "decode_stream", "max_prs_per_packet", "HeaderSizes", "packet_bytes",
     "stream_bytes", "sa_header_share", "Concatenator", "PropertyCache", "SwitchPipe", "RigClientUnit", "RigNode",
+    "InternalError",
     "scan_frame", "split_frame", "prs_by_owner", "switch_pipe_unit_counters", "flits_for", "FlitLinkConfig",
     "flit_link_run", "goodput",
 ]

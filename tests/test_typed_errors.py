@@ -160,9 +160,51 @@ def test_each_unit_raises_its_typed_error(unit, i, call, cls, family):
     assert "\n" not in str(e)  # one line
 
 
-def test_the_units_throw_only_typed_errors():
-    """No plain std::invalid_argument is left in the units (a new one would reach Python untyped)."""
-    src = Path(__file__).resolve().parents[1] / "csrc" / "units"
-    plain = [f"{p.name}:{n}" for p in sorted(src.glob("*.cpp")) for n, line in enumerate(p.read_text().splitlines(), 1)
-             if "throw std::" in line]
-    assert plain == []
+def test_csrc_throws_only_the_typed_hierarchy():
+    """No plain standard exception outside csrc/units/errors.h, the one hierarchy (a new one would reach
+    Python untyped): the units, the simulator, the graph generators and the kernels alike."""
+    src = Path(__file__).resolve().parents[1] / "csrc"
+    plain = ("std::invalid_argument", "std::out_of_range", "std::logic_error", "std::runtime_error")
+    found = [f"{p.relative_to(src)}:{n}" for p in sorted([*src.rglob("*.cpp"), *src.rglob("*.h")])
+             if p.name != "errors.h" for n, line in enumerate(p.read_text().splitlines(), 1)
+             if any(name in line for name in plain) or "throw std::" in line]
+    assert found == []
+
+
+def _graph_calls():
+    from hw_models.native import graph
+
+    z = np.zeros(3, dtype=np.int64)
+    return [
+        lambda: graph.node_stats(z, np.zeros(0, dtype=np.int32), 0, z[:2], z[:2], 1, 1, "rows"),  # n_cols 0
+        lambda: graph.node_stats(np.array([0, 1]), np.array([5], dtype=np.int32), 2, np.array([0, 1]),
+                                 np.array([0, 2]), 1, 1, "rows"),  # a column id past n_cols
+        lambda: graph.generate_analog("nope", 100, 0, {}),  # an unknown family
+    ]
+
+
+@pytest.mark.parametrize("i", range(3))
+def test_the_graph_generators_raise_config_errors(i):
+    from hw_models.unit_args import binding
+
+    with pytest.raises(errors.ConfigError) as info:
+        _graph_calls()[i]()
+    assert type(info.value) is binding.ConfigInvalid and isinstance(info.value, ValueError)
+
+
+def test_the_kernels_raise_config_errors():
+    import torch
+
+    from netsparse_torch.native import _C
+
+    crow, col = torch.tensor([0, 1]), torch.tensor([0])
+    with pytest.raises(errors.ConfigError) as info:
+        _C.spmm(crow, col, torch.ones(1), torch.ones(1, 2), isa="nope")
+    assert isinstance(info.value, ValueError) and "unknown isa" in str(info.value)
+
+
+def test_a_broken_invariant_is_an_internal_error_not_bad_input():
+    from hw_models.errors import InternalError
+
+    assert units.InternalError.__mro__[1] is InternalError  # hw_models._C.units.InternalError
+    assert issubclass(InternalError, RuntimeError) and not issubclass(InternalError, errors.NetsparseError)
