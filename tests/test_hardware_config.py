@@ -462,9 +462,10 @@ def test_documented_only_fields_are_checked():
 def test_a_training_run_builds_its_hardware_once(tmp_path, monkeypatch):
     """One HardwareParams per run: built by the values' check and handed on (to the job, the ranks, the
     switches and the modeled block), never rebuilt from the config on the way."""
+    from cli import train_here
+
     import hw_models.hardware as hardware_module
     import netsparse_torch.run.job as job
-    from cli import train_here
 
     built = []
 
