@@ -479,3 +479,20 @@ def test_a_training_run_builds_its_hardware_once(tmp_path, monkeypatch):
     train_here(tmp_path, "dataset=synthetic", "dataset.num_nodes=120", "epochs=1", "hidden=4", "world_size=1",
                "strategy=netsparse", f"hydra.run.dir={tmp_path}")
     assert len(built) == 1
+
+
+def test_netsparse_switch_config_is_read_as_hardware_params(tmp_path):
+    """``netsparse-switch --config``: the fabric keys and ``hw`` sections, the switch's numbers from that
+    HardwareParams (Table 5 where not given), as a run's switches get theirs."""
+    from hw_models import units
+    from netsparse_torch.cli.switch import read_config
+    from netsparse_torch.switch.control import config_from_request, configure_request
+
+    path = tmp_path / "tor.yaml"
+    path.write_text("n_nodes: 2\nprop_bytes: 8\nracks: {0: [0, 1]}\n"
+                    "hw:\n  headers: {mtu_bytes: 9000}\n  property_cache: {size_bytes: .inf}\n")
+    kw = read_config(str(path))
+    assert kw["hardware"] == HardwareParams().replace(headers={"mtu_bytes": 9000}, property_cache={"size_bytes": "inf"})
+    tor = config_from_request(configure_request(**kw), "tor")
+    assert (tor.mtu, tor.cache["size_bytes"]) == (9000, units.UNBOUNDED_CACHE)
+    assert tor.delay_cycles == HardwareParams().switch.concat_delay_cycles

@@ -174,9 +174,9 @@ def test_csrc_throws_only_the_typed_hierarchy():
 def _graph_calls():
     from hw_models.native import graph
 
-    z = np.zeros(3, dtype=np.int64)
+    none, empty = np.zeros(2, dtype=np.int64), np.zeros(1, dtype=np.int64)
     return [
-        lambda: graph.node_stats(z, np.zeros(0, dtype=np.int32), 0, z[:2], z[:2], 1, 1, "rows"),  # n_cols 0
+        lambda: graph.node_stats(empty, np.zeros(0, dtype=np.int32), 0, none, none, 1, 1, "rows"),  # n_cols 0
         lambda: graph.node_stats(np.array([0, 1]), np.array([5], dtype=np.int32), 2, np.array([0, 1]),
                                  np.array([0, 2]), 1, 1, "rows"),  # a column id past n_cols
         lambda: graph.generate_analog("nope", 100, 0, {}),  # an unknown family
