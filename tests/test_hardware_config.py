@@ -5,6 +5,7 @@ MTU refuses a rank when it attaches."""
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import time
@@ -119,7 +120,7 @@ def train_settings(monkeypatch, *overrides: str) -> dict:
 
 
 def _expected(want: dict) -> dict:
-    from hw_models import units
+    from hw_models.unit_args import binding as units
 
     return {k: units.WHOLE_STREAM_BATCH if v == "WHOLE_STREAM" else v for k, v in want.items()}
 
@@ -303,18 +304,19 @@ def test_report_knobs_are_validated_with_one_line_errors():
 # "modeled" (the modeled report: analytic baselines and simulated NetSparse), "concatenator" (the NIC
 # concatenator's own unit, whose virtualised queues no run uses yet).
 HYPERX, DRAGONFLY = {("cluster", "topology"): "hyperx"}, {("cluster", "topology"): "dragonfly"}
+HYPERX_64 = {**HYPERX, ("switch", "ports"): 64}  # a larger HyperX needs switches with more ports
 FIELDS: dict[tuple[str, str], tuple] = {
     ("cluster", "nodes"): (64, {"topology", "modeled"}),
     ("cluster", "rack_size"): (8, {"topology"}),
     ("cluster", "topology"): ("hyperx", {"topology"}),
     ("topology", "leafspine_spines"): (8, {"topology"}),
     ("topology", "leafspine_spine_choice"): ("per_packet", {"topology"}),
-    ("topology", "hyperx_shape"): ([8, 4, 1], {"topology"}, HYPERX),
-    ("topology", "hyperx_hosts_per_switch"): (2, {"topology"}, HYPERX),
+    ("topology", "hyperx_shape"): ([8, 4, 2], {"topology"}, HYPERX_64),
+    ("topology", "hyperx_hosts_per_switch"): (8, {"topology"}, HYPERX_64),
     ("topology", "hyperx_width"): (2, {"topology"}, HYPERX),
     ("topology", "dragonfly_groups"): (8, {"topology"}, DRAGONFLY),
-    ("topology", "dragonfly_switches_per_group"): (4, {"topology"}, DRAGONFLY),
-    ("topology", "dragonfly_hosts_per_switch"): (2, {"topology"}, DRAGONFLY),
+    ("topology", "dragonfly_switches_per_group"): (16, {"topology"}, DRAGONFLY),
+    ("topology", "dragonfly_hosts_per_switch"): (8, {"topology"}, DRAGONFLY),
     ("link", "bandwidth_gbps"): (100.0, {"topology", "modeled"}),
     ("link", "latency_ns"): (900.0, {"topology"}),
     ("link", "line_util_direction"): ("both", {"modeled"}),
@@ -420,28 +422,54 @@ def _consumers(cfg, hardware, names: set[str]) -> dict:
         t = build_topology(hardware)
         out["topology"] = {f.name: np.asarray(getattr(t, f.name)).tolist() for f in dataclasses.fields(t)}
     if "modeled" in names:
-        a = sp.random(256, 256, density=0.05, format="csr", random_state=0)
-        report = analyze(a, hardware, k=4, ablation=False, extras=())
-        report.pop("hardware")
-        out["modeled"] = json.dumps(report, sort_keys=True, default=str)
+        out["modeled"] = _modeled(json.dumps(hardware.to_dict(), sort_keys=True, default=str))
     return out
+
+
+@functools.lru_cache(maxsize=4)
+def _modeled(hardware_json: str) -> str:
+    """The modeled report (simulated and analytic) of a small skewed matrix (8 rows read everywhere, so a
+    node's sent and received bytes differ) on the hardware, less its ``hardware`` block."""
+    import json
+
+    import numpy as np
+    import scipy.sparse as sp
+
+    from hw_models.analysis import analyze, default_simulator
+
+    n, rng = 512, np.random.default_rng(0)
+    heavy = sp.csr_matrix((np.ones(8 * n), (np.repeat(np.arange(8), n), rng.integers(0, n, 8 * n))), shape=(n, n))
+    a = (sp.random(n, n, density=0.02, format="csr", random_state=0) + heavy).tocsr()
+    params = HardwareParams.from_dict(json.loads(hardware_json))
+    report = analyze(a, params, k=4, ablation=False, extras=(), simulator=default_simulator())
+    report.pop("hardware")
+    return json.dumps(report, sort_keys=True, default=str)
+
+
+def _config_key(cfg, field: tuple[str, str]) -> str:
+    """Where the training config sets ``field``: the shortcut that already gives it (``cluster.nodes`` of
+    cluster=leafspine128: ``hw`` would disagree with it), else ``hw.<section>.<field>``."""
+    from omegaconf import OmegaConf
+
+    from hw_models.hardware import TRAIN_SHORTCUTS
+
+    given = [k for k, f in TRAIN_SHORTCUTS.items() if f == field and OmegaConf.select(cfg, k) is not None]
+    return given[0] if given else "hw." + ".".join(field)
 
 
 @pytest.mark.parametrize("field", sorted(FIELDS), ids=".".join)
 def test_every_hardware_field_reaches_what_reads_it(field, monkeypatch):
     """``+hw.<section>.<field>=`` on the training config changes each consumer that reads the field (and
     the modeled block models the run's own object)."""
-    from omegaconf import open_dict
+    from omegaconf import OmegaConf
 
     value, names, *needs = FIELDS[field]
-    needs = needs[0] if needs else {}
     cfg = compose("train", *TRAIN)
-    with open_dict(cfg):
-        for (section, name), v in needs.items():
-            cfg.hw.setdefault(section, {})[name] = v
-        before = train_hardware(cfg)
-        cfg.hw.setdefault(field[0], {})[field[1]] = value
-        after = train_hardware(cfg)
+    for where, v in (needs[0] if needs else {}).items():
+        OmegaConf.update(cfg, _config_key(cfg, where), v, force_add=True)
+    before = train_hardware(cfg)
+    OmegaConf.update(cfg, _config_key(cfg, field), value, force_add=True)
+    after = train_hardware(cfg)
     got = getattr(getattr(after, field[0]), field[1])
     assert (list(got) if isinstance(got, tuple) else got) == value
     if "modeled" in names:
@@ -484,7 +512,7 @@ def test_a_training_run_builds_its_hardware_once(tmp_path, monkeypatch):
 def test_netsparse_switch_config_is_read_as_hardware_params(tmp_path):
     """``netsparse-switch --config``: the fabric keys and ``hw`` sections, the switch's numbers from that
     HardwareParams (Table 5 where not given), as a run's switches get theirs."""
-    from hw_models import units
+    from hw_models.unit_args import binding as units
     from netsparse_torch.cli.switch import read_config
     from netsparse_torch.switch.control import config_from_request, configure_request
 

@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ref_models.flit_ref import stitch
 
-from hw_models import units
 from hw_models.paper_tables import NETCRAFTER_TABLE1
 from hw_models.seeds import netcrafter as nc
+from hw_models.unit_args import binding as units
 
 NO_POOL = nc.LinkConfig(pool_cycles=0)
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hw_models import unit_args, units
+from hw_models import unit_args
 from hw_models.seeds import netcrafter as nc
+from hw_models.unit_args import binding as units
 from netsparse_torch import errors
 
 PROP = 16

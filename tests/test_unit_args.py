@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from hw_models import unit_args, units
-from hw_models import units as cu
 from hw_models.params import HardwareParams
 from hw_models.seeds.netcrafter import LinkConfig
+from hw_models.unit_args import binding as cu
 from netsparse_torch.errors import ConfigError
 
 CSRC = Path(__file__).resolve().parents[1] / "csrc"
