@@ -44,15 +44,19 @@ def test_each_entry_point_fails_in_one_line_with_exit_2(prog, capsys, monkeypatc
     _said_once(capsys.readouterr().err, prog)
 
 
-def test_hydra_errors_of_the_hydra_clis_are_one_line_with_exit_2(capsys, monkeypatch, tmp_path):
-    """A value of the wrong type is Hydra's own error (OmegaConf's): said in the same one line."""
+@pytest.mark.parametrize("prog, main, key", [("netsparse-simulate", simulate.main, "nodes"),
+                                              ("netsparse-partition", partition.main, "parts")])
+def test_hydra_errors_in_the_task_are_one_line_with_exit_2(prog, main, key, capsys, monkeypatch, tmp_path):
+    """An interpolation that cannot be resolved fails only when the task reads its key: OmegaConf's own
+    error, said in the same one line (it was a traceback and exit 1)."""
     monkeypatch.chdir(tmp_path)
-    for prog, main in [("netsparse-simulate", simulate.main), ("netsparse-partition", partition.main)]:
-        monkeypatch.setattr(sys, "argv", [prog, "hydra.run.dir=${oops:}", "nodes=1" if "sim" in prog else "parts=1"])
-        with pytest.raises(SystemExit) as done:
-            main()
-        assert done.value.code == 2
-        _said_once(capsys.readouterr().err, prog)
+    monkeypatch.setattr(sys, "argv", [prog, key + "=${oops}", f"hydra.run.dir={tmp_path}"])
+    with pytest.raises(SystemExit) as done:
+        main()
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    _said_once(err, prog)
+    assert "oops" in err.splitlines()[-1]
 
 
 def test_netsparse_switch_config_error_is_one_line(capsys, tmp_path):

@@ -402,10 +402,8 @@ def _consumers(cfg, hardware, names: set[str]) -> dict:
     import json
 
     import numpy as np
-    import scipy.sparse as sp
 
     from hw_models import unit_args
-    from hw_models.analysis import analyze
     from hw_models.topology import build_topology
 
     out = {}

@@ -95,9 +95,16 @@ def job_failed(prog: str, exc: NetsparseError, say: Callable[[str, NetsparseErro
 @contextlib.contextmanager
 def task() -> Iterator[None]:
     """Around a CLI's work inside its ``@hydra.main`` function: what it raises stays its own error
-    (a bug keeps its traceback), not one of Hydra's composition errors."""
+    (a bug keeps its traceback), not one of Hydra's composition errors. An interpolation of the command
+    line that cannot be resolved (``nodes=${oops}``) shows only when the task reads the key: it is the
+    user's, one :class:`ConfigError`."""
+    from omegaconf.errors import InterpolationResolutionError
+
     try:
         yield
+    except InterpolationResolutionError as exc:
+        key = getattr(exc, "full_key", None)
+        raise ConfigError(f"{key}: {hydra_message(exc)}" if key else hydra_message(exc)) from None
     except BaseException as exc:
         setattr(exc, _TASK, True)
         raise
