@@ -50,7 +50,8 @@ def test_hydra_errors_in_the_task_are_one_line_with_exit_2(prog, main, key, caps
     """An interpolation that cannot be resolved fails only when the task reads its key: OmegaConf's own
     error, said in the same one line (it was a traceback and exit 1)."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", [prog, key + "=${oops}", f"hydra.run.dir={tmp_path}"])
+    monkeypatch.setattr(sys, "argv", [prog, key + "=${oops}", f"out={tmp_path / 'out'}", f"hydra.run.dir={tmp_path}"]
+                        if "partition" in prog else [prog, key + "=${oops}", f"hydra.run.dir={tmp_path}"])
     with pytest.raises(SystemExit) as done:
         main()
     assert done.value.code == 2
