@@ -3,6 +3,7 @@ checksum of the parameters behind its input across ranks, so a PyG loop that kee
 ``F.cross_entropy(out[mask], y[mask])`` and never calls ``dg.sync_gradients`` is one ConfigError on
 every rank, for every strategy and layer, while a synchronised loop (and an opted-out one) trains on."""
 
+import pytest
 import torch
 import torch.nn.functional as F
 from graphs import random_graph
@@ -93,3 +94,24 @@ def test_checked_calls_are_the_first_ones_then_powers_of_two(monkeypatch):
     for _ in range(1000):
         check_aggregation(dg, torch.zeros(1))
     assert checked == list(range(1, DENSE_CHECKS + 1)) + [32, 64, 128, 256, 512]
+
+
+def test_a_complete_sync_needs_every_gradient_and_sends_no_flags(monkeypatch):
+    """``sync_gradients(complete=True)`` (netsparse-train's loop: its loss reaches every parameter) sums
+    the gradients alone, one flat buffer, and refuses a parameter without a gradient."""
+    from types import SimpleNamespace
+
+    from netsparse_torch.nn import training
+
+    sent = []
+    monkeypatch.setattr(training, "all_reduce", lambda dg, t: sent.append(t.numel()) or t.mul_(2))
+    dg = SimpleNamespace(world_size=2, rank=1, group=None, _backward_unsynced=True)
+    model = torch.nn.Linear(3, 2)
+    model(torch.ones(1, 3)).sum().backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    training.sync_gradients(dg, model, complete=True)
+    assert sent == [sum(p.numel() for p in model.parameters())]  # no flag per parameter
+    assert all(torch.equal(p.grad, 2 * g) for p, g in zip(model.parameters(), grads, strict=True))
+    model.bias.grad = None
+    with pytest.raises(RuntimeError, match="parameter 1 has no gradient on rank 1"):
+        training.sync_gradients(dg, model, complete=True)

@@ -187,11 +187,14 @@ def check_in_sync(dg: DistGraph, params, when: str = f"now: {SYNC_HINT}") -> Non
         raise ConfigError(f"parameters of rank {differ[0]} differ from rank 0 {when}")
 
 
-def sync_gradients(dg: DistGraph, model: torch.nn.Module) -> None:
+def sync_gradients(dg: DistGraph, model: torch.nn.Module, complete: bool = False) -> None:
     """Make every rank's gradients the full-graph gradient: their sum over ranks (with :func:`split_loss`,
     the one-process gradient). A :class:`~torch.nn.parallel.DistributedDataParallel` model was already
     averaged by DDP during the backward: its gradients are multiplied by the world size instead (no
-    second all-reduce). A parameter that no rank has a gradient for keeps none, as in one process."""
+    second all-reduce). A parameter that no rank has a gradient for keeps none, as in one process.
+    ``complete``: the caller's loss reaches every parameter on every rank (``netsparse-train``'s, a loss
+    over the whole model's output, zero on a rank without training nodes), so no flag of which gradients
+    exist rides along with them; a missing one is then an error."""
     dg._backward_unsynced = False
     if dg.world_size == 1:
         return
@@ -203,7 +206,24 @@ def sync_gradients(dg: DistGraph, model: torch.nn.Module) -> None:
         if p.requires_grad:
             by_dtype.setdefault(p.dtype, []).append(p)
     for params in by_dtype.values():
-        _sum_flat(dg, params)
+        if complete:
+            _sum_complete(dg, params)
+        else:
+            _sum_flat(dg, params)
+
+
+def _sum_complete(dg: DistGraph, params: list[torch.nn.Parameter]) -> None:
+    """Sum the gradients of ``params`` (one dtype), which every rank has, in one flat all-reduce."""
+    missing = [i for i, p in enumerate(params) if p.grad is None]
+    if missing:
+        raise RuntimeError(f"sync_gradients(complete=True): parameter {missing[0]} has no gradient on rank "
+                           f"{dg.rank}; the loss does not reach every parameter")
+    flat = torch.cat([p.grad.reshape(-1) for p in params])
+    all_reduce(dg, flat)
+    offset = 0
+    for p in params:
+        p.grad.copy_(flat[offset: offset + p.numel()].view_as(p))
+        offset += p.numel()
 
 
 def _sum_flat(dg: DistGraph, params: list[torch.nn.Parameter]) -> None:

@@ -100,7 +100,7 @@ class Trainer:
         mask = self.dg.mask("train")
         loss = F.cross_entropy(out[mask], self.dg.y[mask], reduction="sum") / max(self.n_train, 1)
         loss.backward()
-        sync_gradients(self.dg, self.model)
+        sync_gradients(self.dg, self.model, complete=True)  # the loss reaches every parameter on every rank
         self.opt.step()
         return _allreduce(loss.item())
 
