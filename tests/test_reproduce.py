@@ -78,8 +78,10 @@ def test_list_and_table_text(capsys):
 
 
 def test_unknown_name_exits_2(capsys):
-    assert rp.main(["no_such_table"]) == 2
-    assert "unknown table 'no_such_table'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as done:
+        rp.main(["no_such_table"])
+    assert done.value.code == 2
+    assert capsys.readouterr().err.startswith("netsparse-reproduce: error: unknown table 'no_such_table'")
     with pytest.raises(ValueError, match="known tables"):
         tables.reproduce("no_such_table")
 
