@@ -4,7 +4,7 @@
 PY      := .venv/bin/python
 STAMP   := .venv/.netsparse-installed
 EXT     := build/.ext-built
-SOURCES := $(shell find csrc -name '*.cpp' -o -name '*.h') setup.py netsparse_torch/switch/switch.proto
+SOURCES := $(shell find csrc -name '*.cpp' -o -name '*.h') setup.py netsparse_torch/switch_service/switch.proto
 JOBS    ?= 2
 # pytest-xdist workers: most tests wait on spawned ranks and servers, so two workers fill two cores.
 TEST_JOBS ?= 2
@@ -83,4 +83,4 @@ bench: install
 	$(PY) benchmarks/spmm_strategies.py
 
 clean:
-	rm -rf build .venv *.egg-info netsparse_torch/_C*.so netsparse_torch/switch/*_pb2*.py
+	rm -rf build .venv *.egg-info netsparse_torch/_C*.so netsparse_torch/switch_service/*_pb2*.py

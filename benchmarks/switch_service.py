@@ -36,7 +36,7 @@ from hw_models import (
     units,  # noqa: E402
 )
 from hw_models.native import units as cu  # noqa: E402
-from netsparse_torch.switch import ControlClient, SwitchClient, configure_request  # noqa: E402
+from netsparse_torch.switch_service import ControlClient, SwitchClient, configure_request  # noqa: E402
 
 N_ROWS = 4096
 WIRE = unit_args.wire()  # NetSparse Table 5 packet sizes (MTU, upper-layer header)

@@ -13,11 +13,11 @@ from omegaconf import OmegaConf
 
 from hw_models.hardware import train_hardware
 from netsparse_torch.errors import ConfigError
-from netsparse_torch.fabric.switch import LocalSwitches
+from netsparse_torch.fabric.switched import LocalSwitches
 from netsparse_torch.graph import Graph, csr_from_edges, random_split
 from netsparse_torch.nn import DistGCNConv, DistGraph, DistSAGEConv
 from netsparse_torch.run.launch import launch
-from netsparse_torch.run.switches import attach_rank, check_switch_config
+from netsparse_torch.run.switch_launcher import attach_rank, check_switch_config
 
 LAYERS = {"gcn": DistGCNConv, "sage": DistSAGEConv}
 
@@ -167,7 +167,7 @@ def launcher_cfg(switches=None):
 
 
 def test_launcher_stops_the_switches_it_started_when_a_rank_fails():
-    from netsparse_torch.run.switches import switch_service
+    from netsparse_torch.run.switch_launcher import switch_service
 
     cfg = launcher_cfg()
     with pytest.raises(RuntimeError, match="a rank failed"), switch_service(cfg, train_hardware(cfg)) as service:
@@ -178,7 +178,7 @@ def test_launcher_stops_the_switches_it_started_when_a_rank_fails():
 
 
 def test_given_switches_must_match_the_racks():
-    from netsparse_torch.run.switches import switch_service
+    from netsparse_torch.run.switch_launcher import switch_service
 
     for switches, error in (({"spine": "127.0.0.1:1", "tors": ["127.0.0.1:2"]}, "needs 2 ToR address"),
                             ({"spine": None, "tors": ["127.0.0.1:2", "127.0.0.1:3"]}, "needs a spine")):

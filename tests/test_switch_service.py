@@ -16,7 +16,7 @@ import pytest
 
 from hw_models import unit_args, units
 from hw_models.native import units as cu
-from netsparse_torch.switch import ControlClient, SwitchClient, SwitchServer, configure_request
+from netsparse_torch.switch_service import ControlClient, SwitchClient, SwitchServer, configure_request
 
 PROP = 32  # bytes per property (8 float32)
 WIRE = unit_args.wire()  # NetSparse Table 5 packet sizes (MTU, upper-layer header)

@@ -1,5 +1,5 @@
 """The ``switch`` fabric: NetSparse packets travel rank -> its ToR -> (spine -> other ToR) -> owner rank
-through the gRPC switch service (netsparse_torch.switch).
+through the gRPC switch service (netsparse_torch.switch_service).
 
 With a ToR property cache a read can come back as a response before it reaches its owner, so the
 all_to_all round structure of the ``collective`` fabric (reads phase, then responses phase) does not
@@ -21,7 +21,7 @@ import numpy as np
 from hw_models.native import units as _cu
 from netsparse_torch.errors import ConfigError, RigTimeoutError
 from netsparse_torch.fabric import collective
-from netsparse_torch.switch.client import ControlClient, SwitchClient, SwitchError
+from netsparse_torch.switch_service.client import ControlClient, SwitchClient, SwitchError
 
 READ, RESPONSE = 0, 1
 
@@ -200,7 +200,7 @@ def configure_switches(spec: dict, world_size: int, rack_size: int, prop_bytes: 
     ``cfg``: configure_request keywords (cache, concatenation, delay_cycles, capacity_bytes, ...). Each switch's
     counters start again from zero: the run's report holds what its own epochs counted, not an earlier run's
     on the same switches (a resumed run adds its checkpoint's)."""
-    from netsparse_torch.switch import configure_request
+    from netsparse_torch.switch_service import configure_request
 
     check_spec(spec, world_size, rack_size)
     racks = racks_of(world_size, rack_size)
@@ -252,7 +252,7 @@ class LocalSwitches:
 
     def __init__(self, world_size: int, rack_size: int, prop_bytes: int, *, host: str = "127.0.0.1",
                  token: str | None = None, queue_depth: int = 64, **cfg):
-        from netsparse_torch.switch import SwitchServer
+        from netsparse_torch.switch_service import SwitchServer
 
         racks = racks_of(world_size, rack_size)
         self.rack_size = rack_size

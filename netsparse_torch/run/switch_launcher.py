@@ -65,7 +65,7 @@ class SwitchService:
     """The switches of one run: ``spec`` (addresses), ``report()``, ``stop()`` (only those it started)."""
 
     def __init__(self, cfg, hardware):
-        from netsparse_torch.fabric.switch import LocalSwitches, check_spec, configure_switches
+        from netsparse_torch.fabric.switched import LocalSwitches, check_spec, configure_switches
 
         ws, rs, self.token = int(cfg.world_size), hardware.cluster.rack_size, _token(cfg)
         self.local = None
@@ -89,7 +89,7 @@ class SwitchService:
                                    **_switch_options(cfg, hardware))
 
     def report(self) -> list[dict]:
-        from netsparse_torch.fabric.switch import switch_report
+        from netsparse_torch.fabric.switched import switch_report
 
         return switch_report(self.spec, token=self.token)
 
@@ -115,13 +115,13 @@ def switch_service(cfg, hardware) -> Iterator[SwitchService | None]:
 def attach_rank(rank: int, world_size: int, cfg, bounds=None, hardware=None):
     """Rank side: attaches this rank to its ToR (after a barrier, so the launcher's Configure of every
     switch happened first, also under torchrun where rank 0's process configures them) and returns its
-    :class:`~netsparse_torch.fabric.switch.SwitchFabric`, for the netsparse strategy's ``fabric``; the
+    :class:`~netsparse_torch.fabric.switched.SwitchFabric`, for the netsparse strategy's ``fabric``; the
     caller closes it. With the row ``bounds`` of every rank the watchdog names exactly the peers that
     did not answer. ``hardware`` (the run's; None: built from ``cfg``) gives the rack size and the MTU of
     the rank's packets: a ToR configured for another MTU refuses the attachment here, naming both."""
     import torch.distributed as dist
 
-    from netsparse_torch.fabric.switch import SwitchFabric, attachment
+    from netsparse_torch.fabric.switched import SwitchFabric, attachment
 
     spec = cfg.fabric.get("switches")
     if spec is None:
@@ -143,8 +143,8 @@ def switch_counters(cfg) -> list[dict]:
     import grpc
 
     from netsparse_torch.errors import RigTimeoutError
-    from netsparse_torch.fabric.switch import switch_report
-    from netsparse_torch.switch.client import SwitchError
+    from netsparse_torch.fabric.switched import switch_report
+    from netsparse_torch.switch_service.client import SwitchError
 
     spec = cfg.fabric.switches
     spec = OmegaConf.to_container(spec, resolve=True) if OmegaConf.is_config(spec) else dict(spec)

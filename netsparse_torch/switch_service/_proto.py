@@ -4,12 +4,12 @@ setup.py, run by ``make install`` and ``pip install``), never at import."""
 from netsparse_torch.errors import NotBuiltError
 
 try:
-    from netsparse_torch.switch import switch_pb2 as pb
-    from netsparse_torch.switch import switch_pb2_grpc as pb_grpc
+    from netsparse_torch.switch_service import switch_pb2 as pb
+    from netsparse_torch.switch_service import switch_pb2_grpc as pb_grpc
 except ModuleNotFoundError as exc:
-    if not (exc.name or "").startswith("netsparse_torch.switch.switch_pb2"):
+    if not (exc.name or "").startswith("netsparse_torch.switch_service.switch_pb2"):
         raise
-    raise NotBuiltError("the switch service's gRPC stubs (netsparse_torch/switch/switch_pb2*.py) are not "
+    raise NotBuiltError("the switch service's gRPC stubs (netsparse_torch/switch_service/switch_pb2*.py) are not "
                         "generated: run `make install` (or `pip install -e .`)") from exc
 
 __all__ = ["pb", "pb_grpc"]

@@ -8,8 +8,8 @@ import threading
 import grpc
 
 from netsparse_torch.errors import NetsparseError
-from netsparse_torch.switch._proto import pb, pb_grpc
-from netsparse_torch.switch.control import counters_dict
+from netsparse_torch.switch_service._proto import pb, pb_grpc
+from netsparse_torch.switch_service.control import counters_dict
 
 NODE_KEY = "x-netsparse-node"
 TOKEN_KEY = "x-netsparse-token"
@@ -153,7 +153,7 @@ class Uplink(_Stream):
         port.attached = True
 
     def on_frame(self, data: bytes) -> None:
-        from netsparse_torch.switch.core import FrameRejected
+        from netsparse_torch.switch_service.core import FrameRejected
 
         try:
             self.core.admit(self.port, data)

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from hw_models import unit_args
-from netsparse_torch.switch._proto import pb
+from netsparse_torch.switch_service._proto import pb
 
 DEFAULT_DELAY_CYCLES = unit_args.switch_pipe()["delay_cycles"]
 DEFAULT_CACHE = unit_args.property_cache()

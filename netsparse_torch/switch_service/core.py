@@ -26,7 +26,7 @@ import numpy as np
 from hw_models import units
 from hw_models.native import units as _cu
 from netsparse_torch.errors import PacketError
-from netsparse_torch.switch.control import PortCounters, SwitchConfig, SwitchCounters, counters_message
+from netsparse_torch.switch_service.control import PortCounters, SwitchConfig, SwitchCounters, counters_message
 
 log = logging.getLogger("netsparse.switch")
 
