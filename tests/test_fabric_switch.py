@@ -13,11 +13,10 @@ from omegaconf import OmegaConf
 
 from hw_models.hardware import train_hardware
 from netsparse_torch.errors import ConfigError
-from netsparse_torch.fabric.switched import LocalSwitches
 from netsparse_torch.graph import Graph, csr_from_edges, random_split
 from netsparse_torch.nn import DistGCNConv, DistGraph, DistSAGEConv
 from netsparse_torch.run.launch import launch
-from netsparse_torch.run.switch_launcher import attach_rank, check_switch_config
+from netsparse_torch.run.switch_launcher import LocalSwitches, attach_rank, check_switch_config
 
 LAYERS = {"gcn": DistGCNConv, "sage": DistSAGEConv}
 

@@ -36,3 +36,10 @@ def test_no_hw_models_source_names_netsparse_torch_in_an_import():
     hits = [str(p) for p, text in texts.items()
             if 'import_module("netsparse_torch' in text or 'import("netsparse_torch' in text]
     assert hits == []
+
+
+def test_the_fabric_starts_no_switch():
+    # Launch code (LocalSwitches, configure_switches) lives in run/switch_launcher.py, not in fabric/.
+    contract = _contracts()["fabric_client"]
+    assert contract["source_modules"] == ["netsparse_torch.fabric"]
+    assert contract["forbidden_modules"] == ["netsparse_torch.switch_service.server"]
