@@ -188,7 +188,7 @@ def test_given_switches_must_match_the_racks():
 
 def test_prs_by_owner_counts_a_frames_prs_per_owner_of_their_idx():
     from hw_models import unit_args, units
-    from hw_models.native import units as cu
+    from hw_models.native import units as native_units
 
     WIRE = unit_args.wire()
 
@@ -200,6 +200,6 @@ def test_prs_by_owner_counts_a_frames_prs_per_owner_of_their_idx():
 
     frame = packet(units.READ, [7, 12, 3, 15]) + packet(units.RESPONSE, [4, 5, 0])
     # owners hold rows [0, 4), [4, 8), [8, 16): idx 0, 3 -> 0; 4, 5, 7 -> 1; 12, 15 -> 2
-    assert cu.prs_by_owner(frame, [0, 4, 8, 16], **WIRE).tolist() == [2, 3, 2]
+    assert native_units.prs_by_owner(frame, [0, 4, 8, 16], **WIRE).tolist() == [2, 3, 2]
     with pytest.raises(ValueError, match="idx 12 outside the row bounds"):
-        cu.prs_by_owner(frame, [0, 4, 8], **WIRE)
+        native_units.prs_by_owner(frame, [0, 4, 8], **WIRE)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 import grpc
 import numpy as np
 
-from hw_models.native import units as _cu
+from hw_models.native import units as _units
 from netsparse_torch.errors import RigTimeoutError
 from netsparse_torch.fabric import collective
 from netsparse_torch.switch_service.client import ControlClient, SwitchClient, SwitchError
@@ -67,7 +67,7 @@ class SwitchFabric:
         self._send(per_dest)
 
     def _prs_by_owner(self, node, data: bytes) -> np.ndarray:
-        return _cu.prs_by_owner(data, self.row_bounds, mtu=node.mtu, upper_bytes=node.upper_bytes)
+        return _units.prs_by_owner(data, self.row_bounds, mtu=node.mtu, upper_bytes=node.upper_bytes)
 
     def _send(self, per_dest: dict) -> None:
         data = b"".join(per_dest.values())
@@ -77,7 +77,7 @@ class SwitchFabric:
 
     def _handle(self, node, frame: bytes) -> None:
         # the node's packet sizes: the switches carry the packets the nodes built (same configuration)
-        parts, _, _ = _cu.split_frame(frame, n_ports=2, by_type=True, mtu=node.mtu, upper_bytes=node.upper_bytes)
+        parts, _, _ = _units.split_frame(frame, n_ports=2, by_type=True, mtu=node.mtu, upper_bytes=node.upper_bytes)
         if parts[READ]:
             self._send(node.serve(parts[READ]))
         if parts[RESPONSE]:
