@@ -1,0 +1,29 @@
+"""Names that say what they are: no source cites an issue number (a comment says the reason instead),
+and the C++ units' binding goes by one name in the packages."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import ROOT
+
+SOURCES = ("netsparse_torch", "hw_models", "csrc", "tests", "benchmarks", "examples", "tools", "configs")
+SUFFIXES = {".py", ".cpp", ".h", ".yaml", ".proto"}
+ISSUE = re.compile(r"\bissue #?\d+", re.IGNORECASE)
+UNITS_ALIAS = re.compile(r"from hw_models\.native import units as (\w+)")
+
+
+def _files(folders, suffixes=SUFFIXES):
+    for folder in folders:
+        yield from (p for p in (ROOT / folder).rglob("*") if p.suffix in suffixes and "_pb2" not in p.name)
+
+
+def test_no_source_cites_an_issue_number():
+    hits = [f"{p.relative_to(ROOT)}:{n}" for p in _files(SOURCES)
+            for n, line in enumerate(p.read_text().splitlines(), 1) if ISSUE.search(line)]
+    assert hits == []
+
+
+def test_the_units_binding_has_one_name_in_the_packages():
+    aliases = {a for p in _files(("netsparse_torch", "hw_models"), {".py"}) for a in UNITS_ALIAS.findall(p.read_text())}
+    assert aliases == {"_units"}
