@@ -1,8 +1,9 @@
 """Names that say what they are: no source cites an issue number (a comment says the reason instead),
-and the C++ units' binding goes by one name in the packages."""
+the C++ units' binding goes by one name in the packages, and the modeled report names its values."""
 
 from __future__ import annotations
 
+import ast
 import re
 
 from conftest import ROOT
@@ -27,3 +28,11 @@ def test_no_source_cites_an_issue_number():
 def test_the_units_binding_has_one_name_in_the_packages():
     aliases = {a for p in _files(("netsparse_torch", "hw_models"), {".py"}) for a in UNITS_ALIAS.findall(p.read_text())}
     assert aliases == {"_units"}
+
+
+def test_the_modeled_report_has_no_one_letter_names():
+    # The papers' letters stay: A (the matrix), K (the property width), n (nodes) and w (the workload).
+    tree = ast.parse((ROOT / "hw_models" / "analysis.py").read_text())
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    bound |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+    assert {name for name in bound if len(name) == 1 or name == "kk"} <= {"a", "k", "n", "w", "_"}
