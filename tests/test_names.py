@@ -36,3 +36,11 @@ def test_the_modeled_report_has_no_one_letter_names():
     bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     bound |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
     assert {name for name in bound if len(name) == 1 or name == "kk"} <= {"a", "k", "n", "w", "_"}
+
+
+def test_the_strategies_carry_the_papers_names():
+    from netsparse_torch.comm import STRATEGIES
+
+    named = {name: cls.__name__ for name, cls in STRATEGIES.items()}
+    assert named == {"su": "SparsityUnaware", "sa": "SparsityAware", "netsparse": "NetSparse",
+                     "twoface": "TwoFace", "ds": "DenseShifting"}
