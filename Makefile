@@ -4,7 +4,7 @@
 PY      := .venv/bin/python
 STAMP   := .venv/.netsparse-installed
 EXT     := build/.ext-built
-SOURCES := $(shell find csrc -name '*.cpp' -o -name '*.h') setup.py netsparse_torch/switch/switch.proto
+SOURCES := $(shell find csrc -name '*.cpp' -o -name '*.h') setup.py netsparse_torch/switch_service/switch.proto
 JOBS    ?= 2
 # pytest-xdist workers: most tests wait on spawned ranks and servers, so two workers fill two cores.
 TEST_JOBS ?= 2
@@ -72,8 +72,9 @@ gpu-check:
 	$(GPU_PY) tools/gpu_check.py --data $(GPU_DATA) --out-dir $(GPU_OUT)
 
 # Wheels of what a GPU machine's image lacks (docs/gpu.md), for Python 3.12 on x86-64, into .whl/.
-gpu-wheels:
-	python3 tools/gpu_wheels.py
+# The versions pinned are the .venv's (what CI tests), so it reads them from there.
+gpu-wheels: install
+	$(PY) tools/gpu_wheels.py
 
 # The data gpu-check reads (about 5 MB), copied into .gpu-data/ to travel with the repository.
 gpu-data:
@@ -83,4 +84,4 @@ bench: install
 	$(PY) benchmarks/spmm_strategies.py
 
 clean:
-	rm -rf build .venv *.egg-info netsparse_torch/_C*.so netsparse_torch/switch/*_pb2*.py
+	rm -rf build .venv *.egg-info netsparse_torch/_C*.so netsparse_torch/switch_service/*_pb2*.py

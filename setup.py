@@ -57,15 +57,15 @@ STUBS = ("switch_pb2.py", "switch_pb2_grpc.py")
 
 
 def generate_stubs() -> None:
-    """Runs protoc (grpcio-tools, a build requirement) on switch.proto into netsparse_torch/switch/.
+    """Runs protoc (grpcio-tools, a build requirement) on switch.proto into netsparse_torch/switch_service/.
 
     The only place the gRPC stubs are made: they are gitignored and never generated at import. Written
     to a temporary directory first and moved in place with ``os.replace``, so a process importing the
     package during a rebuild never sees half a file."""
     from grpc_tools import protoc
 
-    # The repository root is protoc's import root, so the grpc stub imports netsparse_torch.switch.switch_pb2.
-    proto = os.path.join("netsparse_torch", "switch", "switch.proto")
+    # The repository root is protoc's import root, so the grpc stub imports netsparse_torch.switch_service.switch_pb2.
+    proto = os.path.join("netsparse_torch", "switch_service", "switch.proto")
     with tempfile.TemporaryDirectory(dir=HERE) as tmp:
         rc = protoc.main(["grpc_tools.protoc", f"-I{HERE}", f"--python_out={tmp}", f"--grpc_python_out={tmp}",
                           os.path.join(HERE, proto)])
@@ -98,7 +98,8 @@ setup(
     packages=find_packages(include=["netsparse_torch", "netsparse_torch.*", "hw_models", "hw_models.*"])
     + ["netsparse_torch.configs"],
     package_dir={"netsparse_torch.configs": "configs"},
-    package_data={"netsparse_torch.configs": ["*.yaml", "*/*.yaml"], "netsparse_torch.switch": ["switch.proto"]},
+    package_data={"netsparse_torch.configs": ["*.yaml", "*/*.yaml"],
+                  "netsparse_torch.switch_service": ["switch.proto"]},
     ext_modules=EXTENSIONS,
     cmdclass={"build_ext": BuildExtWithStubs, "build_py": BuildPyWithStubs},
 )

@@ -5,7 +5,7 @@ rows. Every number printed is *modeled* (128 nodes, K=16, all mechanisms, Table 
     .venv/bin/python benchmarks/auto_split.py                 # the web-like graph and the powerlaw synthetic
     .venv/bin/python benchmarks/auto_split.py --split-stats paper:arabic:77,85 --analog-cache outputs/analog_cache
 
-``web``: our web-like graph after issue 26's (400k rows, strong host locality, power-law global links,
+``web``: our web-like graph, the sensitivity study's (400k rows, strong host locality, power-law global links,
 hub rows up to 160k nonzeros), built by :func:`web_like` (seeded, numpy, no loop per nonzero).
 ``powerlaw``: ``netsparse_torch.graph.generate("powerlaw", 400_000, seed=0)`` (docs/experiments.md).
 """

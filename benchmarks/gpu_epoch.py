@@ -1,4 +1,4 @@
-"""Training epochs on a GPU, each a ratio measured in one run (issue 25, point 8).
+"""Training epochs on a GPU, each a ratio measured in one run.
 
     python benchmarks/gpu_epoch.py [--device cuda] [--repeats 20] [--out FILE]
     python benchmarks/gpu_epoch.py --device cpu --small      # the CPU twin: same code, Cora, 2 repeats

@@ -1,4 +1,4 @@
-"""Where a short Cora run's wall-clock goes (issue 28, point 10): ``netsparse-train epochs=1`` from the
+"""Where a short Cora run's wall-clock goes: ``netsparse-train epochs=1`` from the
 command to its first epoch line, its summary, and the moment its output closes (the launcher and every
 process it started are gone), next to the imports that bound it from below.
 

@@ -35,8 +35,8 @@ from hw_models import (
     unit_args,  # noqa: E402
     units,  # noqa: E402
 )
-from hw_models import units as cu  # noqa: E402
-from netsparse_torch.switch import ControlClient, SwitchClient, configure_request  # noqa: E402
+from hw_models.unit_args import binding as native_units  # noqa: E402
+from netsparse_torch.switch_service import ControlClient, SwitchClient, configure_request  # noqa: E402
 
 N_ROWS = 4096
 WIRE = unit_args.wire()  # NetSparse Table 5 packet sizes (MTU, upper-layer header)
@@ -71,7 +71,7 @@ def warm(addr: str, owner: int, prop: int) -> None:
             src.send(units.encode_packet(units.RESPONSE, 0, prop, np.zeros(e - s, np.int64), np.zeros(e - s, np.int64),
                                          np.arange(s, e), np.arange(s, e), payload=rows[s:e], **WIRE))
         while n < N_ROWS:
-            n += cu.scan_frame(sink.recv(10), n_dests=owner + 1, prop_bytes=prop, **WIRE)[2]
+            n += native_units.scan_frame(sink.recv(10), n_dests=owner + 1, prop_bytes=prop, **WIRE)[2]
     finally:
         sink.close()
         src.close()
@@ -83,7 +83,7 @@ def load(addr: str, node: int, dest: int, prop: int, n_nodes: int, args, stop: t
     their responses; open loop (forward mode): as fast as the switch's backpressure lets them in."""
     client = SwitchClient(addr, node)
     frame = read_frames(node, dest, prop, args.frame_packets, np.random.default_rng(node))
-    per_frame = cu.scan_frame(frame, n_dests=n_nodes, prop_bytes=prop, **WIRE)[1]
+    per_frame = native_units.scan_frame(frame, n_dests=n_nodes, prop_bytes=prop, **WIRE)[1]
     sent = got = 0
     try:
         while not stop.is_set():
@@ -92,7 +92,7 @@ def load(addr: str, node: int, dest: int, prop: int, n_nodes: int, args, stop: t
                 sent += per_frame
             data = client.poll(0.05)
             if data is not None:
-                got += cu.scan_frame(data, n_dests=n_nodes, prop_bytes=prop, **WIRE)[2]
+                got += native_units.scan_frame(data, n_dests=n_nodes, prop_bytes=prop, **WIRE)[2]
     finally:
         client.close()
 

@@ -73,13 +73,13 @@ def analyze(a: Pattern | sp.spmatrix | sp.sparray, params: HardwareParams, k: in
     ``a`` is read in place when it is a :class:`Pattern` (a scipy matrix is converted once); no step
     copies it.
     """
-    kk = gathered_k(k, kernel)
+    prop_k = gathered_k(k, kernel)
     mechanisms = check_mechanisms(mechanisms)
     a = as_pattern(a)
     w = workload_for(a, params, partition)
     red = definitions.redundancy(w)
-    su = baselines.su_opt(w, kk, params)
-    sa = baselines.sa_opt(w, kk, params)
+    su = baselines.su_opt(w, prop_k, params)
+    sa = baselines.sa_opt(w, prop_k, params)
     report: dict = {
         "modeled": True,
         "matrix": {"rows": w.n_rows, "cols": w.n_cols, "nnz": w.nnz},
@@ -88,11 +88,11 @@ def analyze(a: Pattern | sp.spmatrix | sp.sparray, params: HardwareParams, k: in
         "k": k, "kernel": kernel, "partition": partition, "mechanisms": mechanisms,
         "redundancy": red.to_dict(),
         "dest_locality_64": _none_if_nan(definitions.dest_locality(w)),  # null: no node has 64 remote PRs
-        "header_fraction_sa": definitions.header_fraction_sa(kk, params.headers),
+        "header_fraction_sa": definitions.header_fraction_sa(prop_k, params.headers),
         "strategies": {
             "su_opt": su.to_dict(),
-            "sa_opt": sa_opt_block(sa, w, kk, params),
-            **seed_strategies(a, w, params, kk, kernel, extras, snic_sw_options),
+            "sa_opt": sa_opt_block(sa, w, prop_k, params),
+            **seed_strategies(a, w, params, prop_k, kernel, extras, snic_sw_options),
         },
         "speedup": {"sa_opt_vs_su_opt": _ratio(su.comm_time_s, sa.comm_time_s),
                     "netsparse_vs_su_opt": None, "netsparse_vs_sa_opt": None},
@@ -106,11 +106,11 @@ def analyze(a: Pattern | sp.spmatrix | sp.sparray, params: HardwareParams, k: in
         report["strategies"]["netsparse"] = {
             "status": "not simulated: analytic baselines only (no simulator given)"}
         return report
-    _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, sa, ablation, progress)
+    _add_netsparse(report, a, w, params, prop_k, kernel, simulator, mechanisms, su, sa, ablation, progress)
     return report
 
 
-def seed_strategies(a, w: definitions.Workload, params: HardwareParams, kk: int, kernel: str,
+def seed_strategies(a, w: definitions.Workload, params: HardwareParams, prop_k: int, kernel: str,
                     extras: Sequence[str] = EXTRA_STRATEGIES, snic_sw_options: dict | None = None) -> dict:
     """The ``strategies`` entries of the chosen ``extras`` (see :data:`EXTRA_STRATEGIES`)."""
     unknown = sorted(set(extras) - set(EXTRA_STRATEGIES))
@@ -118,9 +118,9 @@ def seed_strategies(a, w: definitions.Workload, params: HardwareParams, kk: int,
         raise ConfigError(f"unknown strategies {unknown}; choose from {', '.join(EXTRA_STRATEGIES)}")
     a = as_pattern(a)
     models = {
-        "two_face": lambda: _two_face(a, w, kk, params),
-        "snic_sw": lambda: _snic_sw(w, kk, params, snic_sw_options or {}),
-        "switch_aggregate": lambda: switch_aggregate(a, w, kk, params).to_dict() if kernel == "spmm"
+        "two_face": lambda: _two_face(a, w, prop_k, params),
+        "snic_sw": lambda: _snic_sw(w, prop_k, params, snic_sw_options or {}),
+        "switch_aggregate": lambda: switch_aggregate(a, w, prop_k, params).to_dict() if kernel == "spmm"
         else {"status": f"unavailable: the push formulation is an SpMM, not {kernel}"},
     }
     return {name: models[name]() for name in EXTRA_STRATEGIES if name in extras}
@@ -133,27 +133,29 @@ def workload_for(a: Pattern, params: HardwareParams, partition: str = "rows") ->
                                 rank_partition=params.software.rank_partition)
 
 
-def sa_opt_block(sa: baselines.BaselineResult, w: definitions.Workload, kk: int, params: HardwareParams) -> dict:
+def sa_opt_block(sa: baselines.BaselineResult, w: definitions.Workload, prop_k: int, params: HardwareParams) -> dict:
     """The report's ``strategies.sa_opt`` block: the baseline, its PRs (filtered per rank) next to what
     per-node filtering would issue, and the software costs it used."""
-    o, b = baselines.sa_overheads(params)
-    s = params.software
-    source = "calibrated" if s.sa_per_pr_overhead_ns is None and s.sa_per_byte_overhead_ns is None else "config"
+    per_pr_s, per_byte_s = baselines.sa_overheads(params)
+    software = params.software
+    calibrated = software.sa_per_pr_overhead_ns is None and software.sa_per_byte_overhead_ns is None
+    source = "calibrated" if calibrated else "config"
     return {**sa.to_dict(), "cores": w.cores, "prs_per_node_filtering": int(w.pair_useful.sum()),
-            "per_pr_overhead_s": o, "per_byte_overhead_s": b, "pr_cost_s": baselines.sa_pr_cost_s(params, kk),
+            "per_pr_overhead_s": per_pr_s, "per_byte_overhead_s": per_byte_s,
+            "pr_cost_s": baselines.sa_pr_cost_s(params, prop_k),
             "overhead_source": source}
 
 
-def _two_face(a: Pattern, w: definitions.Workload, kk: int, params: HardwareParams) -> dict:
+def _two_face(a: Pattern, w: definitions.Workload, prop_k: int, params: HardwareParams) -> dict:
     if a.n_rows != a.n_cols:
         return {"status": "unavailable: Two-Face stripes need a square matrix"}
-    return model_on_cluster(a, w.row_bounds, kk, params)
+    return model_on_cluster(a, w.row_bounds, prop_k, params)
 
 
-def _snic_sw(w, kk: int, params: HardwareParams, options: dict) -> dict:
+def _snic_sw(w, prop_k: int, params: HardwareParams, options: dict) -> dict:
     used = {"slowdown": TABLE2_SLOWDOWNS[0], "transfer_share": TABLE2_TRANSFER_SHARES[0], **options}
     try:
-        return {**snic_sw(w, kk, params, **used).to_dict(), **used}
+        return {**snic_sw(w, prop_k, params, **used).to_dict(), **used}
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"snic_sw: {exc} (options: slowdown > 0, 0 <= transfer_share < 1)") from exc
 
@@ -178,25 +180,25 @@ def _simulator_speed(counters: dict) -> dict:
             "events_per_s": _ratio_opt(events, wall), "prs_per_s": _ratio_opt(prs, wall)}
 
 
-def _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, sa, ablation, progress) -> None:
+def _add_netsparse(report, a, w, params, prop_k, kernel, simulator, mechanisms, su, sa, ablation, progress) -> None:
     settings = {"main": mechanisms}
     if ablation:
-        settings.update({s: mechanisms_up_to(s) for s in STAGES})
+        settings.update({stage: mechanisms_up_to(stage) for stage in STAGES})
     done: dict[tuple[bool, ...], NetSparseRun] = {}  # the full ablation stage often equals the main run
     runs = {}
     for name in (progress or list)(list(settings)):
         key = tuple(settings[name].values())
         if key not in done:
-            done[key] = simulator(a, w, params, kk, kernel, settings[name])
+            done[key] = simulator(a, w, params, prop_k, kernel, settings[name])
         runs[name] = done[key]
     report["simulations"] = len(done)
     full = runs["main"]
-    t = float(full.node_time_s.max())
+    comm_s = float(full.node_time_s.max())
     tail = int(np.argmax(full.node_time_s))
-    useful = w.useful_per_node * baselines.property_bytes(kk, params.headers)
+    useful = w.useful_per_node * baselines.property_bytes(prop_k, params.headers)
     wire = full.tail.get("wire_bytes", math.nan)
     report["strategies"]["netsparse"] = {
-        "comm_time_s": t, "tail_node": tail,
+        "comm_time_s": comm_s, "tail_node": tail,
         "tail": {**full.tail,
                  "goodput": _goodput(full, useful, params),
                  "line_util": line_util(full, params),
@@ -204,26 +206,26 @@ def _add_netsparse(report, a, w, params, kk, kernel, simulator, mechanisms, su, 
                  "traffic_reduction_vs_su_opt": _ratio(float(su.rx_bytes[tail]), wire),
                  "pr_reduction_vs_sa_opt": _ratio(float(sa.prs[tail]), full.tail.get("read_prs", math.nan))},
     }
-    ns = report["strategies"]["netsparse"]
+    netsparse = report["strategies"]["netsparse"]
     if full.critical_path is not None:  # runs of older simulator builds (and test doubles) have none
-        ns["tail"].update(breakdown.tail_block(full.critical_path, tail))
-        ns["per_node"] = breakdown.per_node(full.critical_path, full.node_time_s)
+        netsparse["tail"].update(breakdown.tail_block(full.critical_path, tail))
+        netsparse["per_node"] = breakdown.per_node(full.critical_path, full.node_time_s)
         report["critical_path"] = breakdown.active_by_bound(full.critical_path)
     if full.switch_pipes:
-        ns["switch_pipes"] = breakdown.switch_pipes(full.switch_pipes, params.switch.clock_ghz,
+        netsparse["switch_pipes"] = breakdown.switch_pipes(full.switch_pipes, params.switch.clock_ghz,
                                                     params.switch.middle_pipe_prs_per_cycle)
     report["strategies"]["netsparse"]["simulator"] = _simulator_speed(full.counters)
     if "link_layer" in full.counters:  # link_layer=flit only: packet-mode reports stay as they were
         report["strategies"]["netsparse"]["link_layer"] = full.counters["link_layer"]
-    report["speedup"]["netsparse_vs_su_opt"] = _ratio(su.comm_time_s, t)
-    report["speedup"]["netsparse_vs_sa_opt"] = _ratio(sa.comm_time_s, t)
+    report["speedup"]["netsparse_vs_su_opt"] = _ratio(su.comm_time_s, comm_s)
+    report["speedup"]["netsparse_vs_sa_opt"] = _ratio(sa.comm_time_s, comm_s)
     report["active_nodes"] = {"t_s": list(full.active_nodes[0]), "count": list(full.active_nodes[1])}
     su_total = float(su.rx_bytes.sum())
     report["ablation"] = [
-        {"stage": s, "speedup_vs_su_opt": _ratio(su.comm_time_s, float(r.node_time_s.max())),
-         "traffic_reduction_vs_su": _ratio(su_total, float(r.counters.get("wire_bytes_total", math.nan))),
-         "goodput": _goodput(r, useful, params)}
-        for s, r in runs.items() if s != "main"
+        {"stage": stage, "speedup_vs_su_opt": _ratio(su.comm_time_s, float(run.node_time_s.max())),
+         "traffic_reduction_vs_su": _ratio(su_total, float(run.counters.get("wire_bytes_total", math.nan))),
+         "goodput": _goodput(run, useful, params)}
+        for stage, run in runs.items() if stage != "main"
     ]
 
 
@@ -255,33 +257,34 @@ def strong_scaling(a: Pattern | sp.spmatrix | sp.sparray, params: HardwareParams
     is combined with each strategy's per-node communication time without overlap and with full
     overlap.
     """
-    kk = gathered_k(k, kernel)
+    prop_k = gathered_k(k, kernel)
     models = compute_models or {"spade": compute.AcceleratorModel()}
     a = as_pattern(a)
     rows = []
     for n in (progress or list)([int(n) for n in node_counts]):
-        p = params.replace(cluster={"nodes": n})
-        w = workload_for(a, p, partition)
+        hw = params.replace(cluster={"nodes": n})
+        w = workload_for(a, hw, partition)
         work = compute.NodeWork.of(w)
-        comm = {"su_opt": baselines.su_opt(w, kk, p).node_time_s, "sa_opt": baselines.sa_opt(w, kk, p).node_time_s}
+        comm = {"su_opt": baselines.su_opt(w, prop_k, hw).node_time_s,
+                "sa_opt": baselines.sa_opt(w, prop_k, hw).node_time_s}
         if simulator is not None:
             # One node owns every column: it gathers nothing and issues no RIG command (simulated, its
             # RIG units would still read each of its local idxs, one per cycle).
             comm["netsparse"] = (np.zeros(1) if n == 1 else
-                                 simulator(a, w, p, kk, kernel, check_mechanisms(None)).node_time_s)
+                                 simulator(a, w, hw, prop_k, kernel, check_mechanisms(None)).node_time_s)
         for name, model in models.items():
             comp = model.time_s(work, k, kernel)  # type: ignore[attr-defined]
             row = {"nodes": n, "compute_model": name, "compute_s": float(comp.max())}
-            for strat, m in comm.items():
-                row[f"{strat}_comm_s"] = float(m.max())
-                row[f"{strat}_no_overlap_s"] = compute.end_to_end_s(comp, m, "none")
-                row[f"{strat}_full_overlap_s"] = compute.end_to_end_s(comp, m, "full")
+            for strat, node_s in comm.items():
+                row[f"{strat}_comm_s"] = float(node_s.max())
+                row[f"{strat}_no_overlap_s"] = compute.end_to_end_s(comp, node_s, "none")
+                row[f"{strat}_full_overlap_s"] = compute.end_to_end_s(comp, node_s, "full")
             rows.append(row)
     return rows
 
 
-def _none_if_nan(x: float) -> float | None:
-    return None if math.isnan(x) else x
+def _none_if_nan(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -318,8 +321,8 @@ def gather_specs(gathers: Sequence[int | tuple[int, str]]) -> list[tuple[int, st
     """``(K gathered, kernel)`` of every gather of :func:`modeled_training`, in order."""
     if not gathers:
         raise ConfigError("modeled_training needs at least one gather width K")
-    return [(gathered_k(int(k), kernel), kernel) for k, kernel in (g if isinstance(g, tuple) else (g, "spmm")
-                                                                    for g in gathers)]
+    return [(gathered_k(int(k), kernel), kernel)
+            for k, kernel in (gather if isinstance(gather, tuple) else (gather, "spmm") for gather in gathers)]
 
 
 def gather_comm_times(a: Pattern, w: definitions.Workload, params: HardwareParams, k: int, kernel: str,
@@ -345,10 +348,12 @@ def training_block(params: HardwareParams, specs: list[tuple[int, str]], work: c
     ks = [k for k, _ in specs]
     strategies = ("su_opt", "sa_opt", "netsparse")
     comp = [per[spec]["compute"] for spec in specs]
-    times = {s: (None if per[specs[0]][s] is None else [per[spec][s] for spec in specs]) for s in strategies}
-    comm_s = {s: (float(np.sum(ts, axis=0).max()) if ts is not None else None) for s, ts in times.items()}
-    epoch = {mode: {s: (float(sum(compute.combine(c, t, mode) for c, t in zip(comp, ts, strict=True)).max())
-                        if ts is not None else None) for s, ts in times.items()} for mode in compute.OVERLAPS}
+    times = {strat: (None if per[specs[0]][strat] is None else [per[spec][strat] for spec in specs])
+             for strat in strategies}
+    comm_s = {strat: (float(np.sum(ts, axis=0).max()) if ts is not None else None) for strat, ts in times.items()}
+    epoch = {mode: {strat: (float(sum(compute.combine(comp_s, gather_s, mode)
+                                      for comp_s, gather_s in zip(comp, ts, strict=True)).max())
+                            if ts is not None else None) for strat, ts in times.items()} for mode in compute.OVERLAPS}
 
     def speedups(times: dict) -> dict:
         return {"netsparse_vs_su_opt": _ratio_opt(times["su_opt"], times["netsparse"]),
@@ -361,7 +366,7 @@ def training_block(params: HardwareParams, specs: list[tuple[int, str]], work: c
                     "topology": params.cluster.topology},
         "virtual_nodes": params.cluster.nodes, "partition": partition, "gathers_k": ks,
         "per_gather": [{"k": k, "kernel": kernel,
-                        **{f"{s}_comm_s": _tail(per[(k, kernel)][s]) for s in strategies},
+                        **{f"{strat}_comm_s": _tail(per[(k, kernel)][strat]) for strat in strategies},
                         "compute_s": _tail(per[(k, kernel)]["compute"]),
                         "netsparse_slices": len(property_slices(k, params)) if simulated else None}
                        for k, kernel in specs],
@@ -377,25 +382,26 @@ def training_block(params: HardwareParams, specs: list[tuple[int, str]], work: c
 def max_packet_k(params: HardwareParams) -> int:
     """Widest property (elements) whose response PR fits one MTU packet: MTU minus the upper-layer,
     concatenation and PR headers (the larger of Table 5's and the C++ protocol unit's Fig. 6 sizes)."""
-    h = params.headers
-    room = h.mtu_bytes - h.upper_bytes - max(h.concat_bytes, int(_units.CONCAT_HEADER_BYTES)) \
-        - max(h.pr_bytes, int(_units.PR_HEADER_BYTES))
-    return max(1, room // h.element_bytes)
+    headers = params.headers
+    room = headers.mtu_bytes - headers.upper_bytes - max(headers.concat_bytes, int(_units.CONCAT_HEADER_BYTES)) \
+        - max(headers.pr_bytes, int(_units.PR_HEADER_BYTES))
+    return max(1, room // headers.element_bytes)
 
 
 def property_slices(k: int, params: HardwareParams) -> list[int]:
-    """Column slices a K-wide gather is simulated as: ``[kmax] * q + [rest]`` with ``kmax`` =
+    """Column slices a K-wide gather is simulated as: ``[kmax] * full + [rest]`` with ``kmax`` =
     :func:`max_packet_k`. Our assumption for properties wider than one packet (the paper's K <= 128
     always fit): each slice is its own gather of the same PRs, run one after the other."""
     kmax = max_packet_k(params)
-    q, rest = divmod(k, kmax)
-    return [kmax] * q + ([rest] if rest else [])
+    full, rest = divmod(k, kmax)
+    return [kmax] * full + ([rest] if rest else [])
 
 
 def _simulate_sliced(simulator, a, w, params, k, kernel: str = "spmm") -> np.ndarray:
     slices = property_slices(k, params)
-    runs = {s: simulator(a, w, params, s, kernel, check_mechanisms(None)).node_time_s for s in set(slices)}
-    return np.sum([runs[s] for s in slices], axis=0)
+    runs = {width: simulator(a, w, params, width, kernel, check_mechanisms(None)).node_time_s
+            for width in set(slices)}
+    return np.sum([runs[width] for width in slices], axis=0)
 
 
 def _tail(times: np.ndarray | None) -> float | None:

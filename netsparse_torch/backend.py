@@ -547,7 +547,7 @@ class NetsparseProcessGroup(dist.ProcessGroup):
     # destroy_process_group() calls shutdown() (and _abort_process_group abort()) on every group. gloo's
     # worker threads drop each finished work themselves, and a work whose last reference goes on such a
     # thread while the interpreter shuts down takes the GIL there, which ends the process with
-    # "terminate called without an active exception" (SIGABRT; issue 28 point 4). Dropping the inner
+    # "terminate called without an active exception" (SIGABRT). Dropping the inner
     # groups here joins those threads (their destructors release the GIL) while the interpreter is whole;
     # a work still in flight is waited for first, up to the group's timeout, as gloo's destructor does
     # whenever a plain gloo group is dropped.

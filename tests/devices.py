@@ -4,7 +4,7 @@
 natively on CUDA tensors when a GPU is present; without one it runs CPU tensors in its interpreter,
 which ``TRITON_INTERPRET=1`` must select before triton is first imported (conftest sets it from
 :data:`TRITON_INTERPRETED`). Never the interpreter on CUDA tensors: it copies device memory through
-the host and crashed ``make test`` on an H200 (issue 25).
+the host and crashed ``make test`` on an H200.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Which path the netsparse backend gives CUDA tensors (issue 25 point 2): NCCL when each rank has its
+"""Which path the netsparse backend gives CUDA tensors: NCCL when each rank has its
 own GPU, gloo (host-staged) when ranks share one, never NCCL with two ranks on one GPU.
 
 The decision is a pure function, tested on many layouts here. The routing and the host staging run

@@ -1,4 +1,4 @@
-"""FSDP on the netsparse backend (issue 28 point 8): a small model sharded with ``fully_shard`` on CPU
+"""FSDP on the netsparse backend, a drop-in for gloo: a small model sharded with ``fully_shard`` on CPU
 trains at 2 ranks with ``backend="netsparse"``, through the backend's all-gather and reduce-scatter
 (``all_gather_single`` / ``reduce_scatter_single`` with ReduceOp.AVG), and ends as the same model as
 one process training on both ranks' batches."""

@@ -1,4 +1,4 @@
-"""Teardown of the netsparse backend (issue 28 point 4): a script that ends after
+"""Teardown of the netsparse backend: a script that ends after
 ``destroy_process_group()`` exits cleanly, even when its group outlives the call (a DDP model holds
 it) and gloo still has work in flight.
 

@@ -156,7 +156,7 @@ def test_gat_with_a_strategy_that_cannot_gather(tmp_path):
 
 
 def test_a_rank_error_is_one_line_without_torch_noise(tmp_path):
-    """Issue 28.10: torch's "Terminating process ... via signal SIGTERM" warnings came before our line."""
+    """torch's "Terminating process ... via signal SIGTERM" warnings must not come before our one line."""
     proc, _ = train(tmp_path, "strategy=ds", "strategy.replication=3", "world_size=2", "epochs=1", timeout=120)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()

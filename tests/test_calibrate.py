@@ -77,7 +77,7 @@ def test_calibrate_cpu_times_the_project_kernel(monkeypatch):
 
 
 def test_a_loose_fit_is_one_warning_line():
-    """Above 20 % relative RMS error the profile is named as suspect (issue 28: a 45-56 % fit passed silently)."""
+    """Above 20 % relative RMS error the profile is named as suspect (a 45-56 % fit must not pass silently)."""
     assert fit_warning({"sync": 0.05, "async": 0.19, "comp": 0.2}) is None
     line = fit_warning({"sync": 0.45, "async": 0.10, "comp": 0.56})
     assert "sync 45%" in line and "comp 56%" in line and "async" not in line and "\n" not in line

@@ -1,4 +1,4 @@
-"""The netsparse backend is a drop-in for gloo (issue 28 point 8): every call of torch.distributed's
+"""The netsparse backend is a drop-in for gloo: every call of torch.distributed's
 API, at 2 ranks, gives the same results under netsparse as under gloo, and the expected values.
 
 One launch runs the whole API twice, on a gloo group and on the netsparse default group, so that both

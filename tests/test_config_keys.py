@@ -1,4 +1,4 @@
-"""Every key on netsparse-train's command line is one the run reads (issue 28, point 2): an unknown
+"""Every key on netsparse-train's command line is one the run reads: an unknown
 ``+key`` or a plain typo is one line naming it and the closest known key, exit 2, before torch loads;
 the ``+`` keys that the run does read (strategy options, synthetic generator parameters, hardware
 fields of a modeled cluster) keep working."""

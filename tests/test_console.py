@@ -1,4 +1,4 @@
-"""A console that shows the run (issue 28, point 5): progress lines with the latest validation metric,
+"""A console that shows the run: progress lines with the latest validation metric,
 the last epoch before an early stop, "resumed from epoch N" (tests/test_run_control.py), Hydra's
 ``train.log`` with the console's lines, and under torchrun one error line for the whole job."""
 

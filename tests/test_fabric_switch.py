@@ -13,11 +13,10 @@ from omegaconf import OmegaConf
 
 from hw_models.hardware import train_hardware
 from netsparse_torch.errors import ConfigError
-from netsparse_torch.fabric.switch import LocalSwitches
 from netsparse_torch.graph import Graph, csr_from_edges, random_split
 from netsparse_torch.nn import DistGCNConv, DistGraph, DistSAGEConv
 from netsparse_torch.run.launch import launch
-from netsparse_torch.run.switches import attach_rank, check_switch_config
+from netsparse_torch.run.switch_launcher import LocalSwitches, attach_rank, check_switch_config
 
 LAYERS = {"gcn": DistGCNConv, "sage": DistSAGEConv}
 
@@ -167,7 +166,7 @@ def launcher_cfg(switches=None):
 
 
 def test_launcher_stops_the_switches_it_started_when_a_rank_fails():
-    from netsparse_torch.run.switches import switch_service
+    from netsparse_torch.run.switch_launcher import switch_service
 
     cfg = launcher_cfg()
     with pytest.raises(RuntimeError, match="a rank failed"), switch_service(cfg, train_hardware(cfg)) as service:
@@ -178,7 +177,7 @@ def test_launcher_stops_the_switches_it_started_when_a_rank_fails():
 
 
 def test_given_switches_must_match_the_racks():
-    from netsparse_torch.run.switches import switch_service
+    from netsparse_torch.run.switch_launcher import switch_service
 
     for switches, error in (({"spine": "127.0.0.1:1", "tors": ["127.0.0.1:2"]}, "needs 2 ToR address"),
                             ({"spine": None, "tors": ["127.0.0.1:2", "127.0.0.1:3"]}, "needs a spine")):
@@ -189,7 +188,7 @@ def test_given_switches_must_match_the_racks():
 
 def test_prs_by_owner_counts_a_frames_prs_per_owner_of_their_idx():
     from hw_models import unit_args, units
-    from hw_models import units as cu
+    from hw_models.unit_args import binding as native_units
 
     WIRE = unit_args.wire()
 
@@ -201,6 +200,6 @@ def test_prs_by_owner_counts_a_frames_prs_per_owner_of_their_idx():
 
     frame = packet(units.READ, [7, 12, 3, 15]) + packet(units.RESPONSE, [4, 5, 0])
     # owners hold rows [0, 4), [4, 8), [8, 16): idx 0, 3 -> 0; 4, 5, 7 -> 1; 12, 15 -> 2
-    assert cu.prs_by_owner(frame, [0, 4, 8, 16], **WIRE).tolist() == [2, 3, 2]
+    assert native_units.prs_by_owner(frame, [0, 4, 8, 16], **WIRE).tolist() == [2, 3, 2]
     with pytest.raises(ValueError, match="idx 12 outside the row bounds"):
-        cu.prs_by_owner(frame, [0, 4, 8], **WIRE)
+        native_units.prs_by_owner(frame, [0, 4, 8], **WIRE)

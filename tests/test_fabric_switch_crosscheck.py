@@ -25,7 +25,7 @@ from hw_models import definitions, unit_args, units
 from hw_models.params import HardwareParams
 from hw_models.pattern import as_pattern
 from hw_models.simulator import simulate
-from netsparse_torch.fabric.switch import LocalSwitches, attachment
+from netsparse_torch.run.switch_launcher import LocalSwitches, attachment
 
 NODES, RACK, K = 4, 2, 8  # 8 float32 elements per property (32 B)
 # Table 5 otherwise; batch 32768 (the §8 default, not auto) keeps each node's stream one RIG command on
@@ -47,7 +47,7 @@ def run_service(a: sp.csr_matrix, bounds: list[int]) -> tuple[list[dict], dict]:
     red = BarrierMin(NODES)
     nodes, fabrics, halos, errors = {}, {}, {}, []
     try:
-        from netsparse_torch.fabric.switch import SwitchFabric
+        from netsparse_torch.fabric.switched import SwitchFabric
 
         for r in range(NODES):
             idxs = a.indices[a.indptr[bounds[r]]: a.indptr[bounds[r + 1]]].astype(np.int64)

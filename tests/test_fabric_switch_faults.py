@@ -127,7 +127,8 @@ def test_watchdog_names_the_switch_and_peers_and_discards_the_partial_halo():
     from hw_models.units import RigNode
     from netsparse_torch.comm.rig import run_kernel
     from netsparse_torch.errors import RigTimeoutError
-    from netsparse_torch.fabric.switch import LocalSwitches, SwitchFabric
+    from netsparse_torch.fabric.switched import SwitchFabric
+    from netsparse_torch.run.switch_launcher import LocalSwitches
 
     bounds = [0, 4, 8, 12]
     x = torch.arange(12 * 4, dtype=torch.float32).view(12, 4) + 1  # no row is all zeros

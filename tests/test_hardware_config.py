@@ -67,7 +67,7 @@ def rig_settings(cfg, hardware) -> dict:
 
 def switch_settings(cfg, hardware) -> dict:
     """The configuration the ToR the launcher starts holds."""
-    from netsparse_torch.run.switches import SwitchService
+    from netsparse_torch.run.switch_launcher import SwitchService
 
     service = SwitchService(cfg, hardware)
     try:
@@ -204,9 +204,9 @@ def test_two_shortcuts_that_agree_are_one_value():
 def test_an_external_switch_with_another_mtu_refuses_the_rank_at_connect():
     from omegaconf import OmegaConf
 
-    from netsparse_torch.run.switches import attach_rank
-    from netsparse_torch.switch import ControlClient, SwitchServer, configure_request
-    from netsparse_torch.switch.client import SwitchError
+    from netsparse_torch.run.switch_launcher import attach_rank
+    from netsparse_torch.switch_service import ControlClient, SwitchServer, configure_request
+    from netsparse_torch.switch_service.client import SwitchError
 
     with SwitchServer("tor") as tor:  # started and configured by someone else, for Table 5's MTU
         ControlClient(tor.address).configure(configure_request(2, 4, {0: [0, 1]}, mtu=1500))
@@ -223,8 +223,8 @@ def test_an_external_switch_with_another_mtu_refuses_the_rank_at_connect():
 
 
 def test_a_spine_refuses_a_tor_configured_for_another_mtu():
-    from netsparse_torch.switch import ControlClient, SwitchServer, configure_request
-    from netsparse_torch.switch.client import SwitchError
+    from netsparse_torch.switch_service import ControlClient, SwitchServer, configure_request
+    from netsparse_torch.switch_service.client import SwitchError
 
     racks = {0: [0], 1: [1]}
     with SwitchServer("spine") as spine, SwitchServer("tor") as tor:
@@ -512,7 +512,7 @@ def test_netsparse_switch_config_is_read_as_hardware_params(tmp_path):
     HardwareParams (Table 5 where not given), as a run's switches get theirs."""
     from hw_models.unit_args import binding as units
     from netsparse_torch.cli.switch import read_config
-    from netsparse_torch.switch.control import config_from_request, configure_request
+    from netsparse_torch.switch_service.control import config_from_request, configure_request
 
     path = tmp_path / "tor.yaml"
     path.write_text("n_nodes: 2\nprop_bytes: 8\nracks: {0: [0, 1]}\n"

@@ -1,4 +1,4 @@
-"""Keyed dropout on the device (issue 25 point 5): the torch-ops implementation of the SplitMix64 masks
+"""Keyed dropout on the device: the torch-ops implementation of the SplitMix64 masks
 (``impl="torch"``, what CUDA tensors use) is bit-identical to the C++ kernel, for node and edge
 masks, every key range and dtype. CI runs it on CPU; the same comparison on CUDA runs where there is
 a GPU."""

@@ -50,3 +50,10 @@ def test_unit_args_is_the_one_door_to_the_units_binding():
                        if "from hw_models._C import" in p.read_text() and "units" in
                        "".join(line for line in p.read_text().splitlines() if "from hw_models._C import" in line))
     assert importers == ["hw_models/unit_binding.py"]
+
+
+def test_the_fabric_starts_no_switch():
+    # Launch code (LocalSwitches, configure_switches) lives in run/switch_launcher.py, not in fabric/.
+    contract = _contracts()["fabric_client"]
+    assert contract["source_modules"] == ["netsparse_torch.fabric"]
+    assert contract["forbidden_modules"] == ["netsparse_torch.switch_service.server"]

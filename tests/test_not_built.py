@@ -42,12 +42,12 @@ def test_missing_extension_is_one_clear_error(tmp_path, package, code):
 
 def test_missing_stubs_are_one_clear_error_and_never_generated():
     code = ("import sys\n"
-            "sys.modules['netsparse_torch.switch.switch_pb2'] = None\n"  # as if the file were missing
+            "sys.modules['netsparse_torch.switch_service.switch_pb2'] = None\n"  # as if the file were missing
             "import grpc_tools.protoc as p\n"
             "p.main = lambda *a: sys.exit('protoc ran at import')\n"
             "from netsparse_torch.errors import NotBuiltError\n"
             "try:\n"
-            "    import netsparse_torch.switch\n"
+            "    import netsparse_torch.switch_service\n"
             "except NotBuiltError as e:\n"
             "    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -91,7 +91,7 @@ def _without_timings(report: dict) -> tuple[dict, set[str]]:
 
 def _without_rounds(report: dict) -> None:
     """fabric=switch: the poll rounds of the RIG kernels and the all-reduce that ends each round, which
-    count wall-clock intervals (fabric/switch.py ``run_kernel``), not what the epochs moved."""
+    count wall-clock intervals (fabric/switched.py ``run_kernel``), not what the epochs moved."""
     for stats in [report["netsparse"], *report["netsparse"]["layers"].values(),
                   *(layer for s in report["strategy_stats"] for layer in s["layers"].values())]:
         stats.pop("rounds", None)

@@ -134,7 +134,7 @@ def test_the_whole_breakdown_is_written_as_csv(tmp_path):
 
 
 def test_active_nodes_legend_names_the_swept_key(tmp_path, drawn):
-    """Issue 37: collect active_nodes gave four identical legend entries for rig_units 4-32."""
+    """Runs that differ only in a swept key (rig_units 4-32) need legend entries that tell them apart."""
     for units in (4, 8):
         simulate.run(_cfg(*SMALL, "plots=false", f"report_dir={tmp_path}", f"rig_units={units}", f"tag=_u{units}"))
     reports = collect.load_reports(tmp_path)

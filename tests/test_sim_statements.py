@@ -35,7 +35,7 @@ def _one_line(proc) -> str:
 
 # -- names, overwrites, reruns -----------------------------------------------------------------------
 def test_a_swept_hardware_key_gives_each_run_its_own_report(tmp_path):
-    """Issue 37: with a swept +hw.* key every run wrote the same file, and collect showed one row."""
+    """A swept +hw.* key must not make every run write the same file (collect would show one row)."""
     proc = run_cli("netsparse_torch.cli.simulate", "-m", *SMALL, "+hw.snic.rig_units=4,8",
                    f"report_dir={tmp_path / 'r'}", f"hydra.sweep.dir={tmp_path / 'm'}", timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -85,7 +85,7 @@ def test_override_suffix_names_a_run():
 
 # -- keys that do not apply --------------------------------------------------------------------------
 def test_k_with_spmv_is_refused_and_spmv_reports_k_1(capsys):
-    """Issue 37: kernel=spmv k=16 printed "K=16" and reported k: 16, while SUOpt was the K=1 result."""
+    """kernel=spmv with k=16 would print "K=16" and report k: 16 beside SUOpt's K=1 result: refused."""
     with pytest.raises(ConfigError, match="k=16 does not apply to kernel=spmv"):
         simulate.run(_cfg(*SMALL, "kernel=spmv", "k=16"))
     spmv = simulate.run(_cfg(*SMALL, "kernel=spmv"))
@@ -109,7 +109,8 @@ def test_k_with_spmv_on_the_command_line_is_one_line(tmp_path):
     (["+hw.cluster={topology: hyperx, rack_size: 4}"], "hw.cluster.rack_size"),
 ])
 def test_a_rack_size_without_racks_is_refused(overrides, given):
-    """Issue 37: topology=hyperx printed "16 nodes per rack"; rack_size=4 gave an identical time."""
+    """A rack size means nothing on a topology without racks (hyperx would print "16 nodes per rack", and
+    rack_size=4 would give an identical time): refused."""
     with pytest.raises(ConfigError, match=f"^{given}.* does not apply to topology=(hyperx|dragonfly), which has no "
                                           "racks: its hosts per switch are hw.topology.(hyperx|dragonfly)"):
         simulate.run(_cfg(f"matrix={KARATE}", "nodes=8", "plots=false", *overrides))

@@ -10,7 +10,7 @@ import grpc
 import pytest
 
 from hw_models import unit_args, units
-from netsparse_torch.switch import ControlClient, SwitchClient, SwitchError, SwitchServer, configure_request
+from netsparse_torch.switch_service import ControlClient, SwitchClient, SwitchError, SwitchServer, configure_request
 
 PROP = 16
 WIRE = unit_args.wire()  # NetSparse Table 5 packet sizes (MTU, upper-layer header)

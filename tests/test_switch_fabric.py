@@ -8,7 +8,7 @@ import threading
 import numpy as np
 from test_switch_service import PROP, _control, fabric, features, remote_wants, rig_nodes
 
-from netsparse_torch.fabric.switch import SwitchFabric
+from netsparse_torch.fabric.switched import SwitchFabric
 
 
 class BarrierMin:
@@ -79,7 +79,7 @@ def test_switch_fabric_fills_every_halo_slot_and_hits_the_cache():
 
 
 def test_local_switches_one_tor_per_rack_and_a_report():
-    from netsparse_torch.fabric.switch import LocalSwitches
+    from netsparse_torch.run.switch_launcher import LocalSwitches
 
     with LocalSwitches(5, 2, PROP) as sw:
         assert [sw.address(r) == sw.address(0) for r in range(5)] == [True, True, False, False, False]

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from hw_models import unit_args, units
-from hw_models import units as cu
-from netsparse_torch.switch import ControlClient, SwitchClient, SwitchServer, configure_request
+from hw_models.unit_args import binding as native_units
+from netsparse_torch.switch_service import ControlClient, SwitchClient, SwitchServer, configure_request
 
 PROP = 32  # bytes per property (8 float32)
 WIRE = unit_args.wire()  # NetSparse Table 5 packet sizes (MTU, upper-layer header)
@@ -79,7 +79,7 @@ def drive(nodes: dict, clients: dict, deadline_s: float = 30.0) -> None:
                 if frame is None:
                     send(node.pump_reads())
                     continue
-                parts, _, _ = cu.split_frame(frame, n_ports=2, by_type=True, **WIRE)
+                parts, _, _ = native_units.split_frame(frame, n_ports=2, by_type=True, **WIRE)
                 if parts[units.READ]:
                     send(node.serve(parts[units.READ]))
                 if parts[units.RESPONSE]:
@@ -290,7 +290,7 @@ def test_load_8_clients_20k_prs_each_answered_exactly_once():
             while n < per:
                 data = clients[r].recv(timeout=20)
                 got[r].append(data)
-                n += cu.scan_frame(data, n_dests=owner + 1, prop_bytes=PROP, **WIRE)[2]
+                n += native_units.scan_frame(data, n_dests=owner + 1, prop_bytes=PROP, **WIRE)[2]
 
         threads = [threading.Thread(target=serve, daemon=True)]
         threads += [threading.Thread(target=request, args=(r,), daemon=True) for r in range(n_req)]
@@ -307,7 +307,7 @@ def test_load_8_clients_20k_prs_each_answered_exactly_once():
                 c.close()
         for r in range(n_req):
             ids, rows = [], []
-            for pk in cu.decode_stream(b"".join(got[r]), **WIRE):
+            for pk in native_units.decode_stream(b"".join(got[r]), **WIRE):
                 assert pk["type"] == units.RESPONSE and pk["dest"] == r
                 ids.append(pk["id"])
                 rows.append(pk["payload"])

@@ -24,17 +24,17 @@ def test_build_py_generates_the_stubs_and_ships_the_proto(tmp_path):
     subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(tmp_path / "lib")], cwd=src,
                    env={"NETSPARSE_NO_EXTENSION": "1", "PATH": "/usr/bin:/bin"}, check=True, timeout=120,
                    capture_output=True)
-    built = tmp_path / "lib" / "netsparse_torch" / "switch"
+    built = tmp_path / "lib" / "netsparse_torch" / "switch_service"
     assert {"switch.proto", "switch_pb2.py", "switch_pb2_grpc.py"} <= {p.name for p in built.iterdir()}
     assert "netsparse.switch.v1.Switch" in (built / "switch_pb2_grpc.py").read_text()
 
 
 def test_installed_stubs_match_the_proto(tmp_path):
     """The stubs in the package describe today's switch.proto (protoc run here, independently of setup.py)."""
-    from netsparse_torch.switch import _proto
+    from netsparse_torch.switch_service import _proto
 
     assert protoc.main(["grpc_tools.protoc", f"-I{ROOT}", f"--descriptor_set_out={tmp_path / 'set.pb'}",
-                        str(ROOT / "netsparse_torch" / "switch" / "switch.proto")]) == 0
+                        str(ROOT / "netsparse_torch" / "switch_service" / "switch.proto")]) == 0
 
     fresh = descriptor_pb2.FileDescriptorSet.FromString((tmp_path / "set.pb").read_bytes()).file[0]
     _drop_json_names(fresh.message_type)  # a descriptor set carries them, the generated module does not

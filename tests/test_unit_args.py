@@ -182,7 +182,7 @@ def test_one_rig_unit_is_refused_on_both_sides():
 
 def test_one_unbounded_cache_for_the_units_the_simulator_and_the_switch_service():
     from hw_models.simulator import check_mechanisms, sim_config
-    from netsparse_torch.switch.control import config_from_request, configure_request
+    from netsparse_torch.switch_service.control import config_from_request, configure_request
 
     p = HardwareParams().replace(property_cache={"size_bytes": "inf"})
     assert unit_args.property_cache(p)["size_bytes"] == units.UNBOUNDED_CACHE == -1
@@ -196,8 +196,8 @@ def test_one_unbounded_cache_for_the_units_the_simulator_and_the_switch_service(
 
 
 def test_a_switch_is_configured_with_the_runs_numbers_and_fills_none_itself():
-    from netsparse_torch.switch._proto import pb
-    from netsparse_torch.switch.control import ConfigInvalid, config_from_request, configure_request
+    from netsparse_torch.switch_service._proto import pb
+    from netsparse_torch.switch_service.control import ConfigInvalid, config_from_request, configure_request
 
     p = HardwareParams().replace(headers={"mtu_bytes": 9000}, switch={"concat_delay_cycles": 0},
                                  property_cache={"ways": 4})

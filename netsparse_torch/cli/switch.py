@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     """Runs one switch until interrupted; returns the exit status."""
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    from netsparse_torch.switch import ControlClient, SwitchServer, configure_request
+    from netsparse_torch.switch_service import ControlClient, SwitchServer, configure_request
 
     if bool(args.tls_cert) != bool(args.tls_key):
         fail(PROG, "--tls-cert and --tls-key go together: give both or neither")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from netsparse_torch.comm.base import Strategy, Traffic
 from netsparse_torch.comm.ds import DenseShifting
 from netsparse_torch.comm.netsparse import NetSparse
-from netsparse_torch.comm.sa import HaloExchange
+from netsparse_torch.comm.sa import SparsityAware
 from netsparse_torch.comm.su import SparsityUnaware
 from netsparse_torch.comm.twoface import TwoFace
 from netsparse_torch.errors import ConfigError
@@ -17,7 +17,7 @@ from netsparse_torch.plan import Plan
 
 __all__ = ["STRATEGIES", "Strategy", "Traffic", "make_strategy", "register_strategy"]
 
-STRATEGIES: dict[str, type[Strategy]] = {"su": SparsityUnaware, "sa": HaloExchange, "netsparse": NetSparse,
+STRATEGIES: dict[str, type[Strategy]] = {"su": SparsityUnaware, "sa": SparsityAware, "netsparse": NetSparse,
                                          "twoface": TwoFace, "ds": DenseShifting}
 
 

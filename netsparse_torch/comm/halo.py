@@ -1,6 +1,6 @@
 """The halo exchange: a forward transport that fills the halo, and the reverse exchange shared by all.
 
-A strategy that gathers halo rows (``sa``, ``netsparse``) is one :class:`HaloExchange` (in
+A strategy that gathers halo rows (``sa``, ``netsparse``) is one :class:`SparsityAware` (in
 :mod:`netsparse_torch.comm.sa`) composed with a :class:`Transport`:
 
 - :class:`AllToAll`: one ``all_to_all`` of exactly the rows each peer asked for (``sa``);

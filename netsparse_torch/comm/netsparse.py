@@ -6,7 +6,7 @@ NetSparse packets per destination; the fabric delivers them; the owners' server 
 response packets carrying the feature rows, deconcatenated into the halo buffer. The result equals
 ``sa`` bit for bit.
 
-The strategy is ``sa``'s :class:`~netsparse_torch.comm.sa.HaloExchange` with a :class:`RigTransport`
+The strategy is ``sa``'s :class:`~netsparse_torch.comm.sa.SparsityAware` with a :class:`RigTransport`
 in place of the all_to_all. The RIG units work in host memory; features on a GPU are staged through
 pinned host buffers, and the copies are reported apart (``staging_*`` counters).
 
@@ -26,7 +26,7 @@ from hw_models import unit_args
 from hw_models.units import RigNode
 from netsparse_torch.comm.halo import HostStaging, InFlight, Pending
 from netsparse_torch.comm.rig import gather_columns
-from netsparse_torch.comm.sa import HaloExchange
+from netsparse_torch.comm.sa import SparsityAware
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.fabric import CollectiveFabric, Fabric
 from netsparse_torch.plan import Plan
@@ -115,7 +115,7 @@ class _Staged:
         self.staging.join()
 
 
-class NetSparse(HaloExchange):
+class NetSparse(SparsityAware):
     """``sa``'s exchange with the RIG transport. Options: ``hardware`` (the run's
     :class:`~hw_models.params.HardwareParams`; default NetSparse Table 5), from which the RIG node takes
     its settings (:func:`hw_models.unit_args.rig_node`), RigNode's keywords (:data:`RIG_OPTIONS`, which

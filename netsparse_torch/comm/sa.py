@@ -6,8 +6,10 @@ while the own block is multiplied; backward, the halo gradient ``A_halo^T G`` is
 travels back to its owners while ``A_own^T G`` is computed. The adjacency is constant (GCN and SAGE
 normalisations), so only the features get a gradient.
 
-The exchange is a :class:`HaloExchange`: a forward transport (here one all_to_all) composed with the
-reverse exchange that every halo strategy shares (:mod:`netsparse_torch.comm.halo`).
+The strategy is :class:`SparsityAware`, named as the papers name the exchange (NetSparse §8.1's SAOpt,
+the sparsity-aware baseline, beside :class:`~netsparse_torch.comm.su.SparsityUnaware`): a forward
+transport (here one all_to_all) composed with the reverse exchange that every halo strategy shares
+(:mod:`netsparse_torch.comm.halo`).
 
 Attention layers use :class:`_SAGather` instead: it returns ``[X_own; halo]`` (the softmax of a row
 needs all of its scores before any aggregation), and its backward is the same reverse exchange.
@@ -24,7 +26,7 @@ from netsparse_torch.kernels import CSR, spmm
 
 class _SAPropagate(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x: torch.Tensor, strat: HaloExchange, adjacency: CSR, tag: str) -> torch.Tensor:
+    def forward(ctx, x: torch.Tensor, strat: SparsityAware, adjacency: CSR, tag: str) -> torch.Tensor:
         plan = strat.plan
         own, remote = adjacency.split_columns(plan.n_local)
         ctx.strat, ctx.own, ctx.remote, ctx.tag = strat, own, remote, tag
@@ -51,7 +53,7 @@ class _SAGather(torch.autograd.Function):
     """``[x; halo]``; backward: the halo gradient rows go back to their owners (one all_to_all)."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, strat: HaloExchange, tag: str) -> torch.Tensor:
+    def forward(ctx, x: torch.Tensor, strat: SparsityAware, tag: str) -> torch.Tensor:
         plan = strat.plan
         ctx.strat, ctx.tag = strat, tag
         out = x.new_empty(plan.n_local + plan.n_halo, x.size(1))
@@ -73,10 +75,11 @@ class _SAGather(torch.autograd.Function):
         return grad_x, None, None
 
 
-class HaloExchange(Strategy):
+class SparsityAware(Strategy):
     """A forward :class:`~netsparse_torch.comm.halo.Transport` that fills the halo, composed with the
     shared reverse exchange that sends each halo gradient row back to its owner, which adds it to its own
-    rows' gradient. ``sa`` is this with :class:`~netsparse_torch.comm.halo.AllToAll`."""
+    rows' gradient. ``sa`` is this with :class:`~netsparse_torch.comm.halo.AllToAll`; ``netsparse`` is the
+    same sparsity-aware exchange with the RIG units as its transport."""
 
     name = "sa"
     space = "combined"

@@ -220,8 +220,9 @@ def _assumption(r: dict) -> str:
 
 
 def _sensitivity(reports: list[dict]) -> list[str]:
-    """Issue 26's sensitivity: one row per (matrix, assumption), per K the NetSparse time, its change
-    against the same matrix and K under ``table5`` (the defaults), and the tail node's bound and share."""
+    """The sensitivity of the modeled time to each modelling assumption: one row per (matrix, assumption),
+    per K the NetSparse time, its change against the same matrix and K under ``table5`` (the defaults),
+    and the tail node's bound and share."""
     ks = sorted({r["k"] for r in reports})
     by = {(r["matrix"]["name"], _assumption(r), r["k"]): r for r in reports}
     rows = sorted({(m, a) for m, a, _ in by}, key=lambda ma: (ma[0], ma[1] != "table5", ma[1]))

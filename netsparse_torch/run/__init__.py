@@ -1,7 +1,7 @@
 """The run layer: what turns a configuration into ranks that train.
 
 - :mod:`~netsparse_torch.run.launch`: start the ranks (local ranks on loopback, or torchrun's).
-- :mod:`~netsparse_torch.run.switches`: ``fabric=switch`` around a run (start or configure the switch
+- :mod:`~netsparse_torch.run.switch_launcher`: ``fabric=switch`` around a run (start or configure the switch
   service, attach each rank to its ToR and hand its SwitchFabric to the strategy).
 - :mod:`~netsparse_torch.run.training`: each rank's full-graph training loop.
 

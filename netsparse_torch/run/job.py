@@ -35,7 +35,7 @@ from netsparse_torch.run.counters import add_switches
 from netsparse_torch.run.device import device_kind
 from netsparse_torch.run.launch import ByName, launch
 from netsparse_torch.run.restart import continue_after_restart
-from netsparse_torch.run.switches import switch_service
+from netsparse_torch.run.switch_launcher import switch_service
 from netsparse_torch.run.torchrun import under_torchrun
 from netsparse_torch.signals import Interrupted
 

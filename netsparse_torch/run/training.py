@@ -71,7 +71,7 @@ class Trainer:
             shard.x = normalize_features(shard.x)
         self.fabric = None  # fabric=switch: this rank's SwitchFabric (collective: the strategy's default)
         if str(cfg.fabric.name) == "switch":
-            from netsparse_torch.run.switches import attach_rank
+            from netsparse_torch.run.switch_launcher import attach_rank
 
             self.fabric = options["fabric"] = attach_rank(rank, world_size, cfg, shard.bounds, hardware)
         self.dg = DistGraph(shard, rank, world_size, strategy=str(cfg.strategy.name), strategy_options=options,
@@ -261,7 +261,7 @@ class Trainer:
         at this checkpoint (a rank that went on would already send the next epoch's packets)."""
         if self.fabric is None:
             return []
-        from netsparse_torch.run.switches import switch_counters
+        from netsparse_torch.run.switch_launcher import switch_counters
 
         with checkpoint_pause(self.rank, self.world_size, epoch, float(self.cfg.timeout_s)):
             reading = switch_counters(self.cfg) if self.rank == 0 else []

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from hw_models import unit_args
 from hw_models.params import HardwareParams
-from netsparse_torch.switch._proto import pb
+from netsparse_torch.switch_service._proto import pb
 
 _CACHE_FIELDS = ("size_bytes", "ways", "segment_bytes", "max_line_bytes")
 

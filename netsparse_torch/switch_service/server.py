@@ -19,9 +19,9 @@ from concurrent import futures
 
 import grpc
 
-from netsparse_torch.switch._proto import MTU_KEY, NODE_KEY, TOKEN_KEY, pb, pb_grpc
-from netsparse_torch.switch.control import ConfigInvalid, config_from_request
-from netsparse_torch.switch.core import UPLINK, FrameRejected, Port, SwitchCore
+from netsparse_torch.switch_service._proto import MTU_KEY, NODE_KEY, TOKEN_KEY, pb, pb_grpc
+from netsparse_torch.switch_service.control import ConfigInvalid, config_from_request
+from netsparse_torch.switch_service.core import UPLINK, FrameRejected, Port, SwitchCore
 
 log = logging.getLogger("netsparse.switch")
 
@@ -218,7 +218,7 @@ class SwitchServer:
     def connect_uplink(self, address: str, name: str, timeout: float = 10.0) -> str | None:
         """(ToR) attaches the uplink port to the spine at ``address`` and waits until the spine lists
         it; returns None, or why the spine refused it (configure the spine before its ToRs)."""
-        from netsparse_torch.switch.client import ControlClient, SwitchError, Uplink
+        from netsparse_torch.switch_service.client import ControlClient, SwitchError, Uplink
 
         if self.uplink is not None:
             self.uplink.close()

@@ -1,5 +1,7 @@
-"""The ``switch`` fabric: NetSparse packets travel rank -> its ToR -> (spine -> other ToR) -> owner rank
-through the gRPC switch service (netsparse_torch.switch).
+"""The ``switch`` fabric as one rank sees it, a switched fabric: NetSparse packets travel rank -> its ToR
+-> (spine -> other ToR) -> owner rank through the gRPC switch service (netsparse_torch.switch_service).
+The rank is only a client of that service; starting and configuring the switches is the launcher's
+(netsparse_torch/run/switch_launcher.py).
 
 With a ToR property cache a read can come back as a response before it reaches its owner, so the
 all_to_all round structure of the ``collective`` fabric (reads phase, then responses phase) does not
@@ -18,11 +20,11 @@ from collections.abc import Callable
 import grpc
 import numpy as np
 
-from hw_models import units as _cu
+from hw_models import units as _units
 from hw_models.units import READ, RESPONSE
-from netsparse_torch.errors import ConfigError, RigTimeoutError
+from netsparse_torch.errors import RigTimeoutError
 from netsparse_torch.fabric import collective
-from netsparse_torch.switch.client import ControlClient, SwitchClient, SwitchError
+from netsparse_torch.switch_service.client import ControlClient, SwitchClient, SwitchError
 
 
 class SwitchFabric:
@@ -64,7 +66,7 @@ class SwitchFabric:
         self._send(per_dest)
 
     def _prs_by_owner(self, node, data: bytes) -> np.ndarray:
-        return _cu.prs_by_owner(data, self.row_bounds, mtu=node.mtu, upper_bytes=node.upper_bytes)
+        return _units.prs_by_owner(data, self.row_bounds, mtu=node.mtu, upper_bytes=node.upper_bytes)
 
     def _send(self, per_dest: dict) -> None:
         data = b"".join(per_dest.values())
@@ -74,7 +76,7 @@ class SwitchFabric:
 
     def _handle(self, node, frame: bytes) -> None:
         # the node's packet sizes: the switches carry the packets the nodes built (same configuration)
-        parts, _, _ = _cu.split_frame(frame, n_ports=2, by_type=True, mtu=node.mtu, upper_bytes=node.upper_bytes)
+        parts, _, _ = _units.split_frame(frame, n_ports=2, by_type=True, mtu=node.mtu, upper_bytes=node.upper_bytes)
         if parts[READ]:
             self._send(node.serve(parts[READ]))
         if parts[RESPONSE]:
@@ -160,134 +162,3 @@ class SwitchFabric:
         self.client.close()
         for ctl in self.controls:
             ctl.close()
-
-
-def racks_of(world_size: int, rack_size: int) -> dict[int, list[int]]:
-    """Rack id -> its ranks: ``rack_size`` consecutive ranks per rack (the last rack may be smaller)."""
-    if rack_size <= 0 or world_size <= 0:
-        raise ValueError(f"world_size and rack_size must be > 0, got {world_size}, {rack_size}")
-    racks: dict[int, list[int]] = {}
-    for rank in range(world_size):
-        racks.setdefault(rank // rack_size, []).append(rank)
-    return racks
-
-
-def check_spec(spec: dict, world_size: int, rack_size: int) -> None:
-    """A switch spec is ``{"spine": address or None, "tors": [one address per rack]}``."""
-    n_racks = len(racks_of(world_size, rack_size))
-    tors = list(spec.get("tors") or [])
-    if len(tors) != n_racks:
-        raise ConfigError(f"fabric.switches needs {n_racks} ToR address(es) for world_size={world_size} and "
-                          f"rack_size={rack_size} (one per rack), got {len(tors)}")
-    if n_racks > 1 and not spec.get("spine"):
-        raise ConfigError(f"fabric.switches needs a spine address: {n_racks} racks")
-
-
-def attachment(spec: dict, rank: int, rack_size: int) -> tuple[str, list[str]]:
-    """(the rank's ToR address, the switches it invalidates before a kernel): the first rank of each
-    rack invalidates its ToR, rank 0 also the spine."""
-    rack = rank // rack_size
-    tor = spec["tors"][rack]
-    controls = [tor] if rank % rack_size == 0 else []
-    return tor, controls + ([spec["spine"]] if rank == 0 and spec.get("spine") else [])
-
-
-def configure_switches(spec: dict, world_size: int, rack_size: int, prop_bytes: int, *,
-                       token: str | None = None, tls_ca: bytes | None = None, **cfg) -> None:
-    """Sends Configure to every switch of ``spec``: the spine first (a ToR's Configure connects its
-    uplink, which the spine must already know), then each ToR with its rack and the spine address.
-    ``cfg``: configure_request keywords (cache, concatenation, delay_cycles, size_bytes, ...). Each switch's
-    counters start again from zero: the run's report holds what its own epochs counted, not an earlier run's
-    on the same switches (a resumed run adds its checkpoint's)."""
-    from netsparse_torch.switch import configure_request
-
-    check_spec(spec, world_size, rack_size)
-    racks = racks_of(world_size, rack_size)
-    spine = spec.get("spine") or ""
-    if len(racks) > 1:
-        _configure(_control(spine, token, tls_ca), configure_request(world_size, prop_bytes, racks, **cfg))
-    for rack, address in enumerate(spec["tors"]):
-        _configure(_control(address, token, tls_ca), configure_request(
-            world_size, prop_bytes, racks, rack_id=rack, spine_address=spine if len(racks) > 1 else "", **cfg))
-
-
-def _configure(ctl: ControlClient, request) -> None:
-    ctl.configure(request)
-    ctl.reset()
-    ctl.close()
-
-
-def switch_report(spec: dict, *, token: str | None = None, tls_ca: bytes | None = None,
-                  timeout_s: float | None = None) -> list[dict]:
-    """The train report's ``switches``: ``[{name, role, counters}]`` read over each switch's control plane
-    (each call within ``timeout_s``, None: the control client's default); a switch that fails is named."""
-    named = ([("spine", spec["spine"])] if spec.get("spine") else []) + [
-        (f"tor{i}", a) for i, a in enumerate(spec["tors"])]
-    out = []
-    for name, address in named:
-        ctl = _control(address, token, tls_ca)
-        if timeout_s is not None:
-            ctl.timeout = timeout_s
-        try:
-            out.append({"name": name, "role": ctl.health().role, "address": address, "counters": ctl.counters()})
-        except SwitchError as e:
-            raise SwitchError(f"switch {address}: {e}", e.code) from None
-        finally:
-            ctl.close()
-    return out
-
-
-def _control(address: str, token: str | None, tls_ca: bytes | None = None) -> ControlClient:
-    return ControlClient(address, token=token, tls_ca=tls_ca)
-
-
-class LocalSwitches:
-    """One ToR per ``rack_size`` consecutive ranks plus a spine (when there are several racks), on free
-    loopback ports of this process, configured and ready. Always ``stop()`` it (or use ``with``).
-
-    ``address(rank)`` is the rank's ToR; ``controls(rank)`` the switches that rank invalidates before
-    a kernel (the first rank of each rack: its ToR; rank 0 also the spine); ``spec()`` the addresses
-    as ``{"spine", "tors"}``; ``report()`` the train report's ``switches`` list of ``{name, role, counters}``."""
-
-    def __init__(self, world_size: int, rack_size: int, prop_bytes: int, *, host: str = "127.0.0.1",
-                 token: str | None = None, queue_depth: int = 64, **cfg):
-        from netsparse_torch.switch import SwitchServer
-
-        racks = racks_of(world_size, rack_size)
-        self.rack_size = rack_size
-        self.servers: dict[str, object] = {}
-        self.token = token
-        try:
-            if len(racks) > 1:
-                self.servers["spine"] = SwitchServer("spine", host=host, token=token, queue_depth=queue_depth).start()
-            for rack in racks:
-                self.servers[f"tor{rack}"] = SwitchServer("tor", host=host, token=token,
-                                                          queue_depth=queue_depth).start()
-            configure_switches(self.spec(), world_size, rack_size, prop_bytes, token=token, **cfg)
-        except BaseException:
-            self.stop()
-            raise
-
-    def spec(self) -> dict:
-        spine = self.servers.get("spine")
-        return {"spine": spine.address if spine else None,
-                "tors": [s.address for n, s in self.servers.items() if n.startswith("tor")]}
-
-    def address(self, rank: int) -> str:
-        return attachment(self.spec(), rank, self.rack_size)[0]
-
-    def controls(self, rank: int) -> list[str]:
-        return attachment(self.spec(), rank, self.rack_size)[1]
-
-    def report(self) -> list[dict]:
-        return switch_report(self.spec(), token=self.token)
-
-    def stop(self) -> list[str]:
-        """Stops every switch; returns their one-line summaries."""
-        return [s.stop() for s in self.servers.values()]
-
-    def __enter__(self) -> LocalSwitches:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()

@@ -9,8 +9,8 @@
 - :class:`SwitchClient`, :class:`ControlClient` (client.py), :func:`configure_request` (control.py).
 """
 
-from netsparse_torch.switch.client import ControlClient, SwitchClient, SwitchError
-from netsparse_torch.switch.control import configure_request
-from netsparse_torch.switch.server import SwitchServer
+from netsparse_torch.switch_service.client import ControlClient, SwitchClient, SwitchError
+from netsparse_torch.switch_service.control import configure_request
+from netsparse_torch.switch_service.server import SwitchServer
 
 __all__ = ["ControlClient", "SwitchClient", "SwitchError", "SwitchServer", "configure_request"]

@@ -8,8 +8,8 @@ import threading
 import grpc
 
 from netsparse_torch.errors import NetsparseError
-from netsparse_torch.switch._proto import MTU_KEY, NODE_KEY, TOKEN_KEY, pb, pb_grpc
-from netsparse_torch.switch.control import counters_dict
+from netsparse_torch.switch_service._proto import MTU_KEY, NODE_KEY, TOKEN_KEY, pb, pb_grpc
+from netsparse_torch.switch_service.control import counters_dict
 
 _END = object()
 _OPTS = [("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)]
@@ -150,7 +150,7 @@ class Uplink(_Stream):
         port.attached = True
 
     def on_frame(self, data: bytes) -> None:
-        from netsparse_torch.switch.core import FrameRejected
+        from netsparse_torch.switch_service.core import FrameRejected
 
         try:
             self.core.admit(self.port, data)

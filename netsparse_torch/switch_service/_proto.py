@@ -5,12 +5,12 @@ metadata keys of a call, which the client sends and the server reads."""
 from netsparse_torch.errors import NotBuiltError
 
 try:
-    from netsparse_torch.switch import switch_pb2 as pb
-    from netsparse_torch.switch import switch_pb2_grpc as pb_grpc
+    from netsparse_torch.switch_service import switch_pb2 as pb
+    from netsparse_torch.switch_service import switch_pb2_grpc as pb_grpc
 except ModuleNotFoundError as exc:
-    if not (exc.name or "").startswith("netsparse_torch.switch.switch_pb2"):
+    if not (exc.name or "").startswith("netsparse_torch.switch_service.switch_pb2"):
         raise
-    raise NotBuiltError("the switch service's gRPC stubs (netsparse_torch/switch/switch_pb2*.py) are not "
+    raise NotBuiltError("the switch service's gRPC stubs (netsparse_torch/switch_service/switch_pb2*.py) are not "
                         "generated: run `make install` (or `pip install -e .`)") from exc
 
 NODE_KEY = "x-netsparse-node"

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hw_models import units
-from hw_models import units as _cu
+from hw_models import units as _units
 from netsparse_torch.errors import PacketError
-from netsparse_torch.switch.control import PortCounters, SwitchConfig, SwitchCounters, counters_message
+from netsparse_torch.switch_service.control import PortCounters, SwitchConfig, SwitchCounters, counters_message
 
 log = logging.getLogger("netsparse.switch")
 
@@ -129,7 +129,7 @@ class SwitchCore:
             unit = {}
             if self.pipe is not None:
                 unit = dict(self.pipe.counters)
-                unit.update({k: v for k, v in _cu.switch_pipe_unit_counters(self.pipe).items()
+                unit.update({k: v for k, v in _units.switch_pipe_unit_counters(self.pipe).items()
                              if k in ("evictions", "concat_packets")})
             return counters_message(self.role, {p.name: p.counters for p in self.ports.values()}, self.sw, unit)
 
@@ -155,7 +155,7 @@ class SwitchCore:
         if len(data) > self.max_frame_bytes:
             raise FrameRejected("oversize", f"frame of {len(data)} B exceeds the {self.max_frame_bytes} B limit")
         try:
-            n_pk, n_rd, n_rs = _cu.scan_frame(data, n_dests=cfg.n_nodes, prop_bytes=cfg.prop_bytes,
+            n_pk, n_rd, n_rs = _units.scan_frame(data, n_dests=cfg.n_nodes, prop_bytes=cfg.prop_bytes,
                                               expected_src=expected_src, mtu=cfg.mtu, upper_bytes=cfg.upper_bytes)
         except PacketError as e:  # the C++ frame check raises one subclass per error-counter key
             raise FrameRejected(e.kind, str(e)) from None
@@ -212,7 +212,7 @@ class SwitchCore:
         """Routes output packets to egress queues by destination port (blocking on a full queue)."""
         cfg = self.cfg
         for ty, data in outputs:
-            parts, pkts, prs = _cu.split_frame(data, port_of_dest=self._port_of_dest, n_ports=len(self._port_list),
+            parts, pkts, prs = _units.split_frame(data, port_of_dest=self._port_of_dest, n_ports=len(self._port_list),
                                                mtu=cfg.mtu, upper_bytes=cfg.upper_bytes)
             with self._lock:
                 if ty == units.READ:
@@ -220,7 +220,7 @@ class SwitchCore:
                 elif ty == units.RESPONSE:
                     self.sw.response_prs_out += int(prs.sum())
                 else:  # forwarded unchanged: count the types from the scan again
-                    _, n_rd, n_rs = _cu.scan_frame(data, n_dests=cfg.n_nodes, prop_bytes=cfg.prop_bytes,
+                    _, n_rd, n_rs = _units.scan_frame(data, n_dests=cfg.n_nodes, prop_bytes=cfg.prop_bytes,
                                                    mtu=cfg.mtu, upper_bytes=cfg.upper_bytes)
                     self.sw.read_prs_out += n_rd
                     self.sw.response_prs_out += n_rs
