@@ -75,3 +75,11 @@ def test_netsparse_train_fails_in_one_line_with_exit_2():
     proc = run_cli("netsparse_torch.cli.train", "epochs=-1", timeout=120)
     assert proc.returncode == 2, proc.stderr[-2000:]
     _said_once(proc.stderr, "netsparse-train")
+
+
+def test_netsparse_switch_that_cannot_bind_exits_2(capsys):
+    """A switch that cannot start (an address this host does not have) is bad input too: exit 2, one line."""
+    with pytest.raises(SystemExit) as done:
+        switch.main(["--role", "tor", "--host", "203.0.113.1", "--port", "5"])  # TEST-NET-3: never local
+    assert done.value.code == 2
+    _said_once(capsys.readouterr().err, "netsparse-switch")
