@@ -11,7 +11,14 @@ import pytest
 from cli import ROOT, run_cli
 
 from netsparse_torch.config_check import config_dir
-from netsparse_torch.config_keys import STRATEGY_OPTIONS, SYNTHETIC_PARAMS, check_override_keys
+from netsparse_torch.config_keys import (
+    SIMULATE,
+    STRATEGY_OPTIONS,
+    SYNTHETIC_PARAMS,
+    TRAIN,
+    check_command_line,
+    check_override_keys,
+)
 from netsparse_torch.errors import ConfigError
 
 
@@ -125,3 +132,15 @@ def test_help_lists_only_the_groups_training_reads():
 def test_help_checks_its_overrides_first():
     proc = run_cli("netsparse_torch.cli.train", "--help", "strategy=foo", timeout=60)
     assert proc.returncode == 2 and proc.stderr.strip().startswith("netsparse-train: error: unknown strategy 'foo'")
+
+
+@pytest.mark.parametrize("cli, arg, new", [
+    (TRAIN, "strategy.options.n_units=8", "strategy.options.rig_units"),
+    (TRAIN, "+strategy.options.n_client_units=4", "strategy.options.rig_client_units"),
+    (TRAIN, "fabric.capacity_bytes=1024", "fabric.size_bytes"),
+    (SIMULATE, "cache_bytes=1048576", "cache_size_bytes"),
+])
+def test_a_hardware_fields_old_spelling_is_refused_naming_the_new_one(cli, arg, new):
+    """One spelling per hardware field (HardwareParams'): a key of earlier configs is one line naming it."""
+    with pytest.raises(ConfigError, match=f"is now {new}: write {new}="):
+        check_command_line(["strategy=netsparse", arg] if cli is TRAIN else [arg], cli)
