@@ -205,4 +205,18 @@ void bind_sim(py::module_& sim) {
       "snic.rig_auto_split=remote_idxs: where a node's RIG commands end in its idx stream `idx` (its "
       "columns: [lo, hi)), a cut after every batch-th remote idx (csrc/sim/workload.h).",
       py::arg("idx"), py::arg("lo"), py::arg("hi"), py::arg("batch"));
+  sim.def(
+      "clock",
+      [](double ghz, const I64& ps, const I64& cycles) {
+        if (!(ghz > 0)) throw ConfigInvalid("clock: ghz must be > 0");
+        const Clock ck(ghz);
+        py::dict out;
+        out["cycle"] = column(vec(ps), [&](int64_t p) { return ck.cycle(p); });
+        out["defined_cycle"] = column(vec(ps), [&](int64_t p) { return ck.defined_cycle(p); });
+        out["ps"] = column(vec(cycles), [&](int64_t c) { return ck.ps(c); });
+        return out;
+      },
+      "One clock domain's conversions (csrc/sim/types.h Clock) at `ghz`: cycle(p) and its long double "
+      "definition for each p of `ps`, and the first picosecond ps(c) of each cycle c of `cycles`.",
+      py::arg("ghz"), py::arg("ps"), py::arg("cycles"));
 }

@@ -287,14 +287,46 @@ enum Kind : uint8_t {
 static_assert(kLinkArrive + 1 == kEventKinds, "one Kind per entry of NETSPARSE_SIM_EVENTS");
 static_assert(kEventKinds <= 16, "an event key holds its kind in 4 bits");
 
-// Integer cycle <-> picosecond conversion of one clock domain (monotone, exact round trip).
-struct Clock {
+// Integer cycle <-> picosecond conversion of one clock domain (monotone, exact round trip). The
+// definition is the long double formula of defined_cycle(); cycle() gets the same integer from exact
+// 128-bit arithmetic (ghz is a binary fraction m 2^-k) and falls back to the formula only within its
+// rounding error of a cycle boundary, so every result equals the formula's while most take no x87 math.
+class Clock {
+ public:
+  explicit Clock(double ghz_) : ghz(ghz_), ps_per_cycle_(1000.0 / ghz_) {
+    int e = 0;
+    const double f = std::frexp(ghz_, &e);  // ghz = f 2^e, f in [0.5, 1): m = f 2^53 is an integer
+    const int k = 53 - e;
+    if (ghz_ > 0 && std::isfinite(ghz_) && k >= 0 && k <= 100) {
+      m_ = static_cast<uint64_t>(std::ldexp(f, 53));
+      k_ = k;
+      exact_ = true;
+    }
+  }
   double ghz;
   // The cycle that has started by `ps`.
-  int64_t cycle(int64_t ps) const { return static_cast<int64_t>(std::floor(static_cast<long double>(ps) * ghz / 1000.0L)); }
-  // The first picosecond of cycle `cyc`.
+  int64_t cycle(int64_t ps) const {
+    using u128 = unsigned __int128;
+    if (exact_ && ps >= 0) {
+      const u128 x = static_cast<u128>(static_cast<uint64_t>(ps)) * m_;  // ps ghz 1000 = x / (1000 2^k)
+      const u128 hi = x >> k_;
+      if (hi >> 64 == 0) {
+        const uint64_t q = static_cast<uint64_t>(hi) / 1000;
+        const u128 r = x - (static_cast<u128>(q * 1000) << k_);  // x mod 1000 2^k
+        const u128 d = static_cast<u128>(1000) << k_;
+        // The formula's two roundings move its value by under x 2^(2 - digits) in these units.
+        const u128 margin = (x >> (std::numeric_limits<long double>::digits - 3)) + 1;
+        if (r > margin && d - r > margin) return static_cast<int64_t>(q);
+      }
+    }
+    return defined_cycle(ps);
+  }
+  // The first picosecond of cycle `cyc`: the least p >= 0 with cycle(p) >= cyc (for cyc > 0, whatever
+  // the first guess, since cycle() is monotone).
   int64_t ps(int64_t cyc) const {
-    int64_t p = static_cast<int64_t>(std::ceil(static_cast<long double>(cyc) * 1000.0L / ghz));
+    int64_t p = cyc > 0 && cyc < (int64_t{1} << 50)
+                    ? static_cast<int64_t>(std::ceil(static_cast<double>(cyc) * ps_per_cycle_))
+                    : static_cast<int64_t>(std::ceil(static_cast<long double>(cyc) * 1000.0L / ghz));
     while (cycle(p) < cyc) ++p;
     while (p > 0 && cycle(p - 1) >= cyc) --p;
     return p;
@@ -304,6 +336,16 @@ struct Clock {
     const int64_t c = cycle(ps_);
     return this->ps(c) == ps_ ? c : c + 1;
   }
+  // The definition of cycle().
+  int64_t defined_cycle(int64_t ps) const {
+    return static_cast<int64_t>(std::floor(static_cast<long double>(ps) * ghz / 1000.0L));
+  }
+
+ private:
+  double ps_per_cycle_;  // only a first guess for ps()
+  uint64_t m_ = 0;
+  int k_ = 0;
+  bool exact_ = false;
 };
 
 }  // namespace netsparse::sim
