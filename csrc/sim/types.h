@@ -288,64 +288,58 @@ static_assert(kLinkArrive + 1 == kEventKinds, "one Kind per entry of NETSPARSE_S
 static_assert(kEventKinds <= 16, "an event key holds its kind in 4 bits");
 
 // Integer cycle <-> picosecond conversion of one clock domain (monotone, exact round trip). The
-// definition is the long double formula of defined_cycle(); cycle() gets the same integer from exact
-// 128-bit arithmetic (ghz is a binary fraction m 2^-k) and falls back to the formula only within its
-// rounding error of a cycle boundary, so every result equals the formula's while most take no x87 math.
+// definition is the long double formula of defined_cycle(). cycle() and ps() first compute in double
+// precision, whose error is bounded (under y 2^-51 for a value y < 2^52), and return that result
+// only when it lies farther than the bound from a cycle boundary, where the formula cannot differ
+// from exact arithmetic either (its own error is under y 2^-62); otherwise, rarely, they take the
+// definition. Every result equals the formula's, and most need no x87 math (it was a quarter of the
+// event loop).
 class Clock {
  public:
-  explicit Clock(double ghz_) : ghz(ghz_), ps_per_cycle_(1000.0 / ghz_) {
-    int e = 0;
-    const double f = std::frexp(ghz_, &e);  // ghz = f 2^e, f in [0.5, 1): m = f 2^53 is an integer
-    const int k = 53 - e;
-    if (ghz_ > 0 && std::isfinite(ghz_) && k >= 0 && k <= 100) {
-      m_ = static_cast<uint64_t>(std::ldexp(f, 53));
-      k_ = k;
-      exact_ = true;
-    }
-  }
+  explicit Clock(double ghz_) : ghz(ghz_), cycles_per_ps_(ghz_ / 1000.0), ps_per_cycle_(1000.0 / ghz_) {}
   double ghz;
   // The cycle that has started by `ps`.
   int64_t cycle(int64_t ps) const {
-    using u128 = unsigned __int128;
-    if (exact_ && ps >= 0) {
-      const u128 x = static_cast<u128>(static_cast<uint64_t>(ps)) * m_;  // ps ghz 1000 = x / (1000 2^k)
-      const u128 hi = x >> k_;
-      if (hi >> 64 == 0) {
-        const uint64_t q = static_cast<uint64_t>(hi) / 1000;
-        const u128 r = x - (static_cast<u128>(q * 1000) << k_);  // x mod 1000 2^k
-        const u128 d = static_cast<u128>(1000) << k_;
-        // The formula's two roundings move its value by under x 2^(2 - digits) in these units.
-        const u128 margin = (x >> (std::numeric_limits<long double>::digits - 3)) + 1;
-        if (r > margin && d - r > margin) return static_cast<int64_t>(q);
-      }
+    if (ps >= 0 && ps < kFast) {
+      const double y = static_cast<double>(ps) * cycles_per_ps_;  // within y 2^-51 of ps ghz / 1000
+      const int64_t q = static_cast<int64_t>(y);
+      const double f = y - static_cast<double>(q);  // exact (Sterbenz)
+      const double margin = y * kMargin;
+      if (f > margin && f < 1.0 - margin) return q;
     }
     return defined_cycle(ps);
   }
-  // The first picosecond of cycle `cyc`: the least p >= 0 with cycle(p) >= cyc (for cyc > 0, whatever
-  // the first guess, since cycle() is monotone).
+  // The first picosecond of cycle `cyc`: the least p >= 0 with cycle(p) >= cyc (for cyc > 0).
   int64_t ps(int64_t cyc) const {
-    int64_t p = cyc > 0 && cyc < (int64_t{1} << 50)
-                    ? static_cast<int64_t>(std::ceil(static_cast<double>(cyc) * ps_per_cycle_))
-                    : static_cast<int64_t>(std::ceil(static_cast<long double>(cyc) * 1000.0L / ghz));
-    while (cycle(p) < cyc) ++p;
-    while (p > 0 && cycle(p - 1) >= cyc) --p;
-    return p;
+    if (cyc > 0 && cyc < kFast) {
+      const double z = static_cast<double>(cyc) * ps_per_cycle_;  // within z 2^-51 of cyc 1000 / ghz
+      const int64_t q = static_cast<int64_t>(z);
+      const double f = z - static_cast<double>(q);
+      const double margin = z * kMargin;
+      if (f > margin && f < 1.0 - margin) return q + 1;  // cycle(q) < cyc <= cycle(q + 1), clear of rounding
+    }
+    return defined_ps(cyc);
   }
   // The first cycle that starts at or after `ps`.
   int64_t up(int64_t ps_) const {
     const int64_t c = cycle(ps_);
     return this->ps(c) == ps_ ? c : c + 1;
   }
-  // The definition of cycle().
+  // The definitions of cycle() and ps().
   int64_t defined_cycle(int64_t ps) const {
     return static_cast<int64_t>(std::floor(static_cast<long double>(ps) * ghz / 1000.0L));
   }
+  int64_t defined_ps(int64_t cyc) const {
+    int64_t p = static_cast<int64_t>(std::ceil(static_cast<long double>(cyc) * 1000.0L / ghz));
+    while (defined_cycle(p) < cyc) ++p;
+    while (p > 0 && defined_cycle(p - 1) >= cyc) --p;
+    return p;
+  }
 
  private:
-  double ps_per_cycle_;  // only a first guess for ps()
-  uint64_t m_ = 0;
-  int k_ = 0;
-  bool exact_ = false;
+  static constexpr int64_t kFast = int64_t{1} << 50;  // doubles hold these and their products' bounds
+  static constexpr double kMargin = 0x1p-48;          // 8x the double error bound: clear of both roundings
+  double cycles_per_ps_, ps_per_cycle_;
 };
 
 }  // namespace netsparse::sim
