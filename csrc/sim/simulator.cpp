@@ -106,10 +106,10 @@ void check_partition(const std::vector<int64_t>& rb, const std::vector<int64_t>&
 class Sim {
  public:
   Sim(const Csr& a, const std::vector<int64_t>& rb, const std::vector<int64_t>& cb, const SimConfig& cfg,
-      const Topo& topo, bool log_hops)
+      const Topo& topo, const Observe& obs)
       : ctx_(cfg, topo, cb),
         work_(a, rb, cb, cfg),
-        net_(make_network(ctx_, log_hops)),
+        net_(make_network(ctx_, obs)),
         switches_(ctx_, *net_),
         nodes_(ctx_, work_, *net_) {
     net_->attach(&nodes_, &switches_);
@@ -190,10 +190,10 @@ void Sim::report_active_nodes() {
 }  // namespace
 
 SimResult run(const Csr& a, const std::vector<int64_t>& row_bounds, const std::vector<int64_t>& col_bounds,
-              const SimConfig& cfg, const Topo& topo, bool log_hops) {
+              const SimConfig& cfg, const Topo& topo, const Observe& obs) {
   check_partition(row_bounds, col_bounds, topo);
   check_config(cfg);
-  Sim s(a, row_bounds, col_bounds, cfg, topo, log_hops);
+  Sim s(a, row_bounds, col_bounds, cfg, topo, obs);
   return s.run();
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/link_stats.h"
 #include "units/flit_link.h"
 
 namespace netsparse::sim {
@@ -263,6 +264,7 @@ struct SimResult {
   std::vector<double> stalled_on;          // [nodes, kBounds]: its path's unit's stall cycles by what they awaited
   std::vector<PipeCounters> pipes;         // one per middle pipe of an extended ToR
   std::vector<HopRow> hops;                // the hop log, only when asked for
+  LinkStatsResult link_stats;              // stats=links, only when asked for (bins = 0 otherwise)
   double wall_s = 0;
 };
 
