@@ -82,6 +82,8 @@ class NetSparseRun:
     """Per middle pipe of an extended ToR, each counter of ``SIM_PIPE_COUNTERS`` (docs/simulator.md)."""
     hops: np.ndarray | None = None
     """With ``simulate(..., log_hops=True)``: the network's hop log, ``[rows, 8]`` (csrc/sim/types.h HopRow)."""
+    loop_cpu_s: float | None = None
+    """Measured: CPU seconds of the event loop (its thread's; ``counters["wall_clock_s"]`` is its wall clock)."""
 
 
 def mechanisms_up_to(stage: str) -> dict[str, bool]:
@@ -243,7 +245,7 @@ def _to_run(out: dict, params: HardwareParams) -> NetSparseRun:
     pipes = {name: np.asarray(v).tolist() for name, v in out["pipes"].items()}
     hops = np.asarray(out["hops"]) if "hops" in out else None
     return NetSparseRun(node_time_s=t, tail=stats, active_nodes=series, counters=counters, critical_path=path,
-                        switch_pipes=pipes, hops=hops)
+                        switch_pipes=pipes, hops=hops, loop_cpu_s=float(out["cpu_s"]))
 
 
 def line_util(nodes: dict, node: int, time_s: float, params: HardwareParams) -> float | None:

@@ -124,6 +124,7 @@ py::dict to_dict(const SimResult& r) {
 #undef COUNTER_COLUMNS
 #undef COUNTER_COLUMN
   out["wall_s"] = r.wall_s;
+  out["cpu_s"] = r.cpu_s;
   return out;
 }
 }  // namespace

@@ -265,7 +265,7 @@ struct SimResult {
   std::vector<PipeCounters> pipes;         // one per middle pipe of an extended ToR
   std::vector<HopRow> hops;                // the hop log, only when asked for
   LinkStatsResult link_stats;              // stats=links, only when asked for (bins = 0 otherwise)
-  double wall_s = 0;
+  double wall_s = 0, cpu_s = 0;  // the event loop's, measured
 };
 
 // The CSR of A without values. indptr: n_rows + 1 offsets; indices: nnz column ids, int32 (narrow)
