@@ -84,7 +84,7 @@ class LinkSeries:
             t0 = b * self.bin_ps
             for li, name in enumerate(self.names):
                 src, dst = name.split(" > ")
-                yield (b, t0 * 1e-6, (t0 + int(span[b])) * 1e-6, li, src, dst, float(util[b, li]),
+                yield (b, t0 / 1e6, (t0 + int(span[b])) / 1e6, li, src, dst, float(util[b, li]),
                        int(self.bytes[b, li]), int(self.packets[b, li]), float(queue[b, li]),
                        int(self.queue_max[b, li]))
 

@@ -5,18 +5,24 @@ on a congested run, with fixed and automatic bins."""
 
 from __future__ import annotations
 
+import csv
 import math
 
 import numpy as np
 import pytest
+import scipy.io
 import scipy.sparse as sp
+from cli import run_cli
+from conftest import DATA, ROOT
 
 from hw_models import definitions
 from hw_models.errors import ConfigError
 from hw_models.params import HardwareParams
 from hw_models.simulator import simulate
 from hw_models.topology import build_topology
+from netsparse_torch.errors import ConfigError as CliConfigError
 
+KARATE = DATA / "mtx_small" / "karate.mtx"
 HOP = 1  # hop log row kind (csrc/sim/types.h HopRow)
 P8_TINY_RX = {"cluster": {"nodes": 8, "rack_size": 4}, "snic": {"rx_buffer_bytes": 1500}}
 
@@ -136,3 +142,58 @@ def test_flit_layer_is_refused():
     flit = {"mode": "flit", "flit": {"flit_bytes": 16}}
     with pytest.raises(ConfigError, match="packet links"):
         simulate(a, definitions.workload(a, 8), hw, 16, link_layer=flit, link_stats_bin_ps="auto")
+
+
+# -- netsparse-simulate stats=links -------------------------------------------------------------------------
+
+def _cfg(*overrides):
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        return compose(config_name="simulate", overrides=[f"matrix={KARATE}", "nodes=4", "rack_size=2", *overrides])
+
+
+def test_cli_writes_links_csv_and_plot(tmp_path):
+    from netsparse_torch.run import simulation
+
+    report = simulation.run(_cfg("stats=links", "stats_bin_ns=50", "ablation=true"), tmp_path)
+    with open(tmp_path / "links.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    block = report["link_stats"]
+    assert block["csv"] == "links.csv" and block["bin_s"] == 50e-9 and block["modeled"] is True
+    links = build_topology(HardwareParams.from_dict({"cluster": {"nodes": 4, "rack_size": 2}})).n_links
+    assert len(rows) == block["bins"] * links and block["links"] == links
+    assert rows[links]["t0_us"] == rows[0]["t1_us"] == "0.05"
+    # every packet a node sends crosses its own link to its ToR once
+    assert sum(int(r["packets"]) for r in rows if r["src"].startswith("node ")) == _karate_packets_sent()
+    assert all(0 <= float(r["utilisation"]) <= 1 for r in rows)
+    assert block["busiest"][0]["utilisation"] >= block["busiest"][-1]["utilisation"] > 0
+    assert (tmp_path / "links.png").stat().st_size > 0
+
+
+def _karate_packets_sent() -> int:
+    a = sp.csr_matrix(scipy.io.mmread(KARATE))
+    hw = HardwareParams.from_dict({"cluster": {"nodes": 4, "rack_size": 2}})
+    return int(sum(simulate(a, definitions.workload(a, 4), hw, 16).counters["nodes"]["packets_tx"]))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["stats=links", "link_layer=flit"], "stats=links covers packet links"),
+    (["stats=link"], "stats='link' is not a statistic"),
+    (["stats_bin_ns=10"], "stats_bin_ns=10 applies to stats=links"),
+    (["stats=links", "stats_bin_ns=0"], "stats_bin_ns must be a bin width"),
+])
+def test_cli_refusals(tmp_path, args, message):
+    from netsparse_torch.run import simulation
+
+    with pytest.raises(CliConfigError, match=message):
+        simulation.run(_cfg(*args), tmp_path)
+    assert not list(tmp_path.iterdir())
+
+
+def test_cli_flit_refusal_is_one_line_exit_2(tmp_path):
+    proc = run_cli("netsparse_torch.cli.simulate", f"matrix={KARATE}", "nodes=4", "rack_size=2", "stats=links",
+                   "link_layer=flit", f"hydra.run.dir={tmp_path}", timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("netsparse-simulate: error: stats=links covers packet links")

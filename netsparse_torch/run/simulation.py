@@ -23,9 +23,11 @@ from hw_models.pattern import Pattern, as_pattern
 from hw_models.synthetic import generate
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.progress import iterate
+from netsparse_torch.report import link_stats as link_report
 from netsparse_torch.report import write_json
 from netsparse_torch.report.provenance import provenance
 from netsparse_torch.report.simulation import save_figures, summary_lines
+from netsparse_torch.run import link_stats
 
 
 def load_matrix(cfg: DictConfig) -> tuple[Pattern, str]:
@@ -64,8 +66,11 @@ def run(cfg: DictConfig, out_dir: Path | None = None) -> dict:
     t0 = time.perf_counter()
     params = simulate_hardware(cfg)  # the run's one hardware: simulator, baselines and the report's `hardware`
     a, name = load_matrix(cfg)
+    links_bin_ps = link_stats.bin_ps(cfg)
     simulator = with_link_layer(default_simulator(), cfg)
     mechanisms = _container(cfg.get("mechanisms"))
+    if links_bin_ps is not None:
+        simulator = link_stats.Recorder(simulator, links_bin_ps, mechanisms)
     report = analyze(a, params, k=int(cfg.k), kernel=str(cfg.kernel), partition=str(cfg.partition),
                      simulator=simulator, mechanisms=mechanisms, ablation=bool(cfg.ablation),
                      progress=_progress, extras=list(cfg.get("strategies") or []),
@@ -76,6 +81,9 @@ def run(cfg: DictConfig, out_dir: Path | None = None) -> dict:
         report["matrix"]["label"] = analogs.label(str(cfg.matrix))
     if cfg.get("strong_scaling"):
         report["strong_scaling"] = strong_scaling_block(a, params, cfg)
+    links = getattr(simulator, "series", None)
+    if links is not None:
+        report["link_stats"] = link_report.summary(links)
     report["wall_clock_s"] = time.perf_counter() - t0
     report["config"] = _container(cfg)
     report["provenance"] = provenance()
@@ -83,6 +91,8 @@ def run(cfg: DictConfig, out_dir: Path | None = None) -> dict:
                        out_dir / "report.json" if out_dir else None)
     if cfg.get("plots", True) and paths:
         paths += save_figures(report, paths[-1].parent)
+    if links is not None and paths:
+        paths += link_report.write(links, paths[-1].parent, f"busiest links, {name} K={cfg.k}", cfg.get("plots", True))
     for line in summary_lines(report):
         print(line)
     for p in paths:
