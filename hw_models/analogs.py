@@ -17,7 +17,9 @@ tolerance that holds at ``@0.01``-``@0.05`` is :data:`SCALED_TOLERANCE`.
 Optional cache: :func:`load` with ``cache_dir`` writes the pattern as ``.npy`` files (read back with
 ``mmap_mode``) beside a JSON sidecar with the generator version, parameters, seed, scale and a
 BLAKE2b checksum; the file name carries a digest of all of them, so a sweep generates each analog
-once and a changed parameter never reads a stale file. A checksum mismatch is one
+once and a changed parameter never reads a stale file. Parallel jobs of a sweep share the cache: one
+generates an analog under a lock (``<stem>.lock``) while the others wait, then read its files; each file
+is written under a temporary name and renamed, so no reader sees half a file. A checksum mismatch is one
 :class:`~hw_models.errors.GraphInputError`.
 """
 
@@ -33,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from hw_models.errors import ConfigError, GraphInputError
+from hw_models.files import locked, temporary, write_text_atomic
 from hw_models.native import graph as _graph
 from hw_models.pattern import Pattern
 
@@ -172,6 +175,53 @@ def generate(m: PaperMatrix | str, scale: float = 1.0, seed: int = 0, params: di
     return Pattern(indptr, indices, (n, n))
 
 
+def _generator(m: PaperMatrix, scale: float) -> tuple[int, dict]:
+    return scaled_rows(m, scale), {"segments": SEGMENTS, **m.params}
+
+
+def generate_rows(m: PaperMatrix, scale: float, seed: int, begin: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``[begin, end)`` of the analog, ``(indptr int64 from 0, indices int32)``: exactly those rows of
+    :func:`generate` (every row is a function of (seed, row) only), without generating the others."""
+    n, p = _generator(m, scale)
+    return _graph.generate_analog_rows(m.family, n, int(seed), p, int(begin), int(end))
+
+
+def row_degrees(m: PaperMatrix, scale: float, seed: int, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Nonzeros (int64) and diagonal flags (bool) of the analog's rows ``ids``, each row generated and
+    dropped: the degree information of a halo, in O(len(ids)) memory."""
+    n, p = _generator(m, scale)
+    return _graph.analog_degrees(m.family, n, int(seed), p, np.ascontiguousarray(ids, dtype=np.int64))
+
+
+def row_counts(m: PaperMatrix, scale: float, seed: int, chunk: int = 1 << 22) -> np.ndarray:
+    """Nonzeros of every row (int64): one counting pass, ``chunk`` rows generated at a time, so it holds
+    8 B per row and never the pattern (``partition=nnz``'s row pointer)."""
+    return np.concatenate(list(_counts(m, scale, seed, chunk)))
+
+
+def count_nonzeros(m: PaperMatrix, scale: float, seed: int, chunk: int = 1 << 22) -> int:
+    """The analog's nonzeros: the counting pass of :func:`row_counts`, holding one chunk's counts at a time."""
+    return sum(int(c.sum()) for c in _counts(m, scale, seed, chunk))
+
+
+def _counts(m: PaperMatrix, scale: float, seed: int, chunk: int):
+    n = scaled_rows(m, scale)
+    for b in range(0, n, chunk):
+        yield row_degrees(m, scale, seed, np.arange(b, min(b + chunk, n), dtype=np.int64))[0]
+
+
+def pattern_bytes(m: PaperMatrix, scale: float = 1.0) -> int:
+    """Bytes of the analog's Pattern (int64 row pointers, int32 column ids), from the paper's nonzero
+    count scaled (the analog's own count is within a few percent of it: ``full_size`` statistics)."""
+    return 8 * (scaled_rows(m, scale) + 1) + 4 * int(round(m.nnz * scale))
+
+
+def digest(m: PaperMatrix, scale: float, seed: int) -> str:
+    """The digest of the generator version, parameters, seed and scale: what names a cached analog, and
+    what any result computed from the analog is cached by."""
+    return _digest(_meta(m, scale, seed))
+
+
 def load(spec: str, seed: int = 0, cache_dir: str | os.PathLike | None = None) -> tuple[Pattern, str]:
     """``(pattern, name)`` of ``paper:<name>[@scale]``, through the cache in ``cache_dir`` when given."""
     m, scale = parse(spec)
@@ -182,8 +232,11 @@ def load(spec: str, seed: int = 0, cache_dir: str | os.PathLike | None = None) -
     stem = Path(cache_dir) / f"{name}-seed{seed}-{_digest(meta)}"
     if _files(stem)[2].is_file():
         return _read(stem, meta), name
-    pattern = generate(m, scale, seed)
-    _write(stem, meta, pattern)
+    with locked(f"{stem}.lock"):  # a sweep's parallel jobs: one generates, the others wait and read its files
+        if _files(stem)[2].is_file():
+            return _read(stem, meta), name
+        pattern = generate(m, scale, seed)
+        _write(stem, meta, pattern)
     return pattern, name
 
 
@@ -213,14 +266,13 @@ def _write(stem: Path, meta: dict, p: Pattern) -> None:
     indptr_f, indices_f, sidecar = _files(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     for path, arr in ((indptr_f, p.indptr), (indices_f, p.indices)):
-        tmp = path.with_name(path.name + ".tmp")
+        tmp = temporary(path)
         with open(tmp, "wb") as f:
             np.save(f, arr)
         os.replace(tmp, path)
     info = {**meta, "rows": p.n_rows, "nnz": p.nnz, "checksum": {"blake2b": _checksum(p.indptr, p.indices)}}
-    tmp = sidecar.with_name(sidecar.name + ".tmp")
-    tmp.write_text(json.dumps(info, indent=1, sort_keys=True))
-    os.replace(tmp, sidecar)  # last: a sidecar only exists beside complete arrays
+    write_text_atomic(sidecar, json.dumps(info, indent=1, sort_keys=True))  # last: only beside complete arrays
+
 
 
 def _read(stem: Path, meta: dict) -> Pattern:

@@ -309,22 +309,48 @@ def modeled_training(a: Pattern | sp.spmatrix | sp.sparray, params: HardwarePara
     Each distinct (K, kernel) is modeled (and simulated) once. Everything here is modeled, nothing
     measured.
     """
-    if not gathers:
-        raise ConfigError("modeled_training needs at least one gather width K")
-    model = compute_model or compute.AcceleratorModel()
+    specs = gather_specs(gathers)
     a = as_pattern(a)
     w = workload_for(a, params, partition)
-    work = compute.NodeWork.of(w)
-    specs = [(gathered_k(int(k), kernel), kernel) for k, kernel in (g if isinstance(g, tuple) else (g, "spmm")
-                                                                     for g in gathers)]
+    comm = {spec: gather_comm_times(a, w, params, *spec, simulator) for spec in dict.fromkeys(specs)}
+    return training_block(params, specs, compute.NodeWork.of(w), comm, compute_model, partition, simulator is not None)
+
+
+def gather_specs(gathers: Sequence[int | tuple[int, str]]) -> list[tuple[int, str]]:
+    """``(K gathered, kernel)`` of every gather of :func:`modeled_training`, in order."""
+    if not gathers:
+        raise ConfigError("modeled_training needs at least one gather width K")
+    return [(gathered_k(int(k), kernel), kernel) for k, kernel in (g if isinstance(g, tuple) else (g, "spmm")
+                                                                    for g in gathers)]
+
+
+def gather_comm_times(a: Pattern, w: definitions.Workload, params: HardwareParams, k: int, kernel: str,
+                      simulator: NetSparseSimulator | None) -> dict[str, np.ndarray | None]:
+    """Per-node communication time of one gather of width ``k`` for ``kernel``: SUOpt and SAOpt analytic,
+    NetSparse simulated (``None`` without a simulator). The gathered rows are the same for SpMM and
+    SDDMM (rows of B, resp. of Y)."""
+    return {
+        "su_opt": baselines.su_opt(w, k, params).node_time_s,
+        "sa_opt": baselines.sa_opt(w, k, params).node_time_s,
+        "netsparse": None if simulator is None else _simulate_sliced(simulator, a, w, params, k, kernel),
+    }
+
+
+def training_block(params: HardwareParams, specs: list[tuple[int, str]], work: compute.NodeWork,
+                   comm: dict[tuple[int, str], dict[str, np.ndarray | None]], compute_model: object | None = None,
+                   partition: str = "rows", simulated: bool = True) -> dict:
+    """The block of :func:`modeled_training` from its parts: the nodes' work and each distinct gather's
+    per-node communication times (:func:`gather_comm_times`), wherever they were computed or read."""
+    model = compute_model or compute.AcceleratorModel()
+    per = {spec: {**comm[spec], "compute": np.asarray(model.time_s(work, *spec), dtype=np.float64)}  # type: ignore[attr-defined]
+           for spec in dict.fromkeys(specs)}
     ks = [k for k, _ in specs]
-    per = {spec: _gather_node_times(a, w, work, params, *spec, model, simulator) for spec in dict.fromkeys(specs)}
     strategies = ("su_opt", "sa_opt", "netsparse")
     comp = [per[spec]["compute"] for spec in specs]
-    comm = {s: (None if per[specs[0]][s] is None else [per[spec][s] for spec in specs]) for s in strategies}
-    comm_s = {s: (float(np.sum(ts, axis=0).max()) if ts is not None else None) for s, ts in comm.items()}
+    times = {s: (None if per[specs[0]][s] is None else [per[spec][s] for spec in specs]) for s in strategies}
+    comm_s = {s: (float(np.sum(ts, axis=0).max()) if ts is not None else None) for s, ts in times.items()}
     epoch = {mode: {s: (float(sum(compute.combine(c, t, mode) for c, t in zip(comp, ts, strict=True)).max())
-                        if ts is not None else None) for s, ts in comm.items()} for mode in compute.OVERLAPS}
+                        if ts is not None else None) for s, ts in times.items()} for mode in compute.OVERLAPS}
 
     def speedups(times: dict) -> dict:
         return {"netsparse_vs_su_opt": _ratio_opt(times["su_opt"], times["netsparse"]),
@@ -339,25 +365,14 @@ def modeled_training(a: Pattern | sp.spmatrix | sp.sparray, params: HardwarePara
         "per_gather": [{"k": k, "kernel": kernel,
                         **{f"{s}_comm_s": _tail(per[(k, kernel)][s]) for s in strategies},
                         "compute_s": _tail(per[(k, kernel)]["compute"]),
-                        "netsparse_slices": len(property_slices(k, params)) if simulator is not None else None}
+                        "netsparse_slices": len(property_slices(k, params)) if simulated else None}
                        for k, kernel in specs],
         "comm_time_s": comm_s,
-        "netsparse_status": "simulated" if simulator is not None else "not simulated: no simulator given",
+        "netsparse_status": "simulated" if simulated else "not simulated: no simulator given",
         "compute": {"model": type(model).__name__, "time_s": float(np.sum(comp, axis=0).max())},
         "epoch_time_s": epoch,
         "comm_speedup": speedups(comm_s),
         "end_to_end_speedup": {mode: speedups(epoch[mode]) for mode in compute.OVERLAPS},
-    }
-
-
-def _gather_node_times(a, w, work, params, k, kernel, model, simulator) -> dict[str, np.ndarray | None]:
-    """Per-node compute and communication time of one gather of width ``k`` for ``kernel`` (NetSparse
-    simulated). The gathered rows are the same for SpMM and SDDMM (rows of B, resp. of Y)."""
-    return {
-        "compute": np.asarray(model.time_s(work, k, kernel), dtype=np.float64),  # type: ignore[attr-defined]
-        "su_opt": baselines.su_opt(w, k, params).node_time_s,
-        "sa_opt": baselines.sa_opt(w, k, params).node_time_s,
-        "netsparse": None if simulator is None else _simulate_sliced(simulator, a, w, params, k, kernel),
     }
 
 

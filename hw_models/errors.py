@@ -43,6 +43,15 @@ class RigTimeoutError(NetsparseError, TimeoutError):
         self.peers, self.switch = list(peers), switch
 
 
+class PeerLostError(NetsparseError):
+    """A process of a distributed job died or stopped answering while the others waited on it; ``ranks``
+    are the ranks lost, and the message names them and where the completed epochs are."""
+
+    def __init__(self, msg: str, ranks: list[int] = ()):
+        super().__init__(msg)
+        self.ranks = list(ranks)
+
+
 class PartitionedDatasetError(GraphInputError):
     """A partitioned dataset directory is inconsistent: a truncated or altered shard file, a checksum
     mismatch, or a manifest of another format version."""

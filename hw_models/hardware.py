@@ -78,8 +78,47 @@ def train_hardware(cfg) -> HardwareParams:
 
 
 def simulate_hardware(cfg) -> HardwareParams:
-    """The hardware of a ``netsparse-simulate`` run: ``hw`` and :data:`SIMULATE_SHORTCUTS`."""
-    return resolve(_mapping(cfg.get("hw"), "hw"), [], _shortcut_values(cfg, SIMULATE_SHORTCUTS))
+    """The hardware of a ``netsparse-simulate`` run: ``hw``, the hardware file ``hw_file`` (``hw=<path>.yaml``
+    on the command line) and :data:`SIMULATE_SHORTCUTS`. A rack size given for a topology without racks
+    (HyperX, Dragonfly: their hosts per switch are ``hw.topology`` fields) is refused."""
+    files = [("hw_file", read_hardware_file(cfg.hw_file))] if cfg.get("hw_file") else []
+    shortcuts = _shortcut_values(cfg, SIMULATE_SHORTCUTS)
+    params = resolve(_mapping(cfg.get("hw"), "hw"), files, shortcuts)
+    topology = params.cluster.topology
+    if topology in NO_RACKS:
+        given = [f"{key}={value}" for key, where, value in shortcuts
+                 if where == ("cluster", "rack_size") and value is not None]
+        given += [f"{name}.cluster.rack_size" for name, m in [("hw", _mapping(cfg.get("hw"), "hw")), *files]
+                  if "rack_size" in (m.get("cluster") or {})]
+        if given:
+            raise ConfigError(f"{given[0]} does not apply to topology={topology}, which has no racks: its hosts per "
+                              f"switch are hw.topology.{NO_RACKS[topology]} "
+                              f"({getattr(params.topology, NO_RACKS[topology])}); drop the rack size")
+    return params
+
+
+NO_RACKS = {"hyperx": "hyperx_hosts_per_switch", "dragonfly": "dragonfly_hosts_per_switch"}
+"""Topologies without racks (NetSparse Fig. 22) and the field that sets their hosts per switch."""
+
+
+def read_hardware_file(path) -> dict[str, Any]:
+    """The hardware sections of a YAML file (``{section: {field: value}}``, as ``configs/hw/`` holds them,
+    like ASTRA-sim's network file); a missing or malformed file is one :class:`ConfigError`."""
+    import yaml
+
+    try:
+        with open(str(path)) as f:
+            data = yaml.safe_load(f)
+    except OSError as exc:
+        raise ConfigError(f"hardware file {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"hardware file {path} is not YAML: {str(exc).splitlines()[0]}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"hardware file {path} must hold sections of fields ({', '.join(_SECTIONS)}), "
+                          f"got {type(data).__name__}")
+    return _mapping(data, f"hardware file {path}")
 
 
 def resolve(hw: Mapping[str, Any], mappings: Iterable[tuple[str, Mapping[str, Any]]],

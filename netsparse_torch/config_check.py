@@ -75,10 +75,62 @@ def check_values(cfg) -> None:
     if cfg.get("patience", 0) > 0 and cfg.get("eval_every", 0) == 0:
         raise ConfigError(f"patience={cfg.patience} needs evaluations during training: set eval_every=N (N >= 1)")
     check_model_options(cfg.get("model") or {})
+    if str((cfg.get("dataset") or {}).get("name")) == "paper":
+        check_paper_dataset(cfg.dataset, str(cfg.get("partition", "rows")))
     if "strategy" in cfg:  # a training config: its hardware is valid and given once (hw_models/hardware.py)
         from hw_models.hardware import train_hardware
 
         train_hardware(cfg)
+
+
+METIS_MAX_NNZ = 5_000_000
+"""Largest analog ``partition=metis`` takes (our choice). METIS needs the whole graph in one process: the
+launcher generates it with every node's data (about 60 B per nonzero with the symmetrised copy METIS
+reads, plus 4 B per feature and node), and every rank then cuts its shard from that copy."""
+
+
+def check_paper_dataset(dataset, partition: str = "rows") -> tuple:
+    """``dataset=paper``'s matrix, scale and node data, and metis's limit: numbers only, nothing generated,
+    before torch loads (:class:`~netsparse_torch.partition.AnalogDataset` checks the same). Returns
+    ``(PaperMatrix, scale)``."""
+    from hw_models import analogs  # numpy only
+
+    if dataset.get("matrix") is None:
+        raise ConfigError(f"dataset=paper needs dataset.matrix=<one of {', '.join(analogs.PAPER_MATRICES)}>")
+    m, scale = paper_analog(str(dataset["matrix"]), dataset.get("scale", 1.0))
+    features, classes = dataset.get("num_features", 16), dataset.get("num_classes", 4)
+    if any(isinstance(v, bool) or not isinstance(v, int) for v in (features, classes)) or features < 1 or classes < 2:
+        raise ConfigError(f"dataset=paper needs num_features >= 1 and num_classes >= 2 (integers), got "
+                          f"{features!r} and {classes!r}")
+    if partition == "metis":
+        check_paper_metis(m, scale)
+    return m, scale
+
+
+def paper_analog(matrix: str, scale) -> tuple:
+    """``(PaperMatrix, scale)`` of ``dataset.matrix`` and ``dataset.scale``, or one ConfigError."""
+    from hw_models import analogs
+
+    if matrix not in analogs.PAPER_MATRICES:
+        raise ConfigError(f"unknown dataset.matrix {matrix!r}; choose one of {', '.join(analogs.PAPER_MATRICES)}")
+    try:
+        scale = float(scale)
+    except (TypeError, ValueError):
+        raise ConfigError(f"dataset.scale must be a number in (0, 1], got {scale!r}") from None
+    if not 0 < scale <= 1:  # also NaN
+        raise ConfigError(f"dataset.scale must be in (0, 1], got {scale:g}")
+    m = analogs.PAPER_MATRICES[matrix]
+    analogs.scaled_rows(m, scale)  # the generator's fewest rows
+    return m, scale
+
+
+def check_paper_metis(m, scale: float) -> None:
+    approx = int(round(m.nnz * scale))
+    if approx > METIS_MAX_NNZ:
+        raise ConfigError(f"partition=metis needs the whole graph in one process; paper:{m.name}@{scale!r} has "
+                          f"about {approx / 1e6:.3g} M nonzeros, above the limit of {METIS_MAX_NNZ / 1e6:g} M for "
+                          "dataset=paper: use partition=rows or nnz (the analog's rows are laid out in the "
+                          "paper's row blocks already)")
 
 
 #: ``threads=auto``: OMP_NUM_THREADS, else cores / local ranks (netsparse_torch/run/threads.py).

@@ -28,6 +28,9 @@ class Cli:
     groups: tuple[str, ...]
     open_keys: Callable
     add_groups: tuple[str, ...] = ()
+    file_groups: tuple[str, ...] = ()
+    """Groups whose choice may be a YAML file instead (``hw=path/to/file.yaml``): the command line's
+    ``<group>=<file>`` becomes ``<group>_file=<absolute path>`` (:func:`file_choices`), a key of the config."""
 
 
 # -- the keys each CLI reads that no YAML lists --------------------------------------------------------
@@ -96,8 +99,9 @@ def hardware_keys(prefix: str) -> set[str]:
     return keys
 
 
-TRAIN = Cli("netsparse-train", "train", GROUPS, train_open_keys)
-SIMULATE = Cli("netsparse-simulate", "simulate", ("hw", "assumption"), simulate_open_keys, add_groups=("experiment",))
+TRAIN = Cli("netsparse-train", "train", GROUPS, train_open_keys, add_groups=("experiment",))
+SIMULATE = Cli("netsparse-simulate", "simulate", ("hw", "assumption"), simulate_open_keys, add_groups=("experiment",),
+               file_groups=("hw",))
 PARTITION = Cli("netsparse-partition", "partition", ("dataset",), dataset_params)
 
 
@@ -106,8 +110,23 @@ PARTITION = Cli("netsparse-partition", "partition", ("dataset",), dataset_params
 OTHER_CONFIG_FLAGS = ("-cn", "--config-name", "-cp", "--config-path", "-cd", "--config-dir")
 
 
+def file_choices(args: list[str], cli: Cli) -> list[str]:
+    """``args`` with each ``<group>=<file>.yaml`` of ``cli.file_groups`` (every value of a sweep a YAML
+    file) as ``<group>_file=<absolute path>``: absolute, because a launcher's job may start elsewhere."""
+    out = []
+    for arg in args:
+        group, sep, value = arg.partition("=")
+        files = value.split(",")
+        if sep and group in cli.file_groups and all(f.endswith((".yaml", ".yml")) for f in files):
+            arg = f"{group}_file=" + ",".join(str(Path(f).expanduser().resolve()) for f in files)
+        out.append(arg)
+    return out
+
+
 def check_command_line(args: list[str], cli: Cli) -> None:
-    """Every config group choice and every key of ``args`` (a CLI's ``sys.argv[1:]``) is one ``cli`` reads."""
+    """Every config group choice and every key of ``args`` (a CLI's ``sys.argv[1:]``) is one ``cli`` reads
+    (a group's YAML file, ``hw=path/to/file.yaml``, as the key :func:`file_choices` makes of it)."""
+    args = file_choices(args, cli)
     check_group_overrides(args, config_dir(), cli)
     check_override_keys(args, config_dir(), cli)
 
@@ -129,10 +148,22 @@ def check_group_overrides(overrides: list[str], config_dir: str | Path, cli: Cli
             raise ConfigError(f"{o.input_line}: {group} is already in the config; choose it without the '+': "
                               f"{o.input_line.lstrip('+')}")
         values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
-        choices = group_choices(config_dir, group)
+        choices = experiments(config_dir, cli) if group == "experiment" else group_choices(config_dir, group)
         for v in values:
             if v not in choices:
                 raise ConfigError(f"unknown {group} {v!r}; choose one of {', '.join(choices)}")
+
+
+def experiments(config_dir: str | Path, cli: Cli) -> list[str]:
+    """The ``+experiment=`` choices of ``cli``: one folder holds both CLIs' experiments, and those that
+    choose a training dataset (``override /dataset`` in their defaults list) are netsparse-train's."""
+    from omegaconf import OmegaConf
+
+    def trains(name: str) -> bool:
+        defaults = OmegaConf.load(Path(config_dir) / "experiment" / f"{name}.yaml").get("defaults") or []
+        return any(OmegaConf.is_dict(d) and "override /dataset" in d for d in defaults)
+
+    return [n for n in group_choices(config_dir, "experiment") if trains(n) == (cli.config == "train")]
 
 
 def check_override_keys(overrides: list[str], config_dir: str | Path, cli: Cli = TRAIN) -> None:

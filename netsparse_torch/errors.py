@@ -11,10 +11,11 @@ from hw_models.errors import (
     NotBuiltError,
     PacketError,
     PartitionedDatasetError,
+    PeerLostError,
     ReportInputError,
     RigTimeoutError,
     UnitStateError,
 )
 
 __all__ = ["ConfigError", "DatasetNotFoundError", "GraphInputError", "NetsparseError", "NotBuiltError", "PacketError",
-           "PartitionedDatasetError", "ReportInputError", "RigTimeoutError", "UnitStateError"]
+           "PartitionedDatasetError", "PeerLostError", "ReportInputError", "RigTimeoutError", "UnitStateError"]

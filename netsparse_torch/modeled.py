@@ -90,39 +90,132 @@ def check_cluster(cfg, graph, hardware) -> None:
     if hardware.cluster.nodes > graph.num_nodes:
         raise ConfigError(f"cluster.nodes={hardware.cluster.nodes} virtual nodes > {graph.num_nodes} graph rows")
     _compute_model_name(cluster)
+    if _full_size(cluster):
+        if not _is_analog(graph):
+            raise ConfigError("cluster.full_size=true models the full-size original of a paper analog: it needs "
+                              "dataset=paper (dataset.matrix=..., dataset.scale=...)")
+        _check_full_size_fits(cfg, graph, hardware)
 
 
-def add_modeled(report: dict, cfg, graph, hardware) -> dict | None:
+def add_modeled(report: dict, cfg, graph, hardware, log=None) -> dict | None:
     """Put :func:`modeled_block` under ``report["modeled"]`` (no key at all for ``cluster=none``)."""
-    block = modeled_block(cfg, graph, hardware)
+    block = modeled_block(cfg, graph, hardware, log)
     if block is not None:
         report["modeled"] = block
     return block
 
 
-def modeled_block(cfg, graph, hardware) -> dict | None:
+def modeled_block(cfg, graph, hardware, log=None) -> dict | None:
     """The ``modeled`` block for ``cfg.cluster`` on the run's ``hardware`` (the report's ``hardware``;
-    its ``cluster`` section is the target cluster), or ``None`` for ``cluster=none`` (no ``nodes``)."""
+    its ``cluster`` section is the target cluster), or ``None`` for ``cluster=none`` (no ``nodes``).
+
+    A paper analog (``dataset=paper``) is modeled in a process of its own (:mod:`netsparse_torch.model_process`),
+    with ``cluster.full_size=true`` once more at scale 1: the block's ``full_size``, with the same fields."""
     cluster = cfg.get("cluster")
     if cluster is None or cluster.get("nodes") is None:
         return None
     from hw_models.analysis import default_simulator, modeled_training
 
     check_cluster(cfg, graph, hardware)
-    from netsparse_torch.nn.models import model_options
-
-    gathers = epoch_gathers(str(cfg.model.name), graph.num_features, int(cfg.hidden), graph.num_classes,
-                            int(cfg.model.num_layers), **model_options(cfg.model))
+    gathers = _gathers(cfg, graph)
     partition = _virtual_partition(cfg)
     model = _compute_model(cluster)
-    adj, source = _whole_adjacency(graph)
-    block = modeled_training(adj, hardware, [(g["k"], g["kernel"]) for g in gathers], model, partition,
-                             default_simulator())
-    block["adjacency"] = source
+    specs = [(g["k"], g["kernel"]) for g in gathers]
+    if _is_analog(graph):
+        block = _analog_block(graph, graph.scale, hardware, specs, model, partition, log)
+        block["adjacency"] = _analog_adjacency(_spec(graph.matrix.name, graph.scale), str(cfg.model.name))
+    else:
+        adj, source = _whole_adjacency(graph)
+        block = modeled_training(adj, hardware, specs, model, partition, default_simulator())
+        block["adjacency"] = source
+    block = _labelled(block, gathers, model, cluster)
+    if _full_size(cluster):
+        full = _analog_block(graph, FULL_SCALE, hardware, specs, model, partition, log)
+        full["adjacency"] = _analog_adjacency(_spec(graph.matrix.name, FULL_SCALE), str(cfg.model.name))
+        block["full_size"] = _labelled(full, gathers, model, cluster)
+    return block
+
+
+def _gathers(cfg, graph) -> list[dict]:
+    from netsparse_torch.nn.models import model_options
+
+    return epoch_gathers(str(cfg.model.name), graph.num_features, int(cfg.hidden), graph.num_classes,
+                         int(cfg.model.num_layers), **model_options(cfg.model))
+
+
+def _labelled(block: dict, gathers: list[dict], model, cluster) -> dict:
     block["compute"]["source"] = getattr(model, "source", "NetSparse §8 SPADE-like roofline (hw_models.compute)")
     for g, row in zip(gathers, block["per_gather"], strict=True):
         row.update(layer=g["layer"], direction=g["direction"])
     return {"what": WHAT, "cluster_name": str(cluster.name), **{k: v for k, v in block.items() if k != "what"}}
+
+
+FULL_SCALE = 1.0
+"""The scale of ``modeled.full_size``: the paper's full-size matrix (tests shrink it to afford a run)."""
+
+
+def _spec(matrix: str, scale: float) -> str:
+    return f"paper:{matrix}" + ("" if scale == 1 else f"@{scale!r}")
+
+
+def _is_analog(graph) -> bool:
+    from netsparse_torch.partition.analog import AnalogDataset
+
+    return isinstance(graph, AnalogDataset)
+
+
+def _full_size(cluster) -> bool:
+    value = cluster.get("full_size", False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"cluster.full_size must be true or false, got {value!r}")
+    return value
+
+
+def _analog_block(graph, scale: float, hardware, specs: list, model, partition: str, log) -> dict:
+    """The block of ``graph``'s analog at ``scale``, modeled in a process of its own; with the graph it
+    modeled and that process's peak RSS and wall time (measured)."""
+    from hw_models import analogs
+    from netsparse_torch.model_process import model_cache_dir, run_model
+
+    name = analogs.display_name(graph.matrix, scale)
+    spec = _spec(graph.matrix.name, scale)
+    result = run_model({"name": name, "matrix": graph.matrix.name, "scale": scale, "seed": graph.analog_seed,
+                        "hardware": hardware, "gathers": specs, "compute_model": model, "partition": partition,
+                        "cache_dir": str(model_cache_dir()), "analog_cache": graph.analog_cache}, log)
+    block = result["block"]
+    block["graph"] = {"name": name, "spec": spec, "label": analogs.label(spec), **block.pop("matrix")}
+    block["process"] = {"peak_rss_bytes": result["peak_rss_bytes"], "wall_s": result["wall_s"],
+                        "what": "measured: the process that modeled this block (it held the whole pattern when a "
+                                "gather was not cached; no rank did)"}
+    return block
+
+
+#: What each model's layers aggregate over, next to the raw pattern the block models.
+_TRAINED_ADJACENCY = {
+    "gcn": "GCN trains on D^-1/2 (A + I) D^-1/2: one self loop per node more than the modeled pattern",
+    "gat": "GAT attends over A with one self loop per node: one self loop per node more than the modeled pattern",
+    "sage": "SAGE's mean aggregation D^-1 A has exactly the modeled pattern",
+}
+
+
+def _analog_adjacency(spec: str, model: str) -> str:
+    trained = _TRAINED_ADJACENCY.get(model, f"{model} trains on its own normalisation of A")
+    return (f"the raw analog {spec} (no self loops added), as netsparse-simulate matrix={spec} models it; {trained} "
+            "(a self loop is a local read, no gather: how much it moves the modeled numbers is in "
+            "docs/experiments.md, 'Training at the paper's scale')")
+
+
+def _check_full_size_fits(cfg, graph, hardware) -> None:
+    """Before training: the full-size model must fit in memory unless every gather it needs is cached."""
+    from hw_models.analog_model import AnalogModelCache, check_fits
+    from hw_models.analysis import gather_specs
+    from netsparse_torch.model_process import model_cache_dir
+
+    specs = gather_specs([(g["k"], g["kernel"]) for g in _gathers(cfg, graph)])
+    cache = AnalogModelCache(model_cache_dir(), graph.matrix, FULL_SCALE, graph.analog_seed, hardware,
+                             _virtual_partition(cfg), True)
+    if not cache.complete(specs):
+        check_fits(graph.matrix, FULL_SCALE)
 
 
 def _virtual_partition(cfg) -> str:

@@ -81,7 +81,11 @@ def torchrun_worker_signals() -> None:
     at once and quietly (no traceback per worker), with the signal's exit code, so the agent reports one
     stopped job."""
 
-    def handler(signum, _frame):
+    def handler(signum, frame):
+        if _diagnosing:  # a lost peer is being named: the agent's stop waits for that line
+            _note_stop(signum, frame)
+            return
+        _run_before_exit()
         os._exit(128 + signum)
 
     if threading.current_thread() is not threading.main_thread():
@@ -92,6 +96,8 @@ def torchrun_worker_signals() -> None:
 
 
 _stop_signal: int | None = None
+_diagnosing = False
+_before_exit = None
 
 
 def _note_stop(signum, _frame):
@@ -99,6 +105,40 @@ def _note_stop(signum, _frame):
     for s in STOP_SIGNALS:
         signal.signal(s, signal.SIG_IGN)
     _stop_signal = signum
+    _run_before_exit()
+
+
+def before_stop_exit(hook) -> None:
+    """``hook()`` runs when a stop signal reaches a torchrun worker, before it ends (None: no hook)."""
+    global _before_exit
+    _before_exit = hook
+
+
+def _run_before_exit() -> None:
+    if _before_exit is not None:
+        try:
+            _before_exit()
+        except Exception:  # noqa: BLE001 (the store is gone with the agent: nothing to tell)
+            pass
+
+
+@contextmanager
+def diagnosing() -> Iterator[None]:
+    """While a torchrun worker names the peer it lost, a stop signal is noted instead of ending it at
+    once (the agent stops the job when a worker dies); :func:`exit_if_stopped` ends it afterwards."""
+    global _diagnosing
+    _diagnosing = True
+    try:
+        yield
+    finally:
+        _diagnosing = False
+
+
+def exit_if_stopped() -> None:
+    """A worker other than rank 0 that a stop signal reached while :func:`diagnosing` exits now, quietly,
+    as it would have (rank 0 reports the stop: :func:`raise_if_stopped`)."""
+    if _stop_signal is not None:
+        os._exit(128 + _stop_signal)
 
 
 def raise_if_stopped() -> None:

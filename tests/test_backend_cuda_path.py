@@ -6,6 +6,7 @@ in CI through the backend's CPU twin (``NETSPARSE_BACKEND_CPU_TWIN``: every rank
 tensors are routed as CUDA tensors); the same collectives on real CUDA tensors of two ranks sharing
 cuda:0 run only where there is a GPU."""
 
+import uuid
 import warnings
 
 import pytest
@@ -25,8 +26,10 @@ from netsparse_torch.backend import (
     collective_path,
     cuda_path,
     decide_cuda_path,
+    gpu_uuid,
     resolve_devices,
     shared_gpu_warning,
+    uuid_int,
 )
 from netsparse_torch.run.launch import launch
 
@@ -103,6 +106,88 @@ def test_one_warning_line_per_sharing_host_from_its_lowest_sharing_rank():
     assert shared_gpu_warning(decide_cuda_path([(A, 0, 2), (A, 1, 2)], True), 0, A, "h") is None
 
 
+# -- the GPU's identity is its UUID: CUDA_VISIBLE_DEVICES-style layouts, simulated -----------------------
+#: Each host's GPUs in NVML order, as UUID strings ("GPU-" + 8-4-4-4-12 hex).
+PHYSICAL = {host: [f"GPU-{uuid.UUID(int=(h << 8) + i)}" for i in range(4)] for h, host in enumerate((A, B), 1)}
+
+
+def rank_view(host: str, visible: str | None, local_rank: int | None) -> tuple[tuple[str, int, int], int]:
+    """What a rank reports, ``((host, device, device_count), uuid)``, when its environment has
+    ``CUDA_VISIBLE_DEVICES=visible`` (indices or UUIDs; None: every GPU) and ``LOCAL_RANK=local_rank``
+    (None: unset, the device left UNASSIGNED). The device's UUID is the one of the physical GPU that
+    the rank's index names among the GPUs it sees."""
+    physical = PHYSICAL[host]
+    seen = physical if visible is None else [
+        physical[int(v)] if v.isdigit() else v for v in visible.split(",")]
+    device = UNASSIGNED if local_rank is None else local_rank % len(seen)
+    return (host, device, len(seen)), 0 if device == UNASSIGNED else uuid_int(seen[device])
+
+
+def decide(views, nccl=True):
+    ranks, uuids = zip(*views, strict=True)
+    return decide_cuda_path(list(ranks), nccl, list(uuids))
+
+
+def test_one_gpu_per_rank_seen_as_cuda0_is_nccl():
+    # SLURM or Kubernetes: each rank sees only its own GPU, as cuda:0. By index every rank of a host
+    # would share cuda:0 (and fall back to gloo); by UUID each has its own GPU.
+    views = [rank_view(h, str(i), 0) for h in (A, B) for i in range(4)]
+    plan = decide(views)
+    assert (plan.path, plan.devices, plan.shared) == (NCCL, (0,) * 8, ())
+
+
+def test_the_same_gpu_under_two_indices_is_shared():
+    # CUDA_VISIBLE_DEVICES=1,0 makes physical GPU 1 cuda:0 of rank 0; rank 1 sees it as cuda:1.
+    plan = decide([rank_view(A, "1,0", 0), rank_view(A, "0,1", 1)])
+    assert plan.path == SHARED_GPU and plan.shared == ((A, 0, (0, 1)),)
+    assert plan.devices == (0, 1)
+
+
+def test_visible_devices_by_uuid_and_by_index_name_the_same_gpu():
+    by_uuid = rank_view(A, f"{PHYSICAL[A][2]},{PHYSICAL[A][3]}", 0)
+    assert decide([by_uuid, rank_view(A, "2", 0)]).path == SHARED_GPU
+    assert decide([by_uuid, rank_view(A, "3", 0)]).path == NCCL
+    assert decide([rank_view(A, str(i), 0) for i in range(4)], nccl=False).path == GLOO
+
+
+def test_without_uuids_the_host_and_index_decide():
+    assert decide([((A, 0, 1), 0), ((A, 0, 1), 0)]).path == SHARED_GPU
+    assert decide([((A, 0, 1), 0), ((B, 0, 1), 0)]).path == NCCL
+    # One known UUID is not enough to tell two ranks apart: index and host still share.
+    assert decide([((A, 0, 1), uuid_int(PHYSICAL[A][0])), ((A, 0, 1), 0)]).path == SHARED_GPU
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([A, B]), st.sets(st.integers(0, 3), min_size=1, max_size=4),
+                          st.integers(0, 7)), min_size=1, max_size=8))
+def test_nccl_exactly_when_no_two_ranks_see_one_physical_gpu(raw):
+    views = [rank_view(host, ",".join(map(str, sorted(vis))), local) for host, vis, local in raw]
+    physical = [(host, sorted(vis)[local % len(vis)]) for host, vis, local in raw]
+    plan = decide(views)
+    assert (plan.path == NCCL) == (len(set(physical)) == len(physical))
+    assert plan.path in (NCCL, SHARED_GPU)
+
+
+def test_uuid_strings_as_cuda_and_nvml_write_them():
+    text = "9e0e5a3c-2d4b-4f8e-8a61-0c7b5d3e2f10"
+    assert uuid_int(text) == uuid_int("GPU-" + text) == uuid.UUID(text).int
+    assert uuid_int("MIG-GPU-1/2/3") == uuid_int(None) == uuid_int("0") == 0
+
+
+def test_gpu_uuid_reads_nvml_through_visible_devices_without_initialising_cuda(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    monkeypatch.setattr(torch.cuda, "_raw_device_uuid_nvml", lambda: PHYSICAL[A])
+    monkeypatch.setattr(torch.cuda, "_get_nvml_device_index", lambda d: [3, 1][d])  # CUDA_VISIBLE_DEVICES=3,1
+    assert gpu_uuid(1) == uuid_int(PHYSICAL[A][1]) and gpu_uuid(0) == uuid_int(PHYSICAL[A][3])
+    assert gpu_uuid(NO_GPU) == 0
+
+    def no_nvml():
+        raise OSError("libnvidia-ml.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(torch.cuda, "_raw_device_uuid_nvml", no_nvml)
+    assert gpu_uuid(0) == 0  # unknown: the host and index decide
+
+
 def test_cuda_path_needs_a_netsparse_group():
     with pytest.raises(ValueError, match="not a netsparse process group"):
         cuda_path(object())
@@ -131,6 +216,14 @@ def collectives(rank, world_size, device, own_group=False):
     dist.all_to_all_single(out, torch.arange(float(sum(split_in)), device=device) + 10 * rank, split_out, split_in,
                            group=group)
     seen["all_to_all_single"] = out.tolist()
+    # The list forms of reduce_scatter and all_to_all: gloo takes them on CPU tensors only.
+    mine = torch.empty(2, device=device)
+    dist.reduce_scatter(mine, [torch.full((2,), rank + 1.0 + i, device=device) for i in range(world_size)],
+                        group=group)
+    seen["reduce_scatter"] = mine.tolist()
+    outs = [torch.empty(2, device=device) for _ in range(world_size)]
+    dist.all_to_all(outs, [torch.full((2,), 10.0 * rank + i, device=device) for i in range(world_size)], group=group)
+    seen["all_to_all"] = [o.tolist() for o in outs]
     parts = [torch.empty(2, device=device) for _ in range(world_size)]
     dist.all_gather(parts, torch.full((2,), float(rank), device=device), group=group)
     seen["all_gather"] = [p.tolist() for p in parts]
@@ -181,9 +274,10 @@ def ddp_step(rank, world_size, device, group) -> bool:
 
 
 EXPECTED = [
-    {"all_reduce": [3.0] * 4, "all_to_all_single": [0.0, 10.0, 11.0, 12.0], "isend_irecv": [0.0, 2.0, 4.0]},
+    {"all_reduce": [3.0] * 4, "all_to_all_single": [0.0, 10.0, 11.0, 12.0], "isend_irecv": [0.0, 2.0, 4.0],
+     "reduce_scatter": [3.0, 3.0], "all_to_all": [[0.0, 0.0], [10.0, 10.0]]},
     {"all_reduce": [3.0] * 4, "all_to_all_single": [1.0, 2.0, 13.0], "isend_irecv": [0.0, 1.0, 2.0],
-     "send_recv": [7.0, 8.0]},
+     "send_recv": [7.0, 8.0], "reduce_scatter": [5.0, 5.0], "all_to_all": [[1.0, 1.0], [11.0, 11.0]]},
 ]
 
 
@@ -205,10 +299,11 @@ def test_cpu_twin_of_two_ranks_sharing_a_gpu(monkeypatch, own_group):
     monkeypatch.setenv(TWIN_ENV, "1")
     seen = launch(collectives, 2, ("cpu", own_group), timeout_s=120)
     check(seen)
-    # all_reduce_coalesced, sends and receives were staged by the backend (rank 0: isend, irecv, send;
-    # rank 1: isend, irecv, recv); everything else went to gloo as it is.
+    # all_reduce_coalesced, the list forms of reduce_scatter and all_to_all, sends and receives were
+    # staged by the backend (rank 0: isend, irecv, send; rank 1: isend, irecv, recv); everything else
+    # went to gloo as it is.
     for mine in seen:
-        assert mine["path"]["device_calls"]["host-staged"] == 4
+        assert mine["path"]["device_calls"]["host-staged"] == 6
         assert mine["path"]["device_calls"]["gloo"] >= 6
         assert "nccl" not in mine["path"]["device_calls"]
 
@@ -235,4 +330,4 @@ def test_two_ranks_share_cuda0_through_gloo(monkeypatch):
     for mine in seen:
         assert mine["devices"] == ["cuda:0"]
         assert "nccl" not in mine["path"]["device_calls"]
-        assert mine["path"]["device_calls"]["host-staged"] == 4
+        assert mine["path"]["device_calls"]["host-staged"] == 6

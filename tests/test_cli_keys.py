@@ -42,6 +42,7 @@ def check(cli, overrides):
     (SIMULATE, ["matrix=synthetic", "synthetic.shape=banded", "+synthetic.params.density=0.5", "synthetic.n=500"]),
     (SIMULATE, ["-m", "matrix=x.mtx", "k=1,16", "mechanisms.switch=false", "hydra.sweep.dir=/tmp/x", "~tag"]),
     (SIMULATE, ["strategies=[two_face,snic_sw]", "strong_scaling=[1,2,4]", "snic_sw.slowdown=2"]),
+    (TRAIN, ["+experiment=paper_training", "dataset.matrix=uk", "dataset.scale=0.02", "world_size=2"]),
     (PARTITION, ["dataset=mtx", "dataset.path=G.mtx.gz", "partition=metis", "parts=4", "out=DIR", "metis.seed=1"]),
     (PARTITION, ["dataset=synthetic", "dataset.num_nodes=1000", "+dataset.params.avg_degree=12", "out=x"]),
     (PARTITION, ["dataset=partitioned", "dataset.path=DIR", "hydra.run.dir=/tmp/x"]),
@@ -73,7 +74,10 @@ def test_keys_the_cli_reads_pass(cli, overrides):
     (SIMULATE, ["+experiment=fig99"], "unknown experiment 'fig99'; choose one of fig12,"),
     (PARTITION, ["strategy=sa"], "strategy=sa: netsparse-partition reads no config group strategy; its groups are "
                                  "dataset"),
-    (TRAIN, ["+experiment=fig12"], "+experiment=fig12: netsparse-train reads no config group experiment"),
+    (TRAIN, ["+experiment=fig12"], "unknown experiment 'fig12'; choose one of paper_training"),
+    (SIMULATE, ["+experiment=paper_training"], "unknown experiment 'paper_training'; choose one of fig12,"),
+    (TRAIN, ["experiment=paper_training"],
+     "experiment=paper_training: experiment is added to the config: write +experiment=paper_training"),
 ])
 def test_what_the_cli_does_not_read_is_one_error(cli, overrides, message):
     with pytest.raises(ConfigError) as err:
@@ -152,9 +156,10 @@ def documented_command_lines() -> list[tuple[str, str, list[str]]]:
 
 
 def _is_override(word: str) -> bool:
-    """Not a flag, a placeholder (``<name>``, ``a | b``, ``...``), a fragment of ``[a | b]`` or prose ("x=1,")."""
+    """Not a flag, a placeholder (``<name>``, ``a | b``, ``...``), a fragment of ``[a | b]`` or prose ("x=1,",
+    "(resume=true" in a quoted error message)."""
     return not (word.startswith("-") or word.endswith(",") or re.search(r"[<>|]|\.\.\.", word)
-                or word.count("[") != word.count("]"))
+                or word.count("[") != word.count("]") or word.count("(") != word.count(")"))
 
 
 def _as_bash_passes(word: str) -> str:

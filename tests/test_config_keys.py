@@ -112,12 +112,13 @@ def test_cli_unknown_key_is_one_line_and_exit_2(tmp_path, overrides, key):
 
 
 def test_help_lists_only_the_groups_training_reads():
-    """Issue 28.10: Hydra's own --help listed the simulator's experiment group, which training refuses."""
+    """Hydra's own --help listed the simulator's experiments, which training refuses; training's own
+    experiments are listed as the group a command line adds."""
     proc = run_cli("netsparse_torch.cli.train", "--help", "model=gat", timeout=60)
     assert proc.returncode == 0, proc.stderr
     groups = proc.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0]
     assert "strategy: ds, netsparse, sa, su, twoface" in groups and "cluster:" in groups
-    assert "experiment" not in groups
+    assert "+experiment: paper_training\n" in groups and "fig12" not in groups
     assert "heads: 8" in proc.stdout  # the composed config, with the overrides given
 
 

@@ -11,10 +11,15 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from hw_models import analogs
+from netsparse_torch.config_check import config_dir
+from netsparse_torch.config_keys import SIMULATE, TRAIN, experiments
 from netsparse_torch.report import collect
 from netsparse_torch.run import simulation as simulate
 
-EXPERIMENTS = sorted(p.stem for p in (ROOT / "configs" / "experiment").glob("*.yaml"))
+#: netsparse-train's experiments (they choose a training dataset) and netsparse-simulate's, as the CLIs' checks
+#: tell them apart; together every YAML of configs/experiment.
+TRAIN_EXPERIMENTS = experiments(config_dir(), TRAIN)
+EXPERIMENTS = experiments(config_dir(), SIMULATE)
 KARATE = DATA / "mtx_small" / "karate.mtx"
 SMALL = [f"matrix={KARATE}", "nodes=4", "rack_size=2", "plots=false", "compute_models=[spade]"]
 # a 400-row synthetic matrix on 4 nodes stands in for the paper analogs the sweeps name
@@ -34,9 +39,42 @@ def _points(name: str) -> list[list[str]]:
 
 def test_every_experiment_is_documented_with_its_command():
     doc = (ROOT / "docs" / "experiments.md").read_text()
-    assert EXPERIMENTS
+    assert EXPERIMENTS and TRAIN_EXPERIMENTS == ["paper_training"]
+    every = sorted(p.stem for p in (ROOT / "configs" / "experiment").glob("*.yaml"))
+    assert sorted(TRAIN_EXPERIMENTS + EXPERIMENTS) == every
     for name in EXPERIMENTS:
         assert f"python -m netsparse_torch.cli.simulate +experiment={name}" in doc, name
+    for name in TRAIN_EXPERIMENTS:
+        assert f"python -m netsparse_torch.cli.train +experiment={name}" in doc, name
+
+
+def test_paper_training_runs_and_collects(tmp_path, monkeypatch):
+    """+experiment=paper_training at a test's size (one tiny analog, 2 ranks; the full-size block at a
+    stand-in scale), and its collect table: one row per run with the measured and modeled columns."""
+    from cli import train_here
+
+    monkeypatch.setattr("netsparse_torch.modeled.FULL_SCALE", 1e-4)
+    sweep = _sweep("paper_training")
+    assert sweep == {"dataset.matrix": ["arabic", "europe", "queen", "stokes", "uk"]}
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=["+experiment=paper_training", "dataset.matrix=uk"])
+    assert cfg.report_path == "outputs/experiments/paper_training/uk@0.01.json" and cfg.cluster.full_size
+    report, _ = train_here(tmp_path, "+experiment=paper_training", "dataset.matrix=europe", "dataset.scale=5e-5",
+                           "world_size=2", "epochs=1")
+    assert report["strategy"] == "netsparse" and report["modeled"]["full_size"]["graph"]["rows"] == 5091
+    table = collect.markdown("paper_training", collect.load_reports(tmp_path))
+    assert len(table) == 3 and table[0].startswith("| analog | rows | nonzeros | ranks | strategy | epoch s (measured)")
+    m, full = report["modeled"], report["modeled"]["full_size"]
+    cells = table[2].strip("| ").split(" | ")
+    assert cells[:5] == ["paper-europe@5e-05", "2,546", collect.fmt(report["dataset"]["nnz"]), "2", "netsparse"]
+    assert cells[8] == (f"{collect.fmt(m['comm_speedup']['netsparse_vs_su_opt'])}x / "
+                        f"{collect.fmt(m['comm_speedup']['netsparse_vs_sa_opt'])}x")
+    assert cells[11] == (f"{collect.fmt(full['end_to_end_speedup']['none']['netsparse_vs_su_opt'])}x / "
+                         f"{collect.fmt(full['end_to_end_speedup']['none']['netsparse_vs_sa_opt'])}x")
+    peak = collect.fmt(full["process"]["peak_rss_bytes"] / 2**30)
+    assert cells[12] == f"{peak} GiB, {full['process']['wall_s']:.0f} s"  # this run generated and simulated it
+    full["model_cache"]["gathers_computed"] = []  # as a later run, which reads the block from the cache
+    assert collect.markdown("paper_training", [report])[2].endswith(", from the cache |")
 
 
 def test_swept_matrices_exist():
@@ -61,7 +99,9 @@ def test_collect_filters_by_k(tmp_path):
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_experiment_runs_through_the_simulator(tmp_path, name):
     for i, point in enumerate(_points(name)):
-        overrides = [f"+experiment={name}", *SYNTH, f"report_dir={tmp_path}", f"tag=_{i}", *point]
+        racks = not any(p in point for p in ("topology=hyperx", "topology=dragonfly"))  # else refused
+        overrides = [f"+experiment={name}", *[o for o in SYNTH if racks or not o.startswith("rack_size=")],
+                     f"report_dir={tmp_path}", f"tag=_{i}", *point]
         if name == "fig13_21":
             overrides.append("strong_scaling=[1,2,4]")
         with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 import pytest
 from cli import ROOT, train_here
 
+from netsparse_torch.checkpoint import latest
+
 EPOCHS = 5  # the fault comes after epoch 1, so three are left to interrupt
 TIMEOUT_S = 3  # rig.timeout_s in these tests (the default is 30 s, paper §7.1)
 COMMON = ["dataset=cora", "fabric=switch", "world_size=4", "cluster.rack_size=2", "hidden=8",
@@ -97,8 +99,7 @@ def test_switch_fault_mid_epoch_is_a_clear_error_then_resume_finishes(tmp_path, 
         assert any(a in error[0] for a in spec["tors"]), error[0]
     else:
         assert spec["tors"][1] in error[0] or "watchdog expired" in error[0], error[0]
-    checkpoints = sorted(os.listdir(tmp_path / "ckpt"))
-    assert checkpoints == [f"rank{r}-of-4.pt" for r in range(4)] + ["run.json"]
+    assert latest(tmp_path / "ckpt", 4) is not None  # a checkpoint that every rank wrote
     if fault == "stall":
         return  # resuming is the same after either fault: tested once, after the kill
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT
 
 SCRIPT = ROOT / "benchmarks" / "gpu_kernels.py"
-SMALL = ["--small", "--ks", "5", "20", "--reps", "1", "--hbm-gbs", "100"]
+SMALL = ["--small", "--ks", "5", "32", "--chunks", "2", "4", "--reps", "1", "--hbm-gbs", "100"]
 
 
 def run(tmp_path, *args, interpret: bool):
@@ -29,12 +29,26 @@ def run(tmp_path, *args, interpret: bool):
 def test_cpu_small_mode_runs_every_kernel_and_checks_it(tmp_path):
     data, stdout = run(tmp_path, "--device", "cpu", *SMALL, interpret=True)
     rows = data["rows"]
-    assert {(r["graph"], r["direction"], r["k"]) for r in rows} == {
-        (g, d, k) for g in ("powerlaw-small", "banded-small") for d in ("forward", "backward") for k in (5, 20)}
+    assert {(r["graph"], r["class"], r["direction"], r["k"]) for r in rows} == {
+        (g, c, d, k) for g, c in (("powerlaw-small", "power-law"), ("mesh-small", "mesh"))
+        for d in ("forward", "backward") for k in (5, 32)}
     for r in rows:
-        assert r["ok"] and set(r["ms"]) == {"triton", "cusparse", "auto"} and r["auto_choice"] in ("triton", "torch")
-        assert r["hbm_fraction"]["triton"] == pytest.approx(r["nnz"] * r["k"] * 4 / 100e9 * 1e3 / r["ms"]["triton"])
+        assert r["ok"] and set(r["ms"]) == {"triton-c2", "triton-c4", "cusparse-i32", "cusparse-i64", "auto"}
+        assert r["auto_choice"] in ("triton", "torch") and r["best_triton"] in ("triton-c2", "triton-c4")
+        assert r["vs_cusparse_i32"]["cusparse-i32"] == 1.0
+        bound_ms = r["nnz"] * r["k"] * 4 / 100e9 * 1e3
+        assert r["hbm_fraction"]["triton-c2"] == pytest.approx(bound_ms / r["ms"]["triton-c2"])
     assert data["hbm_gbs"] == 100 and data["hbm_gbs_source"] == "--hbm-gbs"
+    # The goal is read at K = 32-256 only (here K=32), per graph and direction, with its class's target.
+    goals = {(g["graph"], g["direction"]): g for g in data["goals"]}
+    assert set(goals) == {(g, d) for g in ("powerlaw-small", "mesh-small") for d in ("forward", "backward")}
+    for (graph, direction), g in goals.items():
+        row = next(r for r in rows if (r["graph"], r["direction"], r["k"]) == (graph, direction, 32))
+        assert g["at_k"] == 32 and g["least_ratio"] == row["vs_cusparse_i32"][row["best_triton"]]
+        assert g["goal"] == (1.2 if graph == "powerlaw-small" else 1.0)
+        assert g["met"] == (g["least_ratio"] >= g["goal"])
+        assert g["shortfall"] == max(0.0, 1 - g["least_ratio"] / g["goal"])
+    assert "goal powerlaw-small" in stdout
 
 
 @pytest.mark.skipif(devices.CUDA, reason="checks the run without a GPU")

@@ -64,12 +64,15 @@ def test_long_rows_are_split_into_chunks_and_summed_in_order(dtype, index):
     crow, col, val, dense = power_law_csr(24, 40, hub=5, dtype=dtype)
     # The hub's 40 nonzeros: 6 chunks, the last short. int64 indices stand in for nnz >= 2**31.
     plan = tk.make_plan(crow, col, long_row=3, chunk=7, index_dtype=index)
-    assert plan.long_rows.tolist() == [5] and plan.long_chunks.tolist() == [0, 6]
-    assert plan.chunk_start.tolist() == [int(crow[5]) + 7 * i for i in range(6)]
+    assert plan.long_rows.tolist() == [5] and plan.long_chunks.tolist() == [0, 6] and plan.n_chunks == 6
+    dest, start, length = (t.long().tolist() for t in (plan.seg_dest, plan.seg_start, plan.seg_len))
+    chunks = sorted((-1 - d, s, n) for d, s, n in zip(dest, start, length, strict=True) if d < 0)
+    assert chunks == [(i, int(crow[5]) + 7 * i, min(7, 40 - 7 * i)) for i in range(6)]
+    rows = {d: (s, n) for d, s, n in zip(dest, start, length, strict=True) if d >= 0}
     deg = crow.diff()
-    assert sorted(plan.short_rows.tolist()) == [r for r in range(24) if r != 5]
-    assert bool((deg[plan.short_rows.long()].diff() >= 0).all()), "short rows must come in degree order"
-    assert plan.crow.dtype == plan.col.dtype == plan.chunk_start.dtype == index
+    assert rows == {r: (int(crow[r]), int(deg[r])) for r in range(24) if r != 5}
+    assert length == sorted(length, reverse=True), "the longest segments must run first"
+    assert plan.crow.dtype == plan.col.dtype == plan.seg_start.dtype == plan.seg_dest.dtype == index
     for B in (torch.randn(40, 19, dtype=dtype, device=DEV), torch.randn(21, 40, dtype=dtype, device=DEV).t()):
         out = tk.spmm(crow, col, val, B, plan)
         torch.testing.assert_close(out, dense @ B, **TOL)
@@ -79,6 +82,26 @@ def test_long_rows_are_split_into_chunks_and_summed_in_order(dtype, index):
         B = torch.randn(40, 5, dtype=dtype, device=DEV)
         torch.testing.assert_close(tk.spmm(crow, col, val, B, tk.make_plan(crow, col, long_row, chunk)), dense @ B,
                                    **TOL)
+
+
+def test_default_plan_on_a_row_over_256_nonzeros_with_empty_and_single_nonzero_rows():
+    """The default layout (chunks of tk.CHUNK) on a power-law shape: one row of 300 nonzeros, rows of
+    one nonzero, empty rows, and rows between; exact against the dense product."""
+    gen = torch.Generator().manual_seed(3)
+    dense = torch.zeros(12, 300)
+    dense[2] = torch.rand(300, generator=gen) + 0.5  # 300 nonzeros: more than 256, several chunks
+    dense[5, 7] = dense[9, 299] = 1.5  # single nonzeros; rows 0, 3 and 11 stay empty
+    for r, n in ((1, 65), (4, 64), (6, 20), (8, 130)):  # just over and at one chunk, a short row, two chunks
+        dense[r, torch.randperm(300, generator=gen)[:n]] = torch.rand(n, generator=gen) + 0.5
+    s = dense.to_sparse_csr()
+    crow, col, val, dense = on_dev(s.crow_indices(), s.col_indices(), s.values(), dense)
+    plan = tk.make_plan(crow, col)
+    assert sorted(plan.long_rows.tolist()) == [1, 2, 8] and plan.n_chunks == 2 + 5 + 3
+    assert plan.seg_len.tolist()[0] == tk.CHUNK and plan.seg_len.tolist()[-3:] == [0, 0, 0]
+    B = torch.randn(300, 37, device=DEV)
+    out = tk.spmm(crow, col, val, B, plan)
+    torch.testing.assert_close(out, dense @ B, **TOL)
+    assert not out[[0, 3, 11]].any()
 
 
 @settings(max_examples=12, deadline=None)
@@ -188,9 +211,11 @@ def test_auto_chooses_per_direction_and_width_on_cuda():
     assert K.resolve_backend("auto", torch.device("cuda")) == "triton"
 
 
-# Compiles every kernel ahead of time for an sm_80 GPU (Triton ships ptxas), so the compiled-mode
-# rules the interpreter does not enforce are checked on a machine without a GPU.
+# Compiles every kernel ahead of time for sm_80 (A100) and sm_90 (H100, H200) GPUs (Triton ships
+# ptxas), so the compiled-mode rules the interpreter does not enforce are checked without a GPU.
 AOT_SCRIPT = r"""
+import itertools
+
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
@@ -198,25 +223,37 @@ from netsparse_torch.kernels import triton_kernels as tk
 
 CONSTS = {"BLOCK_ROWS": 2, "BLOCK_K": 64, "BLOCK_NNZ": 16, "BLOCK_R": 16, "HAS_VAL": True, "HAS_PERM": True,
           "HAS_MULT": True, "BLOCK_H": 4, "BLOCK_C": 16}
-INDEX = ("crow_ptr", "col_ptr", "idx_ptr", "rows_ptr", "chunk_row_ptr", "chunk_start_ptr", "long_rows_ptr",
+INDEX = ("crow_ptr", "col_ptr", "idx_ptr", "seg_start_ptr", "seg_len_ptr", "seg_dest_ptr", "long_rows_ptr",
          "long_chunks_ptr", "perm_ptr")
-KERNELS = (tk._spmm_rows_kernel, tk._spmm_chunks_kernel, tk._spmm_fixup_kernel, tk._sddmm_kernel,
+KERNELS = (tk._spmm_segments_kernel, tk._spmm_fixup_kernel, tk._sddmm_kernel,
            tk._gather_kernel, tk._scatter_add_kernel, tk._edge_softmax_kernel, tk._edge_softmax_bwd_kernel,
            tk._spmm_heads_kernel, tk._sddmm_heads_kernel)
-for dt in ("fp32", "fp64"):
-    for ix in ("i32", "i64"):
-        for kern in KERNELS:
-            fn = kern.fn if hasattr(kern, "configs") else kern  # an autotuner wraps the JITFunction
-            sig, consts = {}, {}
-            for name in fn.arg_names:
-                if name in CONSTS:
-                    sig[name], consts[name] = "constexpr", CONSTS[name]
-                elif name.endswith("_ptr"):
-                    sig[name] = ("*" + ix) if name in INDEX else "*" + dt
-                else:
-                    sig[name] = "fp32" if name == "slope" else "i32"
-            triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=GPUTarget("cuda", 80, 32))
-            print(fn.__name__, dt, ix, "compiled")
+# sm_90 too for the SpMM, whose tiles and pipelining are what Hopper compiles differently.
+JOBS = [(80, kern) for kern in KERNELS] + [(90, kern) for kern in KERNELS[:2]]
+for (arch, kern), dt, ix in itertools.product(JOBS, ("fp32", "fp64"), ("i32", "i64")):
+    fn = kern.fn if hasattr(kern, "configs") else kern  # an autotuner wraps the JITFunction
+    sig, consts = {}, {}
+    for name in fn.arg_names:
+        if name in CONSTS:
+            sig[name], consts[name] = "constexpr", CONSTS[name]
+        elif name.endswith("_ptr"):
+            sig[name] = ("*" + ix) if name in INDEX else "*" + dt
+        else:
+            sig[name] = "fp32" if name == "slope" else "i32"
+    triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=GPUTarget("cuda", arch, 32))
+    print(fn.__name__, arch, dt, ix, "compiled")
+
+# What the runtime specialises (16-aligned pointers and strides, a unit K stride): the SpMM's B rows
+# are read as 128-bit vectors on sm_90.
+fn = tk._spmm_segments_kernel.fn
+consts = {"BLOCK_ROWS": 8, "BLOCK_NNZ": 4, "BLOCK_K": 64, "stride_bk": 1}
+sig = {n: "constexpr" if n in consts else ("*i32" if n in INDEX or n == "col_ptr" else "*fp32")
+       if n.endswith("_ptr") else "i32" for n in fn.arg_names}
+aligned = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(fn.arg_names)
+           if n.endswith("_ptr") or n in ("stride_bn", "stride_on", "K")}
+ptx = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=aligned),
+                     target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+print("B loads vectorised:", "ld.global.v4" in ptx)
 """
 
 
@@ -227,4 +264,5 @@ def test_triton_kernels_compile_for_cuda(tmp_path):
     env["TRITON_CACHE_DIR"] = str(tmp_path)
     res = subprocess.run([sys.executable, "-c", AOT_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert res.stdout.count("compiled") == 40
+    assert res.stdout.count("compiled") == 2 * 2 * (9 + 2)  # dtype x index x (sm_80 kernels + sm_90 SpMM)
+    assert "B loads vectorised: True" in res.stdout

@@ -141,6 +141,7 @@ class _IdentityGraph:
         self.rows = slice(start, stop)
         self.node_ids = torch.arange(start, stop)  # original ids = row ids here
         self.device_node_ids = self.node_ids  # a CPU graph
+        self.edge_weight = None  # unweighted, as a DistGraph built without weights
 
     def propagate(self, x, norm, tag=""):
         return x

@@ -21,17 +21,20 @@ class Info(ctypes.Structure):
 
 libc = ctypes.CDLL("libc.so.6")
 libc.mallinfo2.restype = Info
-applied = keep_freed_memory()
+applied = keep_freed_memory(*[int(a) for a in sys.argv[1:]])
 before = libc.mallinfo2()
 block = np.ones(48 * 2**20 // 8)  # 48 MiB
 after = libc.mallinfo2()
-print(json.dumps({"applied": applied, "mmapped": after.hblkhd - before.hblkhd, "arena": after.arena - before.arena}))
+big = np.ones(96 * 2**20 // 8)  # 96 MiB
+bigger = libc.mallinfo2()
+print(json.dumps({"applied": applied, "mmapped": after.hblkhd - before.hblkhd, "arena": after.arena - before.arena,
+                  "big_mmapped": bigger.hblkhd - after.hblkhd}))
 """
 
 
-def probe(**env) -> dict:
-    out = subprocess.run([sys.executable, "-c", PROBE], env={**os.environ, **env}, capture_output=True, text=True,
-                         timeout=120, check=True)
+def probe(*args: str, **env) -> dict:
+    out = subprocess.run([sys.executable, "-c", PROBE, *args], env={**os.environ, **env}, capture_output=True,
+                         text=True, timeout=120, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -42,3 +45,12 @@ def test_large_blocks_come_from_the_arena_unless_opted_out():
     assert kept["applied"] and kept["mmapped"] < 2**20 and kept["arena"] >= 47 * 2**20
     system = probe(NETSPARSE_MALLOC="system")
     assert not system["applied"] and system["mmapped"] >= 48 * 2**20
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")
+def test_ranks_hand_blocks_above_their_limit_back_to_the_os():
+    from netsparse_torch.malloc import RANK_LARGEST_KEPT
+
+    ranks = probe(str(RANK_LARGEST_KEPT))
+    assert ranks["applied"] and ranks["mmapped"] < 2**20 and ranks["big_mmapped"] >= 96 * 2**20
+    assert probe()["big_mmapped"] < 2**20  # every block kept: the simulator's setting

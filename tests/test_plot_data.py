@@ -18,8 +18,11 @@ from cli import ROOT, train_here  # noqa: E402
 from conftest import DATA  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 
-from netsparse_torch.report import curves  # noqa: E402
-from netsparse_torch.report import simulation as sim_report  # noqa: E402
+from hw_models.simulator import STAGES  # noqa: E402
+from netsparse_torch.report import (
+    curves,  # noqa: E402
+    sim_figures,  # noqa: E402
+)
 from netsparse_torch.run import simulation as simulate  # noqa: E402
 
 KARATE = DATA / "mtx_small" / "karate.mtx"
@@ -93,7 +96,7 @@ def drawn(monkeypatch) -> dict:
             figures[Path(path).name] = (fig, axes)
             yield fig, axes
 
-    for module in (sim_report, compare):
+    for module in (sim_figures, compare):
         monkeypatch.setattr(module, "figure", recording)
     return figures
 
@@ -125,26 +128,32 @@ def test_simulate_figures_show_the_report(tmp_path, drawn):
     assert heights[1:3] == pytest.approx([sp["sa_opt_vs_su_opt"], sp["netsparse_vs_su_opt"]])
     # ablation: one bar per Table 8 stage, its speedup
     labels, heights = _bars(drawn["ablation.png"][1])
-    assert labels == [a["stage"] for a in saved["ablation"]] == list(sim_report.STAGES)
+    assert labels == [a["stage"] for a in saved["ablation"]] == list(STAGES)
     assert heights == pytest.approx([a["speedup_vs_su_opt"] for a in saved["ablation"]])
     # active nodes: the step line is the report's (time in us, count)
     (line,) = drawn["active_nodes.png"][1].get_lines()
     assert list(line.get_xdata()) == pytest.approx([t * 1e6 for t in saved["active_nodes"]["t_s"]])
     assert list(line.get_ydata()) == saved["active_nodes"]["count"]
     assert max(saved["active_nodes"]["count"]) == 4  # every node starts active: a series, not an empty one
-    # active nodes by bound: one stacked band per resource the report charges, the report's series;
-    # the bands stack to the average active nodes per time bin
+    # active nodes by bound: one stacked band per group of resources the report charges (at most eight,
+    # in plain words), the sum of its resources' series; the bands stack to the average active nodes
     cp = saved["critical_path"]
     bands = drawn["critical_path.png"][1].collections
-    assert [c.get_label() for c in bands] == list(cp["nodes"])
-    stacked = np.cumsum(list(cp["nodes"].values()), axis=0)  # the top edge of each band
+    groups = {g: [sum(cp["nodes"][r][i] for r in rs if r in cp["nodes"]) for i in range(len(cp["t_s"]))]
+              for g, rs in sim_figures.PLOT_GROUPS.items() if any(r in cp["nodes"] for r in rs)}
+    groups = {g: ys for g, ys in groups.items() if any(ys)}
+    assert [c.get_label() for c in bands] == list(groups) and len(groups) <= 8
+    stacked = np.cumsum(list(groups.values()), axis=0)  # the top edge of each band
     for band, top in zip(bands, stacked, strict=True):
         (path,) = band.get_paths()
         assert path.vertices[:, 1].max() == pytest.approx(top.max())
     assert stacked[-1].max() <= 4 + 1e-9 and stacked[-1][0] == pytest.approx(4)  # all 4 start active
     # the plain data the figures are drawn from is the same
-    series = sim_report.figure_series(report)
-    assert {k: v[1] for k, v in series["critical_path.png"].items()} == cp["nodes"]
+    series = sim_figures.figure_series(report)
+    drawn_groups = {k: v[1] for k, v in series["critical_path.png"].items()}
+    assert list(drawn_groups) == list(groups)
+    for g, ys in groups.items():
+        assert drawn_groups[g] == pytest.approx(ys), g
     assert series["ablation.png"]["speedup vs SUOpt"][1] == pytest.approx(heights)
 
 
@@ -213,7 +222,7 @@ def test_compare_plot_of_simulations_differing_in_many_keys(tmp_path, drawn):
             ("4", "nnz", "16", "hyperx", "500"), ("8", "rows", "1", "hyperx", "250")]
     reports = []
     for i, (nodes, part, k, topo, delay) in enumerate(runs):
-        reports.append(simulate.run(_sim_cfg(f"matrix={KARATE}", f"nodes={nodes}", "rack_size=2", f"partition={part}",
+        reports.append(simulate.run(_sim_cfg(f"matrix={KARATE}", f"nodes={nodes}", f"partition={part}",
                                              f"k={k}", f"topology={topo}", f"nic_delay_cycles={delay}", "plots=false"),
                                     tmp_path / f"r{i}"))
     png = tmp_path / "sims.png"

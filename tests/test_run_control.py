@@ -78,12 +78,21 @@ def test_group_choices_of_a_sweep_are_each_checked():
 def test_run_identity_and_differences_by_hand():
     cfg = {"dataset": {"name": "cora", "verify": True}, "model": {"name": "gcn", "num_layers": 2}, "seed": 0,
            "lr": 0.01, "weight_decay": 5e-4, "hidden": 16, "dropout": 0.5, "world_size": 2, "partition": "rows",
-           "metis": {"seed": 0}, "epochs": 200, "strategy": {"name": "sa"}}
+           "metis": {"seed": 0}, "epochs": 200, "strategy": {"name": "sa"},
+           "fabric": {"name": "switch", "switches": {"spine": "h:1", "tors": ["h:2"]}, "host": "h", "cache": True}}
     ident = run_identity(cfg)
     assert ident == {"dataset.name": "cora", "model.name": "gcn", "model.num_layers": 2, "seed": 0, "lr": 0.01,
-                     "weight_decay": 5e-4, "hidden": 16, "dropout": 0.5, "world_size": 2, "partition": "rows"}
+                     "weight_decay": 5e-4, "hidden": 16, "dropout": 0.5, "world_size": 2, "partition": "rows",
+                     "strategy.name": "sa", "fabric.name": "switch", "fabric.cache": True}
     other = run_identity({**cfg, "lr": 0.05, "hidden": 32, "epochs": 400, "strategy": {"name": "su"}})
-    assert differences(ident, other) == ["hidden: 16 -> 32", "lr: 0.01 -> 0.05"]
+    assert differences(ident, other) == ["hidden: 16 -> 32", "lr: 0.01 -> 0.05", "strategy.name: 'sa' -> 'su'"]
+    # a strategy's options and the cluster are run-defining; the switches' addresses are not
+    moved = {**cfg, "fabric": {**cfg["fabric"], "switches": {"spine": "g:1", "tors": ["g:2"]}, "host": "g"}}
+    assert differences(ident, run_identity(moved)) == []
+    options = run_identity({**cfg, "strategy": {"name": "sa", "options": {"filter": False}},
+                            "cluster": {"name": "leafspine128"}})
+    assert differences(ident, options) == ["cluster.name: '(unset)' -> 'leafspine128'",
+                                           "strategy.options.filter: '(unset)' -> False"]
     # METIS settings count only for partition=metis.
     assert run_identity({**cfg, "partition": "metis"})["metis.seed"] == 0
 
@@ -99,7 +108,8 @@ def checkpointed(tmp_path_factory):
 
 def test_default_checkpoint_folder_is_in_the_run_directory(checkpointed):
     folder = checkpointed / "checkpoints"
-    assert sorted(p.name for p in folder.iterdir()) == ["rank0-of-2.pt", "rank1-of-2.pt", "run.json"]
+    assert sorted(p.name for p in folder.iterdir()) == ["rank0-of-2.1epochs.pt", "rank0-of-2.2epochs.pt",
+                                                        "rank1-of-2.1epochs.pt", "rank1-of-2.2epochs.pt", "run.json"]
     saved = json.loads((folder / "run.json").read_text())
     assert saved["run"]["lr"] == 0.01 and saved["config"]["epochs"] == 2  # the training config is kept
 

@@ -70,7 +70,8 @@ def test_each_written_file_is_announced_once(cli_run):
     stdout, _, run_dir = cli_run
     written = [line.split()[-1] for line in stdout.splitlines() if line.startswith("  written ")]
     assert sorted(written) == sorted(str(run_dir / n) for n in ("report.json", "speedup.png", "ablation.png",
-                                                                "active_nodes.png", "critical_path.png"))
+                                                                "active_nodes.png", "critical_path.png",
+                                                                "report.breakdown.csv"))
 
 
 def test_ranks_per_node_come_from_the_run(cli_run):

@@ -60,21 +60,71 @@ AnalogParams params_from(const std::string& family, int64_t n, uint64_t seed, co
   return p;
 }
 
-py::tuple generate(const std::string& family, int64_t n, uint64_t seed, const py::dict& params) {
+py::tuple generate_rows(const std::string& family, int64_t n, uint64_t seed, const py::dict& params, int64_t begin,
+                        int64_t end) {
+  if (begin < 0 || end > n || begin > end) throw ConfigInvalid("analog: rows [begin, end) must lie in [0, n)");
   const AnalogGenerator g(params_from(family, n, seed, params));
-  py::array_t<int64_t> indptr(n + 1);
+  py::array_t<int64_t> indptr(end - begin + 1);
   int64_t* ip = indptr.mutable_data();
   {
     py::gil_scoped_release nogil;
-    generate_counts(g, n, ip);
+    generate_counts(g, begin, end, ip);
   }
-  py::array_t<int32_t> indices(ip[n]);
+  py::array_t<int32_t> indices(ip[end - begin]);
   int32_t* ix = indices.mutable_data();
   {
     py::gil_scoped_release nogil;
-    generate_fill(g, n, ip, ix);
+    generate_fill(g, begin, end, ip, ix);
   }
   return py::make_tuple(indptr, indices);
+}
+
+py::tuple generate(const std::string& family, int64_t n, uint64_t seed, const py::dict& params) {
+  return generate_rows(family, n, seed, params, 0, n);
+}
+
+using Ids = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+py::tuple degrees(const std::string& family, int64_t n, uint64_t seed, const py::dict& params, const Ids& ids) {
+  const AnalogGenerator g(params_from(family, n, seed, params));
+  const int64_t count = ids.size();
+  const int64_t* id = ids.data();
+  for (int64_t i = 0; i < count; ++i)
+    if (id[i] < 0 || id[i] >= n) throw ConfigInvalid("analog: row id outside [0, n)");
+  py::array_t<int64_t> nnz(count);
+  py::array_t<bool> loop(count);
+  int64_t* out_nnz = nnz.mutable_data();
+  auto* out_loop = reinterpret_cast<uint8_t*>(loop.mutable_data());
+  {
+    py::gil_scoped_release nogil;
+    row_degrees(g, id, count, out_nnz, out_loop);
+  }
+  return py::make_tuple(nnz, loop);
+}
+
+py::array_t<float> normal(uint64_t seed, const Ids& ids, int64_t k) {
+  if (k < 1) throw ConfigInvalid("keyed_normal: k must be >= 1");
+  py::array_t<float> out({static_cast<int64_t>(ids.size()), k});
+  float* x = out.mutable_data();
+  const int64_t* id = ids.data();
+  const int64_t count = ids.size();
+  {
+    py::gil_scoped_release nogil;
+    keyed_normal(seed, id, count, k, x);
+  }
+  return out;
+}
+
+py::array_t<double> uniforms(uint64_t seed, const Ids& ids) {
+  py::array_t<double> out(ids.size());
+  double* u = out.mutable_data();
+  const int64_t* id = ids.data();
+  const int64_t count = ids.size();
+  {
+    py::gil_scoped_release nogil;
+    keyed_uniform(seed, id, count, u);
+  }
+  return out;
 }
 
 py::array_t<int64_t> as_array(const std::vector<int64_t>& v, int64_t rows, int64_t cols) {
@@ -126,6 +176,16 @@ void bind_graph(py::module_& m) {
   m.def("generate_analog", &generate,
         "Paper-scale analog pattern (family web|road|fem): (indptr int64[n+1], indices int32[nnz]), canonical",
         py::arg("family"), py::arg("n"), py::arg("seed"), py::arg("params"));
+  m.def("generate_analog_rows", &generate_rows,
+        "Rows [begin, end) of a paper-scale analog: (indptr int64[end-begin+1] from 0, indices int32), canonical",
+        py::arg("family"), py::arg("n"), py::arg("seed"), py::arg("params"), py::arg("begin"), py::arg("end"));
+  m.def("analog_degrees", &degrees,
+        "(nonzeros int64, has diagonal bool) of the analog's rows `ids`, without returning the rows",
+        py::arg("family"), py::arg("n"), py::arg("seed"), py::arg("params"), py::arg("ids"));
+  m.def("keyed_normal", &normal, "float32[len(ids), k] standard normals keyed on (seed, row id)", py::arg("seed"),
+        py::arg("ids"), py::arg("k"));
+  m.def("keyed_uniform", &uniforms, "float64[len(ids)] uniforms in [0, 1) keyed on (seed, row id)",
+        py::arg("seed"), py::arg("ids"));
   m.def("node_stats", &stats,
         "Per-node workload statistics of a canonical CSR pattern in one streaming pass (hw_models.definitions)",
         py::arg("indptr"), py::arg("indices"), py::arg("n_cols"), py::arg("row_bounds"), py::arg("col_bounds"),

@@ -21,11 +21,13 @@ using namespace netsparse::units;
 namespace {
 using I64 = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
 
-// Keeps the Python buffers (halo, local properties, submitted arrays) alive while C++ points into them.
+// Keeps the Python buffers (halo, local properties, submitted arrays) alive while C++ points into them:
+// the submitted idxs and slots are read in place (a copy only when they are not C-contiguous int64), so a
+// rank's idx stream (one idx per nonzero) is never held twice.
 struct NodeHandle {
   std::unique_ptr<RigNode> node;
   py::array halo, local;
-  std::vector<std::vector<int64_t>> keep;
+  std::vector<I64> keep;
 };
 
 uint8_t* writable_bytes(py::array& a, const char* what) {
@@ -143,14 +145,12 @@ void bind_rig_node(py::module_& units) {
            [](NodeHandle& h, const I64& idxs, const I64& slots) {
              if (idxs.ndim() != 1 || slots.ndim() != 1 || idxs.size() != slots.size())
                throw ConfigInvalid("idxs and slots must be 1-D arrays of the same length");
-             std::vector<int64_t> i(idxs.data(), idxs.data() + idxs.size());
-             std::vector<int64_t> s(slots.data(), slots.data() + slots.size());
              {
                py::gil_scoped_release release;
-               h.node->submit(i.data(), s.data(), static_cast<int64_t>(i.size()));  // validates first
+               h.node->submit(idxs.data(), slots.data(), static_cast<int64_t>(idxs.size()));  // validates first
              }
-             h.keep.push_back(std::move(i));
-             h.keep.push_back(std::move(s));
+             h.keep.push_back(idxs);
+             h.keep.push_back(slots);
            },
            "Queue RIG commands: idxs (global column ids) and their halo slots (ignored for local idxs)",
            py::arg("idxs"), py::arg("slots"))

@@ -184,26 +184,66 @@ void AnalogGenerator::fem_row(int64_t r, uint64_t& st, std::vector<int64_t>& out
   out.erase(std::unique(out.begin(), out.end()), out.end());
 }
 
-void generate_counts(const AnalogGenerator& g, int64_t n, int64_t* indptr) {
+void generate_counts(const AnalogGenerator& g, int64_t begin, int64_t end, int64_t* indptr) {
   indptr[0] = 0;
-  parallel_chunks(n, kGrain, [&](int64_t begin, int64_t end) {
+  parallel_chunks(end - begin, kGrain, [&](int64_t lo, int64_t hi) {
     std::vector<int64_t> row, scratch;
-    for (int64_t r = begin; r < end; ++r) {
-      g.row(r, row, scratch);
-      indptr[r + 1] = static_cast<int64_t>(row.size());
+    for (int64_t i = lo; i < hi; ++i) {
+      g.row(begin + i, row, scratch);
+      indptr[i + 1] = static_cast<int64_t>(row.size());
     }
   });
-  for (int64_t r = 0; r < n; ++r) indptr[r + 1] += indptr[r];
+  for (int64_t i = 0; i < end - begin; ++i) indptr[i + 1] += indptr[i];
 }
 
-void generate_fill(const AnalogGenerator& g, int64_t n, const int64_t* indptr, int32_t* indices) {
-  parallel_chunks(n, kGrain, [&](int64_t begin, int64_t end) {
+void generate_fill(const AnalogGenerator& g, int64_t begin, int64_t end, const int64_t* indptr, int32_t* indices) {
+  parallel_chunks(end - begin, kGrain, [&](int64_t lo, int64_t hi) {
     std::vector<int64_t> row, scratch;
-    for (int64_t r = begin; r < end; ++r) {
-      g.row(r, row, scratch);
-      if (static_cast<int64_t>(row.size()) != indptr[r + 1] - indptr[r])
+    for (int64_t i = lo; i < hi; ++i) {
+      g.row(begin + i, row, scratch);
+      if (static_cast<int64_t>(row.size()) != indptr[i + 1] - indptr[i])
         throw std::logic_error("analog: a row came out different in the second pass");
-      std::copy(row.begin(), row.end(), indices + indptr[r]);
+      std::copy(row.begin(), row.end(), indices + indptr[i]);
+    }
+  });
+}
+
+void row_degrees(const AnalogGenerator& g, const int64_t* ids, int64_t count, int64_t* nnz, uint8_t* loop) {
+  parallel_chunks(count, kGrain, [&](int64_t lo, int64_t hi) {
+    std::vector<int64_t> row, scratch;
+    for (int64_t i = lo; i < hi; ++i) {
+      g.row(ids[i], row, scratch);
+      nnz[i] = static_cast<int64_t>(row.size());
+      loop[i] = std::binary_search(row.begin(), row.end(), ids[i]) ? 1 : 0;
+    }
+  });
+}
+
+namespace {
+// Salts that keep the node data's streams apart from the rows' (same seed, same row id).
+constexpr uint64_t kNormalSalt = 0x6E6F726D616C2D78ULL, kUniformSalt = 0x756E69666F726D2DULL;
+}  // namespace
+
+void keyed_normal(uint64_t seed, const int64_t* ids, int64_t count, int64_t k, float* out) {
+  parallel_chunks(count, kGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      uint64_t st = stream(seed ^ kNormalSalt, static_cast<uint64_t>(ids[i]));
+      float* x = out + i * k;
+      for (int64_t j = 0; j < k; j += 2) {
+        const double radius = std::sqrt(-2.0 * std::log(1.0 - uniform(st)));  // 1 - u in (0, 1]
+        const double angle = 2.0 * M_PI * uniform(st);
+        x[j] = static_cast<float>(radius * std::cos(angle));
+        if (j + 1 < k) x[j + 1] = static_cast<float>(radius * std::sin(angle));
+      }
+    }
+  });
+}
+
+void keyed_uniform(uint64_t seed, const int64_t* ids, int64_t count, double* out) {
+  parallel_chunks(count, kGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      uint64_t st = stream(seed ^ kUniformSalt, static_cast<uint64_t>(ids[i]));
+      out[i] = uniform(st);
     }
   });
 }

@@ -72,9 +72,19 @@ class AnalogGenerator {
   std::vector<double> deg_cum_;    // road: cumulative degree probabilities
 };
 
-// Generates the analog: indptr (int64, n + 1) and indices (int32) are allocated by the caller's
-// callbacks once the counts are known, so no second copy is ever made.
-void generate_counts(const AnalogGenerator& g, int64_t n, int64_t* indptr);
-void generate_fill(const AnalogGenerator& g, int64_t n, const int64_t* indptr, int32_t* indices);
+// Generates rows [begin, end) of the analog: indptr (int64, end - begin + 1, starting at 0) and
+// indices (int32) are allocated by the caller once the counts are known, so no second copy is ever
+// made. The whole matrix is the range [0, n); any range holds exactly those rows of it.
+void generate_counts(const AnalogGenerator& g, int64_t begin, int64_t end, int64_t* indptr);
+void generate_fill(const AnalogGenerator& g, int64_t begin, int64_t end, const int64_t* indptr, int32_t* indices);
+
+// Nonzeros of the rows ids[i] (any order) and whether each holds its diagonal entry: the degree
+// information a normalisation needs for a rank's halo, without the rows themselves.
+void row_degrees(const AnalogGenerator& g, const int64_t* ids, int64_t count, int64_t* nnz, uint8_t* loop);
+
+// Node data keyed on (seed, row) like the rows: k standard normals per row (Box-Muller, float32) and
+// one uniform in [0, 1) per row, so any rank draws the same values for a row as a whole-graph run.
+void keyed_normal(uint64_t seed, const int64_t* ids, int64_t count, int64_t k, float* out);
+void keyed_uniform(uint64_t seed, const int64_t* ids, int64_t count, double* out);
 
 }  // namespace netsparse::graph

@@ -13,28 +13,87 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import NoReturn
 
-from netsparse_torch.config_keys import Cli, check_command_line
+from netsparse_torch.config_keys import Cli, check_command_line, file_choices
 from netsparse_torch.errors import ConfigError, NetsparseError
 
 #: Set on an exception that the task (the CLI's own work) raised: that one is not Hydra's.
 _TASK = "_netsparse_task_error"
 
 
-def run_app(cli: Cli, hydra_main: Callable[[], None]) -> None:
+def run_app(cli: Cli, hydra_main: Callable[[], None], doc: str | None = None,
+            flags: dict[str, Callable[[], str]] | None = None) -> None:
     """A Hydra CLI's start: its command line checked, then ``hydra_main`` (the ``@hydra.main``
     function) with Hydra's errors as one line; any :class:`NetsparseError` is ``<prog>: error: ...``
-    and exit 2."""
+    and exit 2. ``--help`` prints :func:`help_text` (``doc``: the CLI's own lines); each of ``flags``
+    (``--explain``) prints its text, and neither runs anything."""
+    from netsparse_torch.report.provenance import remember_command
+
+    args = sys.argv[1:]
     try:
-        check_command_line(sys.argv[1:], cli)
+        sys.argv[1:] = args = file_choices(args, cli)  # hw=path/to/file.yaml: a key Hydra composes
+        remember_command()  # the reports of a launcher's jobs name the sweep's command line
+        check_command_line(args, cli)
+        for flag, text in (flags or {}).items():
+            if flag in args:
+                print(text())
+                return
+        if doc is not None and ("--help" in args or "-h" in args):
+            with hydra_errors():
+                print(help_text(cli, [a for a in args if not a.startswith("-")], doc))
+            return
         with hydra_errors():
             hydra_main()
     except NetsparseError as exc:
         fail(cli.prog, exc)
 
 
+LAUNCHERS = ("basic", "joblib", "submitit_local", "submitit_slurm", "slurm")
+"""``hydra/launcher`` choices (Hydra's basic one, the two plugins' and configs/hydra/launcher/slurm.yaml)."""
+
+
+def help_text(cli: Cli, overrides: list[str], doc: str) -> str:
+    """``--help``: the CLI's ``doc``, the config groups it reads (Hydra's own lists every folder of
+    configs/, the other CLIs' too), the launchers and the config composed with ``overrides``."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from netsparse_torch.config_check import config_dir, group_choices
+    from netsparse_torch.config_keys import experiments
+
+    def choices(group: str) -> list[str]:  # one folder holds both CLIs' experiments
+        return experiments(config_dir(), cli) if group == "experiment" else group_choices(config_dir(), group)
+
+    groups = "\n".join(f"{g}: {', '.join(choices(g))}" for g in cli.groups)
+    added = "\n".join(f"+{g}: {', '.join(choices(g))}" for g in cli.add_groups)
+    files = "".join(f"\n{g}=path/to/file.yaml reads the {g} sections from a file" for g in cli.file_groups)
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        cfg = compose(cli.config, overrides=overrides)
+    intro = doc.strip().replace("``", "")
+    return (f"{intro}\n\n== Configuration groups ==\nCompose your configuration from those groups "
+            f"(group=option)\n\n{groups}{chr(10) + added if added else ''}{files}\n\n== Launchers ==\n"
+            f"Sweeps (-m, multirun) run on hydra/launcher: {', '.join(LAUNCHERS)} (README, \"Sweeps\")\n\n"
+            f"== Config ==\nOverride anything in the config (foo.bar=value); Hydra's own options: --hydra-help\n\n"
+            f"{OmegaConf.to_yaml(cfg)}")
+
+
 def fail(prog: str, exc: NetsparseError) -> NoReturn:
     print(f"{prog}: error: {exc}", file=sys.stderr)
     sys.exit(2)
+
+
+def job_failed(prog: str, exc: NetsparseError, say: Callable[[str, NetsparseError], NoReturn] = fail) -> NoReturn:
+    """A task's error: in a single run ``say(prog, exc)`` (one line, exit 2); in a multirun the error,
+    naming its job, is raised to the launcher, which hands it back to the sweep (an exit would end a
+    joblib worker or a submitit job without a result, which the launcher reports as a traceback); the
+    sweep stops with it and :func:`run_app` prints it as one line."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
+        say(prog, exc)
+    job = HydraConfig.get().job
+    exc.args = (f"job {job.num} ({' '.join(HydraConfig.get().overrides.task)}): {exc}",)
+    raise exc
 
 
 @contextlib.contextmanager
@@ -58,6 +117,8 @@ def hydra_errors() -> Iterator[None]:
 
     before = os.environ.get("HYDRA_FULL_ERROR")
     os.environ["HYDRA_FULL_ERROR"] = "1"
+    stderr = sys.stderr
+    sys.stderr = _WithoutJobErrorLine(stderr)
     try:
         yield
     except (HydraException, OmegaConfBaseException) as exc:
@@ -65,10 +126,25 @@ def hydra_errors() -> Iterator[None]:
             raise
         raise ConfigError(hydra_message(exc)) from None
     finally:
+        sys.stderr = stderr
         if before is None:
             os.environ.pop("HYDRA_FULL_ERROR", None)
         else:
             os.environ["HYDRA_FULL_ERROR"] = before
+
+
+class _WithoutJobErrorLine:
+    """``sys.stderr`` without the line Hydra writes before it re-raises a failed job's error ("Error
+    executing job with overrides: [...]"): the error's own line (:func:`job_failed`) names the job."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return len(text) if text.startswith("Error executing job with overrides:") else self._stream.write(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
 
 
 def hydra_message(exc: BaseException) -> str:

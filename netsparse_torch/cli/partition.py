@@ -16,8 +16,8 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from netsparse_torch.cli.hydra_app import fail, run_app, task
-from netsparse_torch.config_check import config_dir
+from netsparse_torch.cli.hydra_app import job_failed, run_app, task
+from netsparse_torch.config_check import check_paper_dataset, config_dir
 from netsparse_torch.config_keys import PARTITION
 from netsparse_torch.errors import ConfigError, NetsparseError
 
@@ -28,10 +28,13 @@ def run(cfg: DictConfig) -> dict:
         raise ConfigError("netsparse-partition needs out=<directory for the partitioned dataset>")
     if isinstance(cfg.parts, bool) or not isinstance(cfg.parts, int) or cfg.parts < 1:
         raise ConfigError(f"parts must be an integer >= 1, got {cfg.parts!r}")
+    if (cfg.get("dataset") or {}).get("name") == "paper":
+        check_paper_dataset(cfg.dataset, str(cfg.partition))
     # The loaders and partitioners (torch, scipy) load once the settings above are known to be good.
     from netsparse_torch.graph import load_dataset
+    from netsparse_torch.partition.analog import partition_dataset
     from netsparse_torch.partition.dataset import PartitionedDataset, write_partitioned
-    from netsparse_torch.partition.partitioning import partition_graph, partition_settings
+    from netsparse_torch.partition.partitioning import partition_settings
 
     times = {}
     t0 = time.perf_counter()
@@ -42,7 +45,7 @@ def run(cfg: DictConfig) -> dict:
     t0 = time.perf_counter()
     print(f"netsparse-partition: {graph.name} ({graph.num_nodes:,} nodes, {graph.nnz:,} nnz) -> "
           f"{cfg.parts} parts by {cfg.partition}", flush=True)
-    partitioning = partition_graph(graph.adj, int(cfg.parts), str(cfg.partition), **partition_settings(cfg))
+    graph, partitioning = partition_dataset(graph, int(cfg.parts), str(cfg.partition), **partition_settings(cfg))
     times["partition_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     source = {"dataset": OmegaConf.to_container(cfg.dataset, resolve=True), "times": times}
@@ -72,7 +75,7 @@ def _hydra_main(cfg: DictConfig) -> None:
         with task():
             run(cfg)
     except NetsparseError as exc:
-        fail(PARTITION.prog, exc)
+        job_failed(PARTITION.prog, exc)
 
 
 def main() -> None:

@@ -15,24 +15,32 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from netsparse_torch.cli.hydra_app import fail, run_app, task
+from netsparse_torch.cli.hydra_app import job_failed, run_app, task
 from netsparse_torch.config_check import config_dir
 from netsparse_torch.config_keys import SIMULATE
 from netsparse_torch.errors import NetsparseError
+from netsparse_torch.report.glossary import explain_text
 
 
 @hydra.main(config_path=config_dir(), config_name="simulate", version_base="1.3")
 def _hydra_main(cfg: DictConfig) -> None:
     try:
         with task():
+            from netsparse_torch.malloc import keep_freed_memory
             from netsparse_torch.run.simulation import run  # hw_models and scipy: after the command line's check
 
-            out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
-            run(cfg, out_dir)
+            keep_freed_memory()  # again in a launcher's worker process (a joblib worker, a submitit job)
+
+            hc = HydraConfig.get() if HydraConfig.initialized() else None
+            if hc is None:
+                run(cfg)
+            else:
+                run(cfg, Path(hc.runtime.output_dir), list(hc.overrides.task), hc.mode == RunMode.MULTIRUN)
     except NetsparseError as exc:
-        fail(SIMULATE.prog, exc)
+        job_failed(SIMULATE.prog, exc)
 
 
 def main() -> None:
@@ -40,7 +48,7 @@ def main() -> None:
     from netsparse_torch.malloc import keep_freed_memory
 
     keep_freed_memory()  # the simulator allocates and frees hundreds of MB: ~1 s of page faults otherwise
-    run_app(SIMULATE, _hydra_main)
+    run_app(SIMULATE, _hydra_main, __doc__, {"--explain": explain_text})
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ from typing import NoReturn
 import hydra
 from omegaconf import DictConfig
 
-from netsparse_torch.cli.hydra_app import hydra_errors, task
-from netsparse_torch.config_check import GROUPS, check_values, config_dir, group_choices, omp_threads
+from netsparse_torch.cli.hydra_app import help_text, hydra_errors, job_failed, task
+from netsparse_torch.config_check import check_values, config_dir, omp_threads
 from netsparse_torch.config_keys import TRAIN, check_command_line
 from netsparse_torch.errors import NetsparseError
 from netsparse_torch.progress import append_line, hydra_log_file
@@ -47,7 +47,7 @@ def _hydra_main(cfg: DictConfig) -> None:
 
             run(cfg)
     except NetsparseError as exc:
-        fail(exc)
+        job_failed(TRAIN.prog, exc, lambda _, e: fail(e))
 
 
 def fail(exc: NetsparseError) -> NoReturn:
@@ -108,29 +108,17 @@ def stopped_line(stop: Interrupted) -> str:
             f"{n} completed epochs is in {path}")
 
 
-def help_text(overrides: list[str]) -> str:
-    """``--help``: the groups training reads (Hydra's own lists every folder of configs/, the simulator's
-    ``experiment`` too) and the composed config with the given overrides."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
-    groups = "\n".join(f"{g}: {', '.join(group_choices(config_dir(), g))}" for g in GROUPS)
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        cfg = compose("train", overrides=overrides)
-    intro = __doc__.strip().replace("``", "")
-    return (f"{intro}\n\n== Configuration groups ==\nCompose your configuration from those groups "
-            f"(group=option)\n\n{groups}\n\n== Config ==\nOverride anything in the config (foo.bar=value); "
-            f"Hydra's own options: --hydra-help\n\n{OmegaConf.to_yaml(cfg)}")
-
-
 def main() -> None:
+    from netsparse_torch.report.provenance import remember_command
+
     args = sys.argv[1:]
+    remember_command()  # the reports of a launcher's jobs name the sweep's command line
     try:  # a wrong group choice or key is one line here, not Hydra's multi-line error (or silence)
         check_command_line(args, TRAIN)
         omp_threads(os.environ)  # before the forkserver loads torch (and libgomp its own complaint)
         if "--help" in args or "-h" in args:
             with hydra_errors():
-                print(help_text([a for a in args if not a.startswith("-")]))
+                print(help_text(TRAIN, [a for a in args if not a.startswith("-")], __doc__))
             return
     except NetsparseError as exc:
         fail(exc)
@@ -144,7 +132,7 @@ def main() -> None:
             _hydra_main()
     except Interrupted as stop:
         stopped = stop
-    except NetsparseError as exc:  # one of Hydra's own errors, before the run
+    except NetsparseError as exc:  # one of Hydra's own errors before the run, or a multirun job's (job_failed)
         say_error(exc)
         exit_now(2)
     except SystemExit as done:  # fail(): the error line is out
@@ -163,8 +151,13 @@ def main() -> None:
 def exit_now(code: int) -> NoReturn:
     """Exit once the run's last line is out, without the interpreter's teardown: freeing torch, PyG and
     matplotlib takes ~2 s here (and the forkserver's own copy as long again, while it still holds the
-    console). The exit handlers still run: log files, the resource tracker and multiprocessing."""
+    console). The exit handlers still run: log files, the resource tracker and multiprocessing, after
+    the executors' shutdowns (``threading._register_atexit``)."""
     stop_forkserver()
+    # What a normal exit runs before the exit handlers: the executors' shutdowns (a joblib launcher's
+    # workers; the exit handlers would otherwise wait out their 300 s idle timeout).
+    for shutdown in reversed(getattr(threading, "_threading_atexits", [])):
+        shutdown()
     atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()

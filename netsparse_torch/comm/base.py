@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
+from netsparse_torch.backend import comm_stats
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.kernels import CSR, spmm
 from netsparse_torch.plan import Plan
@@ -65,6 +68,8 @@ class Strategy:
         self.group = group
         self.options = options
         self.traffic = Traffic()
+        #: Collectives of the state built at a first gather (:meth:`first_use`), once per process.
+        self.setup_collectives: dict[str, dict[str, int]] = {}
         check_group(plan, group)
 
     def gather(self, x_local: torch.Tensor, tag: str = "", adjacency: CSR | None = None) -> torch.Tensor:
@@ -92,6 +97,31 @@ class Strategy:
     def stats(self) -> dict:
         """Strategy-specific statistics for the report (empty by default)."""
         return {}
+
+    def counters(self) -> dict:
+        """What this strategy has counted so far (nested dicts of numbers): the traffic meter's bytes and
+        the strategy's own counters, those of :meth:`stats` that grow with every gather. A resumed run
+        adds its checkpoint's with :meth:`add_counters`, so its report counts every epoch once."""
+        return {"forward_bytes": self.traffic.forward_bytes, "backward_bytes": self.traffic.backward_bytes}
+
+    def add_counters(self, counters: dict) -> None:
+        """Add ``counters`` (what :meth:`counters` returned, e.g. in an earlier process) to this strategy's."""
+        self.traffic.forward_bytes += int(counters.get("forward_bytes", 0))
+        self.traffic.backward_bytes += int(counters.get("backward_bytes", 0))
+
+    @contextlib.contextmanager
+    def first_use(self) -> Iterator[None]:
+        """Around state built at the first gather of a shape, which every process builds once, as it builds
+        its plan (e.g. Two-Face's layouts): its collectives go to :attr:`setup_collectives`, so a resumed
+        run carries over what its epochs exchanged and not a second setup."""
+        before = comm_stats()
+        try:
+            yield
+        finally:
+            for name, now in comm_stats().items():
+                entry = self.setup_collectives.setdefault(name, {"calls": 0, "bytes": 0})
+                for key in entry:
+                    entry[key] += now[key] - before.get(name, {}).get(key, 0)
 
 
 def check_group(plan: Plan, group) -> None:

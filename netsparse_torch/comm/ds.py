@@ -3,8 +3,8 @@
 Ranks form ``q = p/c`` teams of ``c`` consecutive ranks (replication factor ``c``). Forward: an
 all_gather inside the team gives every member the team's ``c`` feature blocks (the "block set");
 then ``q`` rounds: multiply this rank's rows restricted to the block set it holds, and shift the block
-set cyclically to the same member of the previous team (isend/irecv, the next shift overlapping the
-compute of the current round). Backward is the reverse: partial gradients of each block set travel
+set cyclically to the same member of the previous team (one batch of isend and irecv, the next shift
+overlapping the compute of the current round). Backward is the reverse: partial gradients of each block set travel
 the ring the other way, accumulating, and a reduce-scatter inside the team returns each block's sum
 to its owner. Blocks are padded to the largest block so every message has one shape.
 """
@@ -16,6 +16,7 @@ import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 
+from netsparse_torch.backend import batch_isend_irecv
 from netsparse_torch.comm.base import Strategy, row_bytes
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.kernels import CSR, spmm
@@ -42,8 +43,10 @@ class _Teams:
 
 
 def _shift(buf: torch.Tensor, to: int, frm: int) -> tuple[torch.Tensor, list]:
+    """Send ``buf`` to ``to`` and receive its like from ``frm`` as one batch: with q=2 both are the same
+    peer, and NCCL may deadlock on a send and a receive posted apart (backend.batch_isend_irecv)."""
     out = torch.empty_like(buf)
-    return out, [dist.isend(buf, to), dist.irecv(out, frm)]
+    return out, batch_isend_irecv([dist.P2POp(dist.isend, buf, to), dist.P2POp(dist.irecv, out, frm)])
 
 
 class _DSSpMM(torch.autograd.Function):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Protocol
 
@@ -130,7 +131,42 @@ def reverse_exchange(plan: Plan, grad_halo: torch.Tensor, group) -> tuple[torch.
 
 def add_returned(grad_x: torch.Tensor, plan: Plan, back: torch.Tensor, work: Pending) -> torch.Tensor:
     work.wait()
-    return grad_x.index_add_(0, plan.send_idx, back)
+    return add_rows(grad_x, plan.send_idx, back)
+
+
+# The rounds of each send list by id, computed once per list and dropped with it (a tensor compares
+# element-wise, so it cannot key a WeakKeyDictionary).
+_ROUNDS: dict[int, list[tuple[torch.Tensor, torch.Tensor]]] = {}
+
+
+def occurrence_rounds(idx: torch.Tensor) -> list[torch.Tensor]:
+    """The positions of ``idx`` by occurrence: round ``k`` holds, in position order, the position of
+    every value's ``k``-th appearance (``k`` from 0). No round repeats a value. Torch ops on ``idx``'s
+    device, one host read (the number of rounds)."""
+    n = idx.numel()
+    if n == 0:
+        return []
+    order = torch.argsort(idx, stable=True)
+    ranks = torch.arange(n, device=idx.device)
+    starts = torch.ones(n, dtype=torch.bool, device=idx.device)
+    starts[1:] = idx[order[1:]] != idx[order[:-1]]
+    first = torch.cummax(torch.where(starts, ranks, 0), 0).values  # where each value's run begins
+    occurrence = torch.empty_like(ranks)
+    occurrence[order] = ranks - first
+    return [torch.nonzero(occurrence == k).flatten() for k in range(int(occurrence.max()) + 1)]
+
+
+def add_rows(target: torch.Tensor, idx: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``target[idx[i]] += rows[i]`` in place, the rows of one target row added in ``i`` order on every
+    device. From 3 ranks on a row is sent to several peers and ``idx`` repeats it; ``index_add_`` adds
+    repeats in order on CPU but with atomics on CUDA, in whatever order they land. So the repeats go
+    in rounds of distinct rows (:func:`occurrence_rounds`): the same bits on CPU and CUDA, every run."""
+    if id(idx) not in _ROUNDS:
+        _ROUNDS[id(idx)] = [(positions, idx[positions]) for positions in occurrence_rounds(idx)]
+        weakref.finalize(idx, _ROUNDS.pop, id(idx), None)
+    for positions, distinct in _ROUNDS[id(idx)]:
+        target.index_add_(0, distinct, rows[positions])
+    return target
 
 
 class HostStaging:
@@ -139,15 +175,18 @@ class HostStaging:
     On CPU tensors nothing is copied unless ``always`` (the CPU twin of the GPU path, which runs the
     same steps with plain host buffers). On CUDA the owner rows go to a pinned buffer (the copy is
     waited for: the RIG units read it from another thread), and :meth:`to_device` copies the filled host
-    halo back on a side stream; :meth:`join` makes the caller's stream wait for that copy.
+    halo back on a side stream of the halo's device; :meth:`join` makes the caller's stream on that
+    device wait for that copy. Every stream and event is the tensors' device's, never the current
+    device's: a library caller need not have called ``torch.cuda.set_device``.
     """
 
     def __init__(self, always: bool = False):
         self.always = bool(always)
         self.seconds = {"to_host": 0.0, "to_device": 0.0}
         self.bytes = {"to_host": 0, "to_device": 0}
-        self._stream = None
-        self._copied: torch.cuda.Event | None = None
+        self._streams: dict[torch.device, torch.cuda.Stream] = {}
+        self._ready: torch.cuda.Event | None = None
+        self._copied: tuple[torch.device, torch.cuda.Event] | None = None
         self._timing: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
 
     def needed(self, device: torch.device) -> bool:
@@ -166,9 +205,13 @@ class HostStaging:
         return host
 
     def host_buffer(self, like: torch.Tensor) -> torch.Tensor:
-        """A host buffer for ``like`` (itself when no staging is needed)."""
+        """A host buffer for ``like`` (itself when no staging is needed). Call it in the caller's thread:
+        on CUDA it marks where the caller's stream stands, so that the copy back into ``like`` waits for
+        what that stream queued before (``like`` may be memory a kernel still reads)."""
         if not self.needed(like.device):
             return like
+        if like.is_cuda:
+            self._ready = torch.cuda.current_stream(like.device).record_event()
         return torch.empty(like.shape, dtype=like.dtype, pin_memory=like.is_cuda)
 
     def to_device(self, host: torch.Tensor, out: torch.Tensor) -> None:
@@ -180,33 +223,54 @@ class HostStaging:
             out.copy_(host)
             self._add("to_device", time.perf_counter() - t0, host)
             return
-        if self._stream is None:
-            self._stream = torch.cuda.Stream(out.device)
+        if out.device not in self._streams:
+            self._streams[out.device] = torch.cuda.Stream(out.device)
+        stream = self._streams[out.device]
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         # The device context too: this may run in the gather's thread, whose current device is its own.
-        with torch.cuda.device(out.device), torch.cuda.stream(self._stream):
+        with torch.cuda.device(out.device), torch.cuda.stream(stream):
+            if self._ready is not None:
+                stream.wait_event(self._ready)
             start.record()
             out.copy_(host, non_blocking=True)
             end.record()
-        self._copied = end
+        out.record_stream(stream)  # the allocator must not hand its memory out before the copy ends
+        self._copied = (out.device, end)
         self._timing.append((start, end))
         self.bytes["to_device"] += host.numel() * host.element_size()
 
     def join(self) -> None:
-        """The caller's stream waits for the last copy to the device (CUDA); it does not block the host."""
+        """The caller's stream on the halo's device waits for the last copy to it (CUDA); it does not
+        block the host."""
         if self._copied is not None:
-            torch.cuda.current_stream().wait_event(self._copied)
-            self._copied = None
+            device, copied = self._copied
+            torch.cuda.current_stream(device).wait_event(copied)
+            self._copied = self._ready = None
 
     def _add(self, way: str, seconds: float, t: torch.Tensor) -> None:
         self.seconds[way] += seconds
         self.bytes[way] += t.numel() * t.element_size()
 
-    def stats(self) -> dict:
-        """Seconds and bytes of the copies so far (CUDA copies are read from their events here)."""
+    def counters(self) -> dict:
+        """Seconds and bytes of the copies so far, by direction."""
+        self._read_timing()
+        return {"seconds": dict(self.seconds), "bytes": dict(self.bytes)}
+
+    def add_counters(self, counters: dict) -> None:
+        for way, seconds in counters.get("seconds", {}).items():
+            self.seconds[way] += seconds
+        for way, nbytes in counters.get("bytes", {}).items():
+            self.bytes[way] += nbytes
+
+    def _read_timing(self) -> None:
+        """Add the CUDA copies' times, read from their events."""
         for start, end in self._timing:
             end.synchronize()
             self.seconds["to_device"] += start.elapsed_time(end) / 1e3
         self._timing.clear()
+
+    def stats(self) -> dict:
+        """Seconds and bytes of the copies so far (CUDA copies are read from their events here)."""
+        self._read_timing()
         return {"staging_to_host_s": self.seconds["to_host"], "staging_to_device_s": self.seconds["to_device"],
                 "staging_to_host_bytes": self.bytes["to_host"], "staging_to_device_bytes": self.bytes["to_device"]}

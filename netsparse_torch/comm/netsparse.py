@@ -85,6 +85,14 @@ class RigTransport:
             elif key == "mechanism":
                 entry[key] = value
 
+    def counters(self) -> dict:
+        return {"layers": {k: dict(v) for k, v in self._layers.items()}, "staging": self.staging.counters()}
+
+    def add_counters(self, counters: dict) -> None:
+        for key, stats in counters.get("layers", {}).items():
+            self.record(*key.rsplit("/", 1), stats)
+        self.staging.add_counters(counters.get("staging", {}))
+
     def stats(self) -> dict:
         """Per-layer counters and, when the gathers were staged, the staging copies' totals (read here,
         once: reading CUDA copy times waits for their events, which the gathers themselves must not)."""

@@ -99,3 +99,12 @@ class HaloExchange(Strategy):
     def stats(self) -> dict:
         return self.transport.stats()
 
+    def counters(self) -> dict:
+        counted = getattr(self.transport, "counters", None)
+        return {**super().counters(), **({"transport": counted()} if counted else {})}
+
+    def add_counters(self, counters: dict) -> None:
+        super().add_counters(counters)
+        if "transport" in counters:
+            self.transport.add_counters(counters["transport"])
+

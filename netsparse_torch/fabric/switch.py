@@ -197,28 +197,44 @@ def configure_switches(spec: dict, world_size: int, rack_size: int, prop_bytes: 
                        token: str | None = None, tls_ca: bytes | None = None, **cfg) -> None:
     """Sends Configure to every switch of ``spec``: the spine first (a ToR's Configure connects its
     uplink, which the spine must already know), then each ToR with its rack and the spine address.
-    ``cfg``: configure_request keywords (cache, concatenation, delay_cycles, capacity_bytes, ...)."""
+    ``cfg``: configure_request keywords (cache, concatenation, delay_cycles, capacity_bytes, ...). Each switch's
+    counters start again from zero: the run's report holds what its own epochs counted, not an earlier run's
+    on the same switches (a resumed run adds its checkpoint's)."""
     from netsparse_torch.switch import configure_request
 
     check_spec(spec, world_size, rack_size)
     racks = racks_of(world_size, rack_size)
     spine = spec.get("spine") or ""
     if len(racks) > 1:
-        _control(spine, token, tls_ca).configure(configure_request(world_size, prop_bytes, racks, **cfg))
+        _configure(_control(spine, token, tls_ca), configure_request(world_size, prop_bytes, racks, **cfg))
     for rack, address in enumerate(spec["tors"]):
-        _control(address, token, tls_ca).configure(configure_request(
+        _configure(_control(address, token, tls_ca), configure_request(
             world_size, prop_bytes, racks, rack_id=rack, spine_address=spine if len(racks) > 1 else "", **cfg))
 
 
-def switch_report(spec: dict, *, token: str | None = None, tls_ca: bytes | None = None) -> list[dict]:
-    """The train report's ``switches``: ``[{name, role, counters}]`` read over each switch's control plane."""
+def _configure(ctl: ControlClient, request) -> None:
+    ctl.configure(request)
+    ctl.reset()
+    ctl.close()
+
+
+def switch_report(spec: dict, *, token: str | None = None, tls_ca: bytes | None = None,
+                  timeout_s: float | None = None) -> list[dict]:
+    """The train report's ``switches``: ``[{name, role, counters}]`` read over each switch's control plane
+    (each call within ``timeout_s``, None: the control client's default); a switch that fails is named."""
     named = ([("spine", spec["spine"])] if spec.get("spine") else []) + [
         (f"tor{i}", a) for i, a in enumerate(spec["tors"])]
     out = []
     for name, address in named:
         ctl = _control(address, token, tls_ca)
-        out.append({"name": name, "role": ctl.health().role, "address": address, "counters": ctl.counters()})
-        ctl.close()
+        if timeout_s is not None:
+            ctl.timeout = timeout_s
+        try:
+            out.append({"name": name, "role": ctl.health().role, "address": address, "counters": ctl.counters()})
+        except SwitchError as e:
+            raise SwitchError(f"switch {address}: {e}", e.code) from None
+        finally:
+            ctl.close()
     return out
 
 

@@ -19,7 +19,7 @@ from netsparse_torch.graph.loaders import (
 )
 from netsparse_torch.graph.normalize import gcn_norm, mean_norm
 
-DATASETS = ("cora", "citeseer", "tolokers", "minesweeper", "squirrel", "mtx", "synthetic", "partitioned")
+DATASETS = ("cora", "citeseer", "tolokers", "minesweeper", "squirrel", "mtx", "synthetic", "paper", "partitioned")
 
 __all__ = [
     "DATASETS", "EdgeWeights", "Graph", "csr_from_edges", "edge_weights", "from_pyg", "gcn_norm", "generate",
@@ -31,7 +31,9 @@ __all__ = [
 def load_dataset(cfg):
     """Load the dataset a ``dataset`` config group describes (see ``configs/dataset/*.yaml``): a
     :class:`Graph`, or for ``partitioned`` a :class:`~netsparse_torch.partition.PartitionedDataset`
-    (only its manifest is read; each rank loads its own shard)."""
+    (only its manifest is read; each rank loads its own shard), or for ``paper`` an
+    :class:`~netsparse_torch.partition.analog.AnalogDataset` (nothing is generated; each rank generates
+    its own shard)."""
     name = str(cfg.name).lower()
     if name == "partitioned":
         if not cfg.get("path"):
@@ -39,6 +41,10 @@ def load_dataset(cfg):
         from netsparse_torch.partition import PartitionedDataset
 
         return PartitionedDataset(Path(cfg.path))
+    if name == "paper":
+        from netsparse_torch.partition.analog import AnalogDataset
+
+        return AnalogDataset.from_config(cfg)
     root = Path(cfg.get("root") or default_data_root())
     cache = Path(cfg.get("cache_dir") or default_cache_dir())
     seed = int(cfg.get("seed", 0))

@@ -9,9 +9,10 @@ adds ``edge_softmax`` (the additive scores, an SDDMM, with LeakyReLU and the per
 Backends:
 
 - ``"auto"``: the C++ kernel on CPU. On CUDA tensors Triton (torch if triton is not installed), except
-  the SpMM of a :class:`CSR`: there each CSR times the Triton kernel against ``torch.sparse.mm``
-  (cuSPARSE) once per feature width, dtype and direction and keeps the faster
-  (:meth:`CSR.kernel_choices`; ``NETSPARSE_CUDA_SPMM=triton|torch`` forces one). The one-shot form
+  the SpMM of a :class:`CSR`: there the Triton kernel is timed against ``torch.sparse.mm`` (cuSPARSE)
+  once per feature width, dtype and direction and the faster kept, by every rank of a distributed run
+  together (``DistGraph.propagate``; :func:`agreed_choices`) or else by each CSR
+  (:meth:`CSR.kernel_choices`); ``NETSPARSE_CUDA_SPMM=triton|torch`` forces one. The one-shot form
   ``spmm(crow, col, val, B)`` has no CSR to remember a choice on and uses ``torch.sparse.mm`` on CUDA;
 - ``"cpp"``: the C++ kernels of ``netsparse_torch._C`` (CPU, float32/float64, ``at::parallel_for``);
 - ``"triton"``: :mod:`netsparse_torch.kernels.triton_kernels` (CUDA, or CPU under ``TRITON_INTERPRET=1``);
@@ -23,13 +24,13 @@ from __future__ import annotations
 import torch
 
 from netsparse_torch.kernels import _autograd, _choice, _ops
-from netsparse_torch.kernels._choice import recorded_choices
+from netsparse_torch.kernels._choice import agreed_choices, recorded_choices
 from netsparse_torch.native import _C
 
 BACKENDS = ("auto", "cpp", "triton", "torch")
 
-__all__ = ["BACKENDS", "CSR", "cpu_isa", "edge_softmax", "gather", "recorded_choices", "resolve_backend",
-           "scatter_add", "sddmm", "sddmm_heads", "spmm", "spmm_heads"]
+__all__ = ["BACKENDS", "CSR", "agreed_choices", "cpu_isa", "edge_softmax", "gather", "recorded_choices",
+           "resolve_backend", "scatter_add", "sddmm", "sddmm_heads", "spmm", "spmm_heads"]
 
 
 def cpu_isa() -> str:
@@ -97,6 +98,7 @@ class CSR:
         self._splits: dict[int, tuple[CSR, CSR]] = {}
         self._t_csr: CSR | None = None
         self._plan = None
+        self._cusparse: tuple[torch.Tensor, torch.Tensor] | None = None
         self._choices: dict[str, str] = {}
         self._timings: dict[str, dict[str, float]] = {}
 
@@ -157,14 +159,24 @@ class CSR:
             self._plan = _ops.triton_module(self.device).make_plan(self.crow, self.col)
         return self._plan
 
-    def kernel_choice(self, key: str, candidates, timer) -> str:
+    def kernel_choice(self, key: str, candidates, timer, how: str = "timed") -> str:
         """The cached choice for ``key``, else the fastest of ``candidates`` (name -> callable) under
-        ``timer`` (callable -> seconds), cached and recorded. See :mod:`netsparse_torch.kernels._choice`."""
+        ``timer`` (callable -> seconds), cached and recorded (``how``: see :func:`_choice.record`). See
+        :mod:`netsparse_torch.kernels._choice`."""
         if key not in self._choices:
             choice, seconds = _choice.choose_fastest(candidates, timer)
             self._choices[key], self._timings[key] = choice, seconds
-            _choice.record(self, key, choice, seconds)
+            _choice.record(self, key, choice, seconds, how)
         return self._choices[key]
+
+    def cusparse_indices(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(crow, col)`` as ``torch.sparse.mm`` reads them fastest: int32 where the sizes fit (torch
+        hands cuSPARSE the tensors' index type, and int32 halves the index bytes), else int64; converted
+        once and cached."""
+        if self._cusparse is None:
+            small = max(self.n_rows + 1, self.n_cols, self.nnz) < 2**31
+            self._cusparse = (self.crow.int(), self.col.int()) if small else (self.crow, self.col)
+        return self._cusparse
 
     def kernel_choices(self) -> dict[str, str]:
         """The SpMM kernels ``backend="auto"`` chose on CUDA for this matrix, e.g.

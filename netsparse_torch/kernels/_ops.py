@@ -44,7 +44,11 @@ def spmm(backend: str, crow, col, val, B: torch.Tensor, plan=None) -> torch.Tens
 
 
 def spmm_csr(backend: str, a, val: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
-    """``A x B`` for a :class:`netsparse_torch.kernels.CSR` ``a`` with values ``val`` (its cached plan)."""
+    """``A x B`` for a :class:`netsparse_torch.kernels.CSR` ``a`` with values ``val``, each backend with
+    its own best indices (Triton: the cached plan; cuSPARSE: :meth:`CSR.cusparse_indices`)."""
+    if backend == "torch":
+        crow, col = a.cusparse_indices()
+        return spmm(backend, crow, col, val, B)
     return spmm(backend, a.crow, a.col, val, B, a.triton_plan() if backend == "triton" else None)
 
 

@@ -15,6 +15,7 @@ scatter-add, whose job it is, adds with atomics.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from typing import NamedTuple
@@ -25,6 +26,22 @@ import triton.language as tl
 import triton.testing
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def on_operands_device(launch):
+    """Runs ``launch`` with its first tensor argument's CUDA device current: Triton launches on the
+    current device's current stream, which is not the tensors' unless the caller set it (a library
+    caller on a multi-GPU node need not have)."""
+
+    @functools.wraps(launch)
+    def guarded(*args, **kwargs):
+        first = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
+        if first is None or first.device.type != "cuda":
+            return launch(*args, **kwargs)
+        with torch.cuda.device(first.device):
+            return launch(*args, **kwargs)
+
+    return guarded
 
 
 def _configs(space: list[dict], warps: tuple[int, ...] = (4,)) -> list[triton.Config]:
@@ -50,47 +67,49 @@ _DENSE_SPACE = [
 ]
 
 # -- SpMM ----------------------------------------------------------------------------------------
-# Work is balanced by nonzeros, not rows (GE-SpMM, Huang et al. SC'20; RoDe, Pang et al. PPoPP'24):
+# Built for power-law graphs, where a few rows hold most nonzeros:
 #
-# - rows of at most ``long_row`` nonzeros go to `_spmm_rows_kernel` in increasing degree order, so
-#   the BLOCK_ROWS rows of one program have about the same length and no lane idles behind a longer
-#   row; each step loads one nonzero of every row and its B row tile (B rows are the contiguous
-#   vectors, so the loads of a K tile coalesce);
-# - longer rows are cut into chunks of ``chunk`` nonzeros, one program each (`_spmm_chunks_kernel`),
-#   whose partial sums `_spmm_fixup_kernel` adds up per row in chunk order: no atomics, the same bits
-#   on every run for a given config.
+# - every row of more than ``long_row`` nonzeros is cut into chunks of ``chunk`` nonzeros (RoDe,
+#   Pang et al. PPoPP'24: a regular part and a residual), so no program runs more than ``chunk``
+#   nonzeros; a fix-up kernel adds each long row's chunk sums in chunk order (no atomics: the same bits
+#   on every run for a given config);
+# - the segments (whole short rows and chunks) run longest first (Sputnik, Gale et al. SC'20), so the
+#   longest programs start first instead of making a tail at the end; a program's BLOCK_ROWS segments
+#   have about the same length, so few lanes idle;
+# - each step reads BLOCK_NNZ nonzeros of every segment at once: a (rows x nonzeros x K tile) tile of B
+#   rows, accumulated and reduced over the nonzeros once at the end (GE-SpMM, Huang et al. SC'20, and
+#   dgSPARSE: several nonzeros per row in flight, a parallel reduction);
+# - the next step's column indices and values are loaded before this step's B rows (RoDe's prefetch),
+#   so a step does not wait on the index-then-B chain.
 #
-# The plan (the row order and the chunk table) depends only on the pattern and is built once per
-# CSR. Thresholds are our own assumption: a row of 256 nonzeros is about one chunk of work.
-LONG_ROW = 256
-CHUNK = 256
+# The plan (the segments and their order) depends only on the pattern and is built once per CSR.
+# The thresholds are our own assumption, to be tuned on a GPU (benchmarks/gpu_kernels.py --chunks):
+# 64 nonzeros per chunk (the issue asked for 32-64), every row longer than one chunk cut.
+LONG_ROW = 64
+CHUNK = 64
 
-# (rows kernel, chunks kernel) tile spaces, (tile, warps, stages); a config whose K tile exceeds K
-# is pruned, and every K keeps at least three rows configs to tune over.
-_ROWS_SPACE = [
-    ({"BLOCK_ROWS": 64, "BLOCK_K": 16}, 4, 3),
-    ({"BLOCK_ROWS": 32, "BLOCK_K": 16}, 2, 3),
-    ({"BLOCK_ROWS": 128, "BLOCK_K": 16}, 4, 3),
-    ({"BLOCK_ROWS": 32, "BLOCK_K": 32}, 4, 3),
-    ({"BLOCK_ROWS": 64, "BLOCK_K": 32}, 4, 3),
-    ({"BLOCK_ROWS": 16, "BLOCK_K": 64}, 4, 3),
-    ({"BLOCK_ROWS": 32, "BLOCK_K": 64}, 8, 2),
-    ({"BLOCK_ROWS": 8, "BLOCK_K": 128}, 4, 3),
-    ({"BLOCK_ROWS": 16, "BLOCK_K": 128}, 8, 2),
-    ({"BLOCK_ROWS": 4, "BLOCK_K": 256}, 4, 3),
-]
-_CHUNKS_SPACE = [
-    ({"BLOCK_NNZ": 32, "BLOCK_K": 16}, 4, 3),
-    ({"BLOCK_NNZ": 64, "BLOCK_K": 16}, 4, 3),
-    ({"BLOCK_NNZ": 16, "BLOCK_K": 32}, 4, 3),
-    ({"BLOCK_NNZ": 16, "BLOCK_K": 64}, 4, 3),
-    ({"BLOCK_NNZ": 8, "BLOCK_K": 128}, 4, 3),
-    ({"BLOCK_NNZ": 4, "BLOCK_K": 256}, 4, 3),
+# (BLOCK_ROWS, BLOCK_NNZ, BLOCK_K), warps, stages: about 2-4K accumulator values per program.
+_SEGMENTS_SPACE = [
+    ({"BLOCK_ROWS": 32, "BLOCK_NNZ": 4, "BLOCK_K": 16}, 4, 2),
+    ({"BLOCK_ROWS": 64, "BLOCK_NNZ": 2, "BLOCK_K": 16}, 4, 2),
+    ({"BLOCK_ROWS": 16, "BLOCK_NNZ": 8, "BLOCK_K": 16}, 4, 2),
+    ({"BLOCK_ROWS": 16, "BLOCK_NNZ": 4, "BLOCK_K": 32}, 4, 2),
+    ({"BLOCK_ROWS": 32, "BLOCK_NNZ": 2, "BLOCK_K": 32}, 4, 2),
+    ({"BLOCK_ROWS": 8, "BLOCK_NNZ": 8, "BLOCK_K": 32}, 4, 2),
+    ({"BLOCK_ROWS": 8, "BLOCK_NNZ": 4, "BLOCK_K": 64}, 4, 2),
+    ({"BLOCK_ROWS": 16, "BLOCK_NNZ": 2, "BLOCK_K": 64}, 4, 2),
+    ({"BLOCK_ROWS": 4, "BLOCK_NNZ": 8, "BLOCK_K": 64}, 4, 2),
+    ({"BLOCK_ROWS": 4, "BLOCK_NNZ": 4, "BLOCK_K": 128}, 4, 2),
+    ({"BLOCK_ROWS": 8, "BLOCK_NNZ": 2, "BLOCK_K": 128}, 4, 2),
+    ({"BLOCK_ROWS": 2, "BLOCK_NNZ": 8, "BLOCK_K": 128}, 4, 2),
+    ({"BLOCK_ROWS": 2, "BLOCK_NNZ": 4, "BLOCK_K": 256}, 8, 2),
+    ({"BLOCK_ROWS": 4, "BLOCK_NNZ": 2, "BLOCK_K": 256}, 8, 2),
+    ({"BLOCK_ROWS": 1, "BLOCK_NNZ": 8, "BLOCK_K": 256}, 8, 2),
 ]
 # Under the interpreter: small tiles, so the tests' tiny inputs still span several tiles and steps.
-_ROWS_INTERPRETED = {"BLOCK_ROWS": 4, "BLOCK_K": 16}
-_CHUNKS_INTERPRETED = {"BLOCK_NNZ": 4, "BLOCK_K": 16}
+_SEGMENTS_INTERPRETED = {"BLOCK_ROWS": 4, "BLOCK_NNZ": 2, "BLOCK_K": 16}
 _FIXUP_K = 128
+_FIXUP_C = 16  # chunk sums per fix-up step
 
 
 def _tuned(space, interpreted: dict) -> list[triton.Config]:
@@ -100,9 +119,10 @@ def _tuned(space, interpreted: dict) -> list[triton.Config]:
 
 
 def _prune_k_tiles(configs, nargs, **_):
-    """Drop the configs whose K tile is wider than K needs (they would only mask lanes off)."""
+    """Keep the configs whose K tile is the one K needs or half of it: a wider tile only masks lanes
+    off, a narrower one multiplies the programs (and the autotuning time)."""
     k_tile = max(16, triton.next_power_of_2(max(int(nargs["K"]), 1)))
-    kept = [c for c in configs if c.kwargs["BLOCK_K"] <= k_tile]
+    kept = [c for c in configs if c.kwargs["BLOCK_K"] in (k_tile, k_tile // 2)]
     return kept or configs[:1]
 
 
@@ -115,71 +135,70 @@ _TUNING = {"key": ["K", "GRAPH_KEY"], "prune_configs_by": {"early_config_prune":
            "do_bench": _quick_bench}
 
 
-# GRAPH_KEY only keys the autotune cache, and n_sel only bounds: specialising on their divisibility by 16
-# would compile every config again for another graph without a faster kernel.
-@triton.autotune(configs=_tuned(_ROWS_SPACE, _ROWS_INTERPRETED), **_TUNING)
-@triton.jit(do_not_specialize=["n_sel", "GRAPH_KEY"])
-def _spmm_rows_kernel(rows_ptr, n_sel, crow_ptr, col_ptr, val_ptr, b_ptr, out_ptr, K, stride_bn, stride_bk,
-                      stride_on, GRAPH_KEY, BLOCK_ROWS: tl.constexpr, BLOCK_K: tl.constexpr):
-    """out[r, k-tile] = sum_p val[p] * B[col[p], k-tile] for the program's BLOCK_ROWS rows of rows_ptr,
-    one nonzero of each row per step (the rows are sorted by degree, so few lanes idle)."""
-    i = tl.program_id(0) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
-    i_mask = i < n_sel
-    rows = tl.load(rows_ptr + i, mask=i_mask, other=0)
-    start = tl.load(crow_ptr + rows, mask=i_mask, other=0)
-    deg = tl.load(crow_ptr + rows + 1, mask=i_mask, other=0) - start
-    ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+# GRAPH_KEY only keys the autotune cache, and n_seg only bounds: specialising on their divisibility by
+# 16 would compile every config again for another graph without a faster kernel.
+@triton.autotune(configs=_tuned(_SEGMENTS_SPACE, _SEGMENTS_INTERPRETED), **_TUNING)
+@triton.jit(do_not_specialize=["n_seg", "GRAPH_KEY"])
+def _spmm_segments_kernel(seg_start_ptr, seg_len_ptr, seg_dest_ptr, n_seg, col_ptr, val_ptr, b_ptr, out_ptr,
+                          part_ptr, K, stride_bn, stride_bk, stride_on, GRAPH_KEY, BLOCK_ROWS: tl.constexpr,
+                          BLOCK_NNZ: tl.constexpr, BLOCK_K: tl.constexpr):
+    """For the program's BLOCK_ROWS segments, longest first: the sum of val[p] * B[col[p], k-tile] over
+    each segment's nonzeros, stored at out[dest] (a whole row, dest >= 0) or part[-dest - 1] (a chunk of
+    a long row). One program per (segment block, K tile), K tiles fastest, so program order is the
+    segments' order."""
+    pid = tl.program_id(0)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    i = (pid // k_tiles) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+    ks = (pid % k_tiles) * BLOCK_K + tl.arange(0, BLOCK_K)
+    i_mask = i < n_seg
     k_mask = ks < K
-    acc = tl.zeros((BLOCK_ROWS, BLOCK_K), dtype=out_ptr.dtype.element_ty)
-    for j in range(0, tl.max(deg, axis=0)):
-        live = j < deg
-        p = start + j
-        cols = tl.load(col_ptr + p, mask=live, other=0).to(tl.int64)  # 64-bit: col * stride can pass 2**31
-        vals = tl.load(val_ptr + p, mask=live, other=0.0)
-        b = tl.load(b_ptr + cols[:, None] * stride_bn + ks[None, :] * stride_bk,
-                    mask=live[:, None] & k_mask[None, :], other=0.0)
-        acc += vals[:, None] * b
-    out = out_ptr + rows.to(tl.int64)[:, None] * stride_on + ks[None, :]
-    tl.store(out, acc.to(out_ptr.dtype.element_ty), mask=i_mask[:, None] & k_mask[None, :])
-
-
-@triton.autotune(configs=_tuned(_CHUNKS_SPACE, _CHUNKS_INTERPRETED), **_TUNING)
-@triton.jit(do_not_specialize=["GRAPH_KEY"])
-def _spmm_chunks_kernel(chunk_row_ptr, chunk_start_ptr, crow_ptr, col_ptr, val_ptr, b_ptr, part_ptr, K, chunk,
-                        stride_bn, stride_bk, GRAPH_KEY, BLOCK_NNZ: tl.constexpr, BLOCK_K: tl.constexpr):
-    """part[c, k-tile] = sum of val[p] * B[col[p], k-tile] over the nonzeros of chunk c of a long row."""
-    c = tl.program_id(0).to(tl.int64)
-    r = tl.load(chunk_row_ptr + c)
-    p0 = tl.load(chunk_start_ptr + c)
-    end = tl.minimum(tl.load(crow_ptr + r + 1), p0 + chunk)
-    ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
-    k_mask = ks < K
-    # A 2-D accumulator, reduced once at the end instead of once per step.
-    acc = tl.zeros((BLOCK_NNZ, BLOCK_K), dtype=part_ptr.dtype.element_ty)
-    for p in range(p0, end, BLOCK_NNZ):
-        ps = p + tl.arange(0, BLOCK_NNZ)
-        p_mask = ps < end
-        cols = tl.load(col_ptr + ps, mask=p_mask, other=0).to(tl.int64)
-        vals = tl.load(val_ptr + ps, mask=p_mask, other=0.0)
-        b = tl.load(b_ptr + cols[:, None] * stride_bn + ks[None, :] * stride_bk,
-                    mask=p_mask[:, None] & k_mask[None, :], other=0.0)
-        acc += vals[:, None] * b
-    tl.store(part_ptr + c * K + ks, tl.sum(acc, axis=0).to(part_ptr.dtype.element_ty), mask=k_mask)
+    start = tl.load(seg_start_ptr + i, mask=i_mask, other=0)
+    length = tl.load(seg_len_ptr + i, mask=i_mask, other=0)
+    js = tl.arange(0, BLOCK_NNZ)
+    p = start[:, None] + js[None, :]
+    live = js[None, :] < length[:, None]
+    cols = tl.load(col_ptr + p, mask=live, other=0)
+    vals = tl.load(val_ptr + p, mask=live, other=0.0)
+    acc = tl.zeros((BLOCK_ROWS, BLOCK_NNZ, BLOCK_K), dtype=out_ptr.dtype.element_ty)
+    for step in range(0, tl.cdiv(tl.max(length, axis=0), BLOCK_NNZ)):
+        # The next step's indices and values first, so their loads overlap this step's B loads.
+        nxt = (step + 1) * BLOCK_NNZ + js[None, :]
+        nxt_live = nxt < length[:, None]
+        nxt_cols = tl.load(col_ptr + start[:, None] + nxt, mask=nxt_live, other=0)
+        nxt_vals = tl.load(val_ptr + start[:, None] + nxt, mask=nxt_live, other=0.0)
+        live = (step * BLOCK_NNZ + js[None, :]) < length[:, None]
+        rows = cols.to(tl.int64)[:, :, None] * stride_bn  # 64-bit: col * stride can pass 2**31
+        b = tl.load(b_ptr + rows + ks[None, None, :] * stride_bk, mask=live[:, :, None] & k_mask[None, None, :],
+                    other=0.0)
+        acc += vals[:, :, None] * b
+        cols, vals = nxt_cols, nxt_vals
+    total = tl.sum(acc, axis=1).to(out_ptr.dtype.element_ty)
+    dest = tl.load(seg_dest_ptr + i, mask=i_mask, other=0).to(tl.int64)
+    whole = dest >= 0
+    k_store = k_mask[None, :]
+    tl.store(out_ptr + dest[:, None] * stride_on + ks[None, :], total, mask=(i_mask & whole)[:, None] & k_store)
+    tl.store(part_ptr + (-dest - 1)[:, None] * K + ks[None, :], total,
+             mask=(i_mask & (dest < 0))[:, None] & k_store)
 
 
 @triton.jit
-def _spmm_fixup_kernel(long_rows_ptr, long_chunks_ptr, part_ptr, out_ptr, K, stride_on, BLOCK_K: tl.constexpr):
-    """out[r, k-tile] = the sum of the partial sums of long row r's chunks, in chunk order."""
+def _spmm_fixup_kernel(long_rows_ptr, long_chunks_ptr, part_ptr, out_ptr, K, stride_on, BLOCK_C: tl.constexpr,
+                       BLOCK_K: tl.constexpr):
+    """out[r, k-tile] = the sum of the partial sums of long row r's chunks: BLOCK_C chunks per step,
+    each accumulated in its own lane and the lanes reduced at the end (a fixed order, so the same bits
+    every run; a hub of 200K nonzeros has some 3K chunks, which one at a time would make a tail)."""
     i = tl.program_id(0)
     r = tl.load(long_rows_ptr + i).to(tl.int64)
     c0 = tl.load(long_chunks_ptr + i).to(tl.int64)
     c1 = tl.load(long_chunks_ptr + i + 1).to(tl.int64)
     ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     k_mask = ks < K
-    acc = tl.zeros((BLOCK_K,), dtype=out_ptr.dtype.element_ty)
-    for c in range(c0, c1):
-        acc += tl.load(part_ptr + c * K + ks, mask=k_mask, other=0.0)
-    tl.store(out_ptr + r * stride_on + ks, acc.to(out_ptr.dtype.element_ty), mask=k_mask)
+    acc = tl.zeros((BLOCK_C, BLOCK_K), dtype=out_ptr.dtype.element_ty)
+    for c in range(c0, c1, BLOCK_C):
+        cs = c + tl.arange(0, BLOCK_C)
+        acc += tl.load(part_ptr + cs[:, None] * K + ks[None, :], mask=(cs < c1)[:, None] & k_mask[None, :], other=0.0)
+    tl.store(out_ptr + r * stride_on + ks, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty), mask=k_mask)
+
 
 @triton.autotune(configs=_configs(_SDDMM_SPACE, (2, 4)), key=["K"])
 @triton.jit
@@ -245,40 +264,52 @@ class SpMMPlan(NamedTuple):
 
     crow: torch.Tensor
     col: torch.Tensor
-    short_rows: torch.Tensor  # rows of <= long_row nonzeros (empty ones too), in increasing degree order
-    long_rows: torch.Tensor  # the other rows
-    long_chunks: torch.Tensor  # long row i owns chunks long_chunks[i]:long_chunks[i + 1]
-    chunk_row: torch.Tensor  # the long row of each chunk
-    chunk_start: torch.Tensor  # the first nonzero of each chunk
+    seg_start: torch.Tensor  # the first nonzero of each segment (a whole row, or a chunk of a long row)
+    seg_len: torch.Tensor  # its nonzeros: non-increasing, the order the programs run in
+    seg_dest: torch.Tensor  # its output row (>= 0), or -1 - its chunk's index in the partial sums
+    long_rows: torch.Tensor  # the rows cut into chunks
+    long_chunks: torch.Tensor  # long row i owns chunks long_chunks[i]:long_chunks[i + 1], in row order
     chunk: int
-    graph_key: int  # the autotune key's pattern statistic: 64 * log2(mean short-row degree) + log2(nnz)
+    graph_key: int  # the autotune key's pattern statistic: 64 * log2(mean segment length) + log2(nnz)
+
+    @property
+    def n_chunks(self) -> int:
+        return int(self.long_chunks[-1]) if self.long_chunks.numel() else 0
 
 
 def make_plan(crow: torch.Tensor, col: torch.Tensor, long_row: int = LONG_ROW, chunk: int = CHUNK,
               index_dtype: torch.dtype | None = None) -> SpMMPlan:
-    """The program layout of ``A x B`` for the pattern ``(crow, col)`` (torch ops, on its device).
+    """The program layout of ``A x B`` for the pattern ``(crow, col)`` (torch ops, on its device): rows
+    of more than ``long_row`` nonzeros cut into chunks of ``chunk``, every segment longest first.
     ``index_dtype`` overrides the index width (int32 whenever the row count and nnz fit)."""
     if long_row < 0 or chunk < 1:
         raise ValueError(f"make_plan: need long_row >= 0 and chunk >= 1, got {long_row} and {chunk}")
     n_rows, nnz = crow.numel() - 1, col.numel()
     idx = index_dtype or (torch.int32 if max(n_rows + 1, nnz) < 2**31 else torch.int64)
+    crow = crow.long()
     deg = crow.diff()
     is_long = deg > long_row
     short = torch.nonzero(~is_long).flatten()
-    short = short[torch.argsort(deg[short], stable=True)]
     long_rows = torch.nonzero(is_long).flatten()
     per_row = (deg[long_rows] + chunk - 1) // chunk
     long_chunks = torch.zeros(long_rows.numel() + 1, dtype=torch.long, device=crow.device)
     long_chunks[1:] = per_row.cumsum(0)
     chunk_row = torch.repeat_interleave(long_rows, per_row)
-    first = torch.repeat_interleave(long_chunks[:-1], per_row)
-    chunk_start = crow[chunk_row] + (torch.arange(chunk_row.numel(), device=crow.device) - first) * chunk
-    mean_short = float(deg[short].sum()) / max(short.numel(), 1)
-    return SpMMPlan(crow.to(idx).contiguous(), col.to(idx).contiguous(), short.to(idx), long_rows.to(idx),
-                    long_chunks.to(idx), chunk_row.to(idx), chunk_start.to(idx), int(chunk),
-                    64 * int(math.log2(1.0 + mean_short)) + int(math.log2(1.0 + nnz)))
+    n_chunks = chunk_row.numel()
+    within = torch.arange(n_chunks, device=crow.device) - torch.repeat_interleave(long_chunks[:-1], per_row)
+    chunk_start = crow[chunk_row] + within * chunk
+    chunk_len = torch.clamp(crow[chunk_row + 1] - chunk_start, max=chunk)
+    seg_start = torch.cat([crow[short], chunk_start])
+    seg_len = torch.cat([deg[short], chunk_len])
+    seg_dest = torch.cat([short, -1 - torch.arange(n_chunks, device=crow.device)])
+    order = torch.argsort(seg_len, descending=True, stable=True)
+    mean_len = nnz / max(seg_len.numel(), 1)
+    return SpMMPlan(crow.to(idx).contiguous(), col.to(idx).contiguous(), seg_start[order].to(idx),
+                    seg_len[order].to(idx), seg_dest[order].to(idx), long_rows.to(idx), long_chunks.to(idx),
+                    int(chunk), 64 * int(math.log2(1.0 + mean_len)) + int(math.log2(1.0 + nnz)))
 
 
+@on_operands_device
 def spmm(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, B: torch.Tensor,
          plan: SpMMPlan | None = None) -> torch.Tensor:
     """``A x B`` for CSR ``(crow, col, val)``; inputs already validated, ``val.dtype == B.dtype``.
@@ -288,24 +319,19 @@ def spmm(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, B: torch.Tens
     out = torch.empty((n_rows, K), dtype=B.dtype, device=B.device)
     if n_rows == 0 or K == 0 or plan.col.numel() == 0:  # (an empty tensor's null pointer cannot be launched)
         return out.zero_()
-    k_tiles = lambda meta: triton.cdiv(K, meta["BLOCK_K"])  # noqa: E731
-    n_short = plan.short_rows.numel()
-    if n_short:
-        _spmm_rows_kernel[lambda meta: (triton.cdiv(n_short, meta["BLOCK_ROWS"]), k_tiles(meta))](
-            plan.short_rows, n_short, plan.crow, plan.col, val, B, out, K, B.stride(0), B.stride(1), out.stride(0),
-            plan.graph_key)
-    n_chunks = plan.chunk_row.numel()
+    n_seg, n_chunks = plan.seg_len.numel(), plan.n_chunks
+    part = torch.empty((max(n_chunks, 1), K), dtype=B.dtype, device=B.device)
+    _spmm_segments_kernel[lambda meta: (triton.cdiv(n_seg, meta["BLOCK_ROWS"]) * triton.cdiv(K, meta["BLOCK_K"]),)](
+        plan.seg_start, plan.seg_len, plan.seg_dest, n_seg, plan.col, val, B, out, part, K, B.stride(0),
+        B.stride(1), out.stride(0), plan.graph_key)
     if n_chunks:
-        part = torch.empty((n_chunks, K), dtype=B.dtype, device=B.device)
-        _spmm_chunks_kernel[lambda meta: (n_chunks, k_tiles(meta))](
-            plan.chunk_row, plan.chunk_start, plan.crow, plan.col, val, B, part, K, plan.chunk, B.stride(0),
-            B.stride(1), plan.graph_key)
-        block_k = 16 if INTERPRETED else min(_FIXUP_K, triton.next_power_of_2(K))
+        block_c, block_k = (2, 16) if INTERPRETED else (_FIXUP_C, min(_FIXUP_K, triton.next_power_of_2(K)))
         _spmm_fixup_kernel[(plan.long_rows.numel(), triton.cdiv(K, block_k))](
-            plan.long_rows, plan.long_chunks, part, out, K, out.stride(0), BLOCK_K=block_k)
+            plan.long_rows, plan.long_chunks, part, out, K, out.stride(0), BLOCK_C=block_c, BLOCK_K=block_k)
     return out
 
 
+@on_operands_device
 def sddmm(crow: torch.Tensor, col: torch.Tensor, X: torch.Tensor, Y: torch.Tensor,
           val: torch.Tensor | None) -> torch.Tensor:
     """``out[p] = val[p] * <X[row(p)], Y[col[p]]>`` over the nonzeros of the CSR pattern."""
@@ -325,6 +351,7 @@ def _dense_grid(n: int, K: int):
     return lambda meta: (triton.cdiv(n, meta["BLOCK_R"]), triton.cdiv(K, meta["BLOCK_K"]))
 
 
+@on_operands_device
 def gather(B: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     """``out[i] = B[idx[i]]``."""
     n, K = idx.numel(), B.size(1)
@@ -334,6 +361,7 @@ def gather(B: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@on_operands_device
 def scatter_add(src: torch.Tensor, idx: torch.Tensor, n_out: int) -> torch.Tensor:
     """``out = zeros(n_out, K); out[idx[i]] += src[i]``."""
     n, K = idx.numel(), src.size(1)
@@ -470,6 +498,7 @@ def _sddmm_heads_kernel(crow_ptr, col_ptr, x_ptr, y_ptr, out_ptr, H, C, HC, BLOC
             tl.store(out_ptr + ps * H + h, acc.to(out_ptr.dtype.element_ty), mask=p_mask)
 
 
+@on_operands_device
 def edge_softmax(crow, col, mult, src, dst, slope: float) -> torch.Tensor:
     """GAT attention ``(nnz, H)``; inputs validated by :mod:`netsparse_torch.kernels`."""
     src, dst = src.contiguous(), dst.contiguous()
@@ -482,6 +511,7 @@ def edge_softmax(crow, col, mult, src, dst, slope: float) -> torch.Tensor:
     return out
 
 
+@on_operands_device
 def edge_softmax_backward(crow, col, alpha, grad, src, dst, slope: float, t_crow, t_col,
                           perm) -> tuple[torch.Tensor, torch.Tensor]:
     """``(d_src, d_dst)`` of :func:`edge_softmax`. ``d_src[c] = sum of d e over column c`` runs as the
@@ -502,6 +532,7 @@ def _heads_grid(n_rows: int, HC: int, block_k: int):
     return (max(n_rows, 1), triton.cdiv(max(HC, 1), block_k))
 
 
+@on_operands_device
 def spmm_heads(crow, col, alpha, B, perm=None) -> torch.Tensor:
     """Multi-head SpMM ``(crow.numel() - 1, H*C)``; with ``perm``, entry ``p`` of the pattern reads
     ``alpha[perm[p]]`` (the transposed product on a cached transposed pattern, without atomics)."""
@@ -516,6 +547,7 @@ def spmm_heads(crow, col, alpha, B, perm=None) -> torch.Tensor:
     return out
 
 
+@on_operands_device
 def sddmm_heads(crow, col, X, Y, heads: int) -> torch.Tensor:
     """Multi-head SDDMM ``(nnz, H)``."""
     X, Y = X.contiguous(), Y.contiguous()

@@ -18,6 +18,7 @@ from netsparse_torch.kernels import CSR
 from netsparse_torch.nn import training
 from netsparse_torch.nn.edge_weights import GraphWeightsCheck
 from netsparse_torch.partition import PartitionedDataset, Partitioning, Shard, rank_shard
+from netsparse_torch.partition.analog import AnalogDataset
 from netsparse_torch.partition.shard import WEIGHTED
 from netsparse_torch.partition.source import Source
 from netsparse_torch.plan import build_plan
@@ -39,7 +40,7 @@ def _as_source(data) -> tuple[Source, tuple[str, torch.Tensor] | None]:
     """``data`` as one of the inputs :func:`~netsparse_torch.partition.rank_shard` reads: a PyG ``Data``
     (anything with an ``edge_index``) becomes a :class:`Graph`; anything else unknown is one error.
     Second: the PyG edge weights taken, ``(attribute, tensor)``, if any."""
-    if isinstance(data, (Graph, PartitionedDataset, Shard, str, Path)):
+    if isinstance(data, (Graph, PartitionedDataset, AnalogDataset, Shard, str, Path)):
         return data, None
     if getattr(data, "edge_index", None) is not None:
         return from_pyg(data), pyg_edge_weight(data)
@@ -160,6 +161,18 @@ class DistGraph:
         given) differ between ranks. Every rank calls it together."""
         training.check_in_sync(self, model)
 
+    def check_state(self) -> dict:
+        """Where the checks of :mod:`~netsparse_torch.nn.training` stand (how many aggregations and loss
+        calls ran): a checkpoint keeps it, so that a resumed run checks at the calls the uninterrupted
+        run checks (each check is one all-gather, which the traffic counters see)."""
+        return {"aggregations": self._aggregations, "aggregation_in_sync": self._aggregation_in_sync,
+                "loss_calls": self._loss_calls}
+
+    def load_check_state(self, state: dict) -> None:
+        self._aggregations = int(state["aggregations"])
+        self._aggregation_in_sync = bool(state["aggregation_in_sync"])
+        self._loss_calls = int(state["loss_calls"])
+
     def _backward_seen(self, grad: torch.Tensor) -> None:
         """Hook on each :meth:`loss`: its backward ran, so gradients now wait for :meth:`sync_gradients`."""
         self._backward_unsynced = True
@@ -207,6 +220,7 @@ class DistGraph:
 
     def propagate(self, x_local: torch.Tensor, norm: str, tag: str = "") -> torch.Tensor:
         training.check_aggregation(self, x_local)
+        training.agree_kernels(self, self.adjacency(norm), x_local)
         return self.strategy.propagate(self.adjacency(norm), x_local, tag)
 
     def attention_gather(self, rows: torch.Tensor, add_self_loops: bool = True,

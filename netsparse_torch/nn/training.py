@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from netsparse_torch.errors import ConfigError
+from netsparse_torch.kernels import _choice, resolve_backend
 
 if TYPE_CHECKING:
     from netsparse_torch.nn.dist_graph import DistGraph
@@ -114,6 +115,27 @@ def check_aggregation(dg: DistGraph, x: torch.Tensor) -> None:
     check_in_sync(dg, params, f"at aggregation {n}, so each rank trains its own weights: {fix} (a model with "
                   "rank-local parameters turns this check off with DistGraph(..., check_steps=0))")
     dg._aggregation_in_sync = dg._aggregation_in_sync or bool(params)
+
+
+def agree_kernels(dg: DistGraph, adjacency, x: torch.Tensor) -> None:
+    """Before the first aggregation of each width and dtype on CUDA: every rank times the SpMM kernels
+    on its rows and all take one choice for the run (:func:`netsparse_torch.kernels._choice.agree`), so
+    no two ranks run different kernels. Every rank aggregates the same widths in the same order (each
+    aggregation is a collective), so the ranks agree at the same calls. Nothing on CPU, or when
+    ``NETSPARSE_CUDA_SPMM`` forces a kernel."""
+    k = x.size(1)
+    if (resolve_backend("auto", x.device) != "triton" or _choice.forced_backend() is not None
+            or _choice.agreed(k, x.dtype)):
+        return
+
+    def exchange(obj) -> list:
+        if dg.world_size == 1:
+            return [obj]
+        everyone = [None] * dg.world_size
+        dist.all_gather_object(everyone, obj, group=dg.group)
+        return everyone
+
+    _choice.agree(adjacency, k, x.dtype, dg.rank, dg.world_size, exchange)
 
 
 def _when(call: int) -> str:

@@ -17,17 +17,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
+from hw_models.files import locked, write_text_atomic
 from netsparse_torch.errors import ConfigError, DatasetNotFoundError, PartitionedDatasetError
 from netsparse_torch.graph import EdgeWeights, Graph
+from netsparse_torch.partition.analog import AnalogDataset, shard_source
 from netsparse_torch.partition.partitioning import Partitioning
-from netsparse_torch.partition.shard import SPLITS, Shard, ShardBuilder
+from netsparse_torch.partition.shard import SPLITS, Shard
 from netsparse_torch.progress import Progress
 
 FORMAT = "netsparse-partitioned-dataset"
@@ -91,17 +92,25 @@ def _on_pattern(values: sp.csr_matrix, pattern: sp.csr_matrix) -> np.ndarray:
     return np.asarray(out).ravel() if pattern.nnz else np.zeros(0)
 
 
-def write_partitioned(graph: Graph, partitioning: Partitioning, out: Path | str, source: dict | None = None,
-                      progress: bool = True) -> dict:
-    """Write ``graph`` cut by ``partitioning`` to the directory ``out``; returns the manifest."""
+def write_partitioned(graph: Graph | AnalogDataset, partitioning: Partitioning, out: Path | str,
+                      source: dict | None = None, progress: bool = True) -> dict:
+    """Write ``graph`` cut by ``partitioning`` to the directory ``out``; returns the manifest. An analog
+    (``dataset=paper``) is generated part by part: this process holds one part at a time. Two writers
+    of one directory (parallel jobs of a sweep) take turns: a lock beside it (``.<out>.lock``)."""
     out = Path(out)
+    with locked(out.parent / f".{out.name}.lock"):
+        return _write_partitioned(graph, partitioning, out, source, progress)
+
+
+def _write_partitioned(graph: Graph, partitioning: Partitioning, out: Path, source: dict | None,
+                       progress: bool) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).unlink(missing_ok=True)  # until the new one is complete, the directory is not a dataset
     order = partitioning.order if partitioning.order is not None else np.arange(graph.num_nodes, dtype=np.int64)
     new_ids = partitioning.new_ids()
     permutation = {"new_to_original": _save(out, "permutation/order.npy", order),
                    "original_to_new": _save(out, "permutation/new_ids.npy", order if new_ids is None else new_ids)}
-    builder = ShardBuilder(graph, partitioning)
+    builder = shard_source(graph, partitioning)
     per_part = []
     with Progress(partitioning.parts, "shards written", enabled=progress) as bar:  # lines when piped
         for part in range(partitioning.parts):
@@ -111,8 +120,10 @@ def write_partitioned(graph: Graph, partitioning: Partitioning, out: Path | str,
             bar.update(part + 1, f"part {part}: {per_part[-1]['rows']:,} rows")
     manifest = {
         "format": FORMAT, "format_version": FORMAT_VERSION,
-        "dataset": {"name": graph.name, "nodes": graph.num_nodes, "nnz": graph.nnz, "features": graph.num_features,
-                    "classes": graph.num_classes, "weighted": graph.weights is not None},
+        "dataset": {"name": graph.name, "nodes": graph.num_nodes, "nnz": sum(p["nnz"] for p in per_part),
+                    "features": graph.num_features, "classes": graph.num_classes,
+                    "weighted": graph.weights is not None,
+                    **({"label": graph.label} if getattr(graph, "label", None) else {})},
         "source": source or {},
         "parts": partitioning.parts,
         "bounds": [int(b) for b in partitioning.bounds],
@@ -121,9 +132,7 @@ def write_partitioned(graph: Graph, partitioning: Partitioning, out: Path | str,
         "edge_cut": sum(p["edge_cut"] for p in per_part),
         "per_part": per_part,
     }
-    tmp = out / f"{MANIFEST}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=1))
-    os.replace(tmp, out / MANIFEST)
+    write_text_atomic(out / MANIFEST, json.dumps(manifest, indent=1))
     return manifest
 
 
@@ -168,6 +177,11 @@ class PartitionedDataset:
     @property
     def num_features(self) -> int:
         return int(self.manifest["dataset"]["features"])
+
+    @property
+    def label(self) -> str | None:
+        """What the data is when its name could mislead (a paper analog: ``synthetic analog of ...``)."""
+        return self.manifest["dataset"].get("label")
 
     @property
     def num_classes(self) -> int:

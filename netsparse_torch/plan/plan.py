@@ -10,6 +10,7 @@ import torch
 import torch.distributed as dist
 
 from hw_models.bounds import owner_of
+from hw_models.pattern import sorted_unique
 from netsparse_torch.kernels import CSR
 
 
@@ -108,7 +109,7 @@ def build_plan(rows: sp.csr_matrix, bounds: np.ndarray, rank: int, world_size: i
     ``group`` (None: WORLD; ``rank`` and ``world_size`` are this rank's in it) must call it together:
     the request ids are exchanged by :func:`request_rows`."""
     r0, r1 = int(bounds[rank]), int(bounds[rank + 1])
-    cols = np.unique(rows.indices)
+    cols = sorted_unique(rows.indices)
     halo = cols[(cols < r0) | (cols >= r1)].astype(np.int64)
     rig_idxs = rows.indices.astype(np.int64)
     if world_size == 1:

@@ -3,7 +3,8 @@
     python -m netsparse_torch.cli.collect table7 outputs/experiments/fig12 --k 16 [--out fig12_table7.md]
 
 Each experiment config in ``configs/experiment/`` writes its reports to ``report_dir``; the table
-kinds below pick the report keys the paper's table or figure shows. All values are modeled.
+kinds below pick the report keys the paper's table or figure shows. All values are modeled, except in
+``paper_training``, the table of a training sweep, whose measured columns say so.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from netsparse_torch.report import markdown as md
 from netsparse_torch.report.plots import figure, legend_outside, one_x
+from netsparse_torch.report.swept import actual_value, label, swept_keys
 
 Column = tuple[str, str]
 """(header, dotted path into the report)."""
@@ -91,13 +93,25 @@ def natural(name: str) -> tuple:
 
 
 def load_reports(directory: Path, k: int | None = None) -> list[dict]:
-    """Every ``*.json`` report in ``directory`` (only those of property size ``k`` when given), sorted
-    by matrix, nodes, topology, K and file name (:func:`natural` order)."""
-    files = sorted(Path(directory).glob("*.json"))
-    if not files:
-        raise FileNotFoundError(f"no JSON reports in {directory}; run the experiment first (for training runs "
-                                "and Hydra multirun directories, searched recursively: netsparse-compare)")
-    reports = [dict(json.loads(f.read_text()), _file=f.stem) for f in files]
+    """Every simulator report under ``directory``, searched recursively: a ``report_dir`` of named
+    reports, or a Hydra multirun folder of any launcher (``<job>/report.json``; hidden folders such as
+    ``.hydra`` and ``.submitit`` skipped; copies of one report kept once). Only those of property size
+    ``k`` when given; sorted by matrix, nodes, topology, K and path (:func:`natural` order). Each carries
+    ``_file``, its path under ``directory`` without ``.json``."""
+    directory = Path(directory)
+    files = sorted((p for p in directory.rglob("*.json")
+                    if not any(part.startswith(".") for part in p.relative_to(directory).parts)),
+                   key=lambda p: natural(str(p)))
+    reports, seen = [], set()
+    for f in files:
+        report = _read(f)
+        text = json.dumps(report, sort_keys=True)
+        if _is_simulation(report) and text not in seen:
+            seen.add(text)
+            reports.append(dict(report, _file=str(f.relative_to(directory).with_suffix(""))))
+    if not reports:
+        raise FileNotFoundError(f"no simulator reports under {directory}; run the experiment first (training "
+                                "reports: netsparse-compare)")
     if k is not None:
         reports = [r for r in reports if r.get("k") == k]
         if not reports:
@@ -112,14 +126,37 @@ def load_reports(directory: Path, k: int | None = None) -> list[dict]:
     return sorted(reports, key=key)
 
 
+def _read(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _is_simulation(report) -> bool:
+    """A ``netsparse-simulate`` report (also one written before reports carried their kind)."""
+    return isinstance(report, dict) and report.get("kind", "simulate") == "simulate" and "k" in report \
+        and "matrix" in report
+
+
+SHOWN = ("matrix", "nodes", "topology", "k")
+"""Config keys the tables show in their identity columns (never a swept column of their own)."""
+
+
 def markdown(kind: str, reports: list[dict]) -> list[str]:
     """The Markdown table of ``kind`` over ``reports``."""
     if kind in SPECIAL:
         return SPECIAL[kind](reports)
     if kind not in TABLES:
         raise ValueError(f"unknown table {kind!r}; choose one of {', '.join([*TABLES, *SPECIAL])}")
-    cols = TABLES[kind] + ([("run", "_file")] if kind in ("speedup", "sweep") else [])
-    return md.table([h for h, _ in cols], ([fmt(lookup(r, p), p in _MICRO) for _, p in cols] for r in reports))
+    swept = swept_keys(reports, SHOWN) if kind != "table3" else []
+    cols = TABLES[kind]
+    n_id = next((i for i, c in enumerate(cols) if c not in _ID), len(cols))  # the identity columns lead
+    head, rest = cols[:n_id], cols[n_id:]
+    run = ["run"] if kind in ("speedup", "sweep") else []
+    rows = ([*(fmt(lookup(r, p), p in _MICRO) for _, p in head), *(fmt(actual_value(r, k)) for k in swept),
+             *(fmt(lookup(r, p), p in _MICRO) for _, p in rest), *([r["_file"]] if run else [])] for r in reports)
+    return md.table([h for h, _ in head] + swept + [h for h, _ in rest] + run, rows)
 
 
 _SCALING = (("su_opt", "SUOpt"), ("sa_opt", "SAOpt"), ("netsparse", "NetSparse"))
@@ -200,9 +237,45 @@ def _sensitivity(reports: list[dict]) -> list[str]:
     return md.table(head, (cells(m, a) for m, a in rows))
 
 
+def _paper_training(reports: list[dict]) -> list[str]:
+    """The training runs of ``+experiment=paper_training``, one row per analog: measured epoch time, feature
+    bytes and peak RSS on this machine next to the modeled speedups of NetSparse over SUOpt / SAOpt on 128
+    nodes, of the gathers and end to end (no overlap), on the trained graph and on its full-size original."""
+    runs = [r for r in reports if r.get("kind") == "train" and r.get("modeled")]
+    head = ["analog", "rows", "nonzeros", "ranks", "strategy", "epoch s (measured)", "feature B/epoch (measured)",
+            "rank peak GiB (measured)", "gathers vs SUOpt / SAOpt (modeled)", "end to end (modeled)",
+            "full size: gathers (modeled)", "full size: end to end (modeled)", "full-size model process (measured)"]
+
+    def pair(block: dict | None, key: str) -> str:
+        if not block:
+            return "n/a"
+        s = block[key] if key == "comm_speedup" else block[key]["none"]
+        return f"{fmt(s['netsparse_vs_su_opt'])}x / {fmt(s['netsparse_vs_sa_opt'])}x"
+
+    def process(block: dict | None) -> str:
+        """What the model process of ``block`` cost; a block read whole from the cache says so (its
+        pattern was generated and simulated by an earlier run)."""
+        if not block or "process" not in block:
+            return "n/a"
+        p, cache = block["process"], block.get("model_cache") or {}
+        cost = f"{fmt(p['peak_rss_bytes'] / 2**30)} GiB, {p['wall_s']:.0f} s"
+        return cost + (", from the cache" if cache and not cache.get("gathers_computed") else "")
+
+    def cells(r: dict) -> list:
+        m, full = r["modeled"], r["modeled"].get("full_size")
+        return [r["dataset"]["name"], fmt(r["dataset"]["nodes"]), fmt(r["dataset"]["nnz"]), fmt(r["world_size"]),
+                r["strategy"], fmt(r["epoch_time_s"]["median"]), fmt(r["comm"]["feature_bytes_per_epoch"]),
+                fmt(max(p["peak_rss_bytes"] for p in r["per_rank"]) / 2**30),
+                pair(m, "comm_speedup"), pair(m, "end_to_end_speedup"), pair(full, "comm_speedup"),
+                pair(full, "end_to_end_speedup"), process(full)]
+
+    return md.table(head, (cells(r) for r in sorted(runs, key=lambda r: r["dataset"]["name"])))
+
+
 SPECIAL = {"strong_scaling": _strong_scaling, "table8": _table8, "active_nodes": _active_nodes,
-           "sensitivity": _sensitivity}
-"""Table kinds with their own layout (Figs. 13/21, Table 8, Fig. 19, issue 26's sensitivity)."""
+           "sensitivity": _sensitivity, "paper_training": _paper_training}
+"""Table kinds with their own layout (Figs. 13/21, Table 8, Fig. 19, issue 26's sensitivity, and the training
+runs of ``+experiment=paper_training``)."""
 
 
 def plot(kind: str, reports: list[dict], out: Path) -> list[Path]:
@@ -218,12 +291,14 @@ def plot(kind: str, reports: list[dict], out: Path) -> list[Path]:
     if kind == "sweep":
         return [_plot_sweep(reports, out)]
     matrices = sorted({r["matrix"]["name"] for r in reports})
-    variants = sorted({_variant(r) for r in reports}, key=lambda v: (len(v), v))
+    swept = swept_keys(reports, ("matrix",))
+    variants = sorted({_variant(r, swept) for r in reports}, key=lambda v: (len(v), v))
     width = 0.8 / (2 * len(variants))
     with figure(out, figsize=(max(6, 0.9 * len(matrices) * max(1, len(variants)) / 2), 3.5)) as (_, ax):
         for j, v in enumerate(variants):
             for s, (key, label) in enumerate((("sa_opt_vs_su_opt", "SAOpt"), ("netsparse_vs_su_opt", "NetSparse"))):
-                ys = [next((r["speedup"][key] or 0 for r in reports if r["matrix"]["name"] == m and _variant(r) == v),
+                ys = [next((r["speedup"][key] or 0 for r in reports if r["matrix"]["name"] == m
+                            and _variant(r, swept) == v),
                            0) for m in matrices]
                 xs = [i + (2 * j + s) * width - 0.4 for i in range(len(matrices))]
                 ax.bar(xs, ys, width, label=f"{label} {v}", align="edge")
@@ -235,33 +310,11 @@ def plot(kind: str, reports: list[dict], out: Path) -> list[Path]:
     return [out]
 
 
-IGNORED_KEYS = ("tag", "report_dir", "report_path", "plots", "analog_cache", "hydra")
-"""Config keys that name where a run wrote, not what it modeled; never a swept column."""
-
-
-def flatten(tree, prefix: str = "") -> dict:
-    """``{"a.b": leaf}`` of a nested dict (lists are leaves)."""
-    if not isinstance(tree, dict):
-        return {prefix: tree}
-    out: dict = {}
-    for key, value in tree.items():
-        out.update(flatten(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
-    return out
-
-
-def varying_keys(flats: list[dict], ignored: tuple[str, ...] = IGNORED_KEYS) -> list[str]:
-    """The keys whose values differ between the flattened configs ``flats`` (first-seen order)."""
-    keys = list(dict.fromkeys(k for f in flats for k in f))
-    return [k for k in keys if k.split(".")[0] not in ignored and len({repr(f.get(k)) for f in flats}) > 1]
-
-
 def swept_values(reports: list[dict]) -> tuple[list[str], list[dict]]:
-    """The swept keys of a simulator sweep and each report's values of them: from the reports' ``config``
-    (the command-line names, e.g. ``batch_size``), or from ``hardware`` for reports without one."""
-    source = "config" if all(r.get("config") for r in reports) else "hardware"
-    flats = [flatten(r.get(source) or {}) for r in reports]
-    keys = [k for k in varying_keys(flats) if k != "matrix"]
-    return keys, [{k: f.get(k) for k in keys} for f in flats]
+    """The swept keys of a simulator sweep (:func:`~netsparse_torch.report.swept.swept_keys`, the matrix
+    left out) and each report's actual values of them."""
+    keys = swept_keys(reports, ("matrix",))
+    return keys, [{k: actual_value(r, k) for k in keys} for r in reports]
 
 
 def _number(value) -> float | None:
@@ -294,9 +347,8 @@ def _plot_sweep(reports: list[dict], out: Path) -> Path:
         order = list(dict.fromkeys(str(x) for x in xs_raw))
         xs = [order.index(str(x)) for x in xs_raw]
     series: dict[str, list[tuple]] = {}
-    for r, v, x in zip(reports, values, xs, strict=True):
-        others = ", ".join(f"{k}={v[k]}" for k in keys[1:])
-        label = f"{r['matrix']['name']} K={r['k']}" + (f", {others}" if others else "")
+    for r, x in zip(reports, xs, strict=True):
+        label = legend(r, keys[1:])
         series.setdefault(label, []).append((x, lookup(r, "strategies.netsparse.comm_time_s"),
                                              lookup(r, "speedup.netsparse_vs_su_opt")))
     with figure(out, ncols=2, figsize=(9, 3.3)) as (_, (t_ax, s_ax)):
@@ -321,9 +373,15 @@ def _plot_sweep(reports: list[dict], out: Path) -> Path:
     return out
 
 
-def _variant(r: dict) -> str:
-    tag = r["_file"].rsplit(f"-k{r['k']}", 1)[-1]  # the sweep's tag suffix, e.g. _b4096
-    return f"K={r['k']} {r['cluster']['topology']}{tag}"
+def legend(r: dict, keys: list[str]) -> str:
+    """A curve's legend entry: the matrix, K and the values of ``keys``, the swept keys (what tells the
+    curves apart)."""
+    return label(r, [k for k in keys if k != "k"], f"{r['matrix']['name']} K={r['k']}")
+
+
+def _variant(r: dict, keys: list[str]) -> str:
+    """A bar's legend entry of the speedup figure: K, the topology and the other swept keys' values."""
+    return label(r, [k for k in keys if k not in SHOWN], f"K={r['k']} {r['cluster']['topology']}")
 
 
 def _plot_scaling(reports: list[dict], model: str, out: Path) -> Path:
@@ -361,11 +419,12 @@ def _draw_scaling(fig, axes, reports: list[dict], model: str) -> None:
 
 
 def _plot_active(reports: list[dict], out: Path) -> Path:
+    swept = swept_keys(reports, ("matrix",))
     with figure(out, figsize=(5, 3)) as (_, ax):
         for r in reports:
             series = r.get("active_nodes") or {}
             ax.step([t * 1e6 for t in series.get("t_s") or []], series.get("count") or [], where="post",
-                    label=f"{r['matrix']['name']} K={r['k']}")
+                    label=legend(r, swept))
         ax.set_xlabel("time (us, modeled)")
         ax.set_ylabel("active nodes")
         legend_outside(ax)
@@ -380,7 +439,8 @@ def _plot_ablation(reports: list[dict], out: Path) -> Path:
             ys = [next((a["speedup_vs_su_opt"] or 0 for a in r.get("ablation") or [] if a["stage"] == stage), 0)
                   for r in reports]
             ax.bar([i + j * width - 0.4 for i in range(len(reports))], ys, width, label=stage, align="edge")
-        ax.set_xticks(range(len(reports)), [r["matrix"]["name"] for r in reports], rotation=30, ha="right",
+        swept = swept_keys(reports, ("matrix",))
+        ax.set_xticks(range(len(reports)), [legend(r, swept) for r in reports], rotation=30, ha="right",
                       fontsize=7)
         ax.set_yscale("log")
         one_x(ax)

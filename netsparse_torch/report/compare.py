@@ -26,8 +26,10 @@ from pathlib import Path
 
 from netsparse_torch.errors import ReportInputError
 from netsparse_torch.report import markdown as md
-from netsparse_torch.report.collect import IGNORED_KEYS, flatten, natural, varying_keys
+from netsparse_torch.report.collect import natural
+from netsparse_torch.report.identity import OUTPUT_KEYS
 from netsparse_torch.report.plots import figure, legend_outside
+from netsparse_torch.report.swept import actual_value, flatten, varying_keys
 
 KINDS = ("train", "simulate")
 
@@ -44,6 +46,11 @@ def _get(path: str, scale: float = 1.0) -> Callable[[dict], object]:
             node = node[part]
         return node * scale if scale != 1.0 and isinstance(node, int | float) else node
     return value
+
+
+def _actual(key: str, kind: str) -> Callable[[dict], object]:
+    """A swept key's actual value in a report, a defaulted one included (:mod:`netsparse_torch.report.swept`)."""
+    return lambda report: actual_value(report, key, kind)
 
 
 ID_COLUMNS: dict[str, list[Column]] = {
@@ -142,7 +149,7 @@ def find_reports(paths: list[Path]) -> list[dict]:
 def swept_columns(kind: str, reports: list[dict]) -> list[str]:
     """Config keys (dotted) whose values differ between ``reports`` and that no identity column shows."""
     flats = [flatten(r.get("config") or {}) for r in reports]
-    return [k for k in varying_keys(flats, IGNORED_KEYS)
+    return [k for k in varying_keys(flats, OUTPUT_KEYS)
             if k.split(".")[0] not in COVERED[kind] and not k.endswith(("_path", "_dir"))]
 
 
@@ -150,7 +157,7 @@ def table(kind: str, reports: list[dict]) -> list[dict]:
     """One row per report: identity, swept keys, results and the report's path (columns no report has
     are dropped)."""
     swept = swept_columns(kind, reports)
-    columns = ID_COLUMNS[kind] + [(k, _get(f"config.{k}")) for k in swept] + RESULT_COLUMNS[kind]
+    columns = ID_COLUMNS[kind] + [(k, _actual(k, kind)) for k in swept] + RESULT_COLUMNS[kind]
     rows = [{name: value(r) for name, value in columns} | {"run": r["_path"]} for r in reports]
     keep = [name for name, _ in columns if any(row[name] is not None for row in rows)] + ["run"]
     return [{name: row[name] for name in keep} for row in rows]
@@ -269,7 +276,8 @@ def plot(kind: str, rows: list[dict], out: Path) -> Path:
     simulation reports as one group per matrix (and variant), one bar per modeled strategy, for the
     communication time and the tail node's bytes. The two panels are stacked and share the group labels
     (one ``key=value`` per line, horizontal), the figure widens with the groups and the legend sits right
-    of the axes: labels of runs that differ in many keys never cover each other or a panel."""
+    of the axes: labels of runs that differ in many keys never cover each other or a panel. A panel whose
+bars span more than a decade has a log axis (:func:`spans_decades`)."""
     groups, panels = plot_series(kind, rows)
     bars = list(next(iter(panels.values())))
     widest = max(len(line) for g in groups for line in g.split("\n"))
@@ -282,9 +290,17 @@ def plot(kind: str, rows: list[dict], out: Path) -> Path:
             for j, bar in enumerate(bars):
                 ax.bar([i - 0.4 + j * width for i in range(len(groups))], values[bar], width, align="edge", label=bar)
             ax.set_ylabel(label, fontsize=8)
+            if spans_decades(values):  # 8.7 us beside 2,586 us: a linear axis hides the short bars
+                ax.set_yscale("log")
         axes[1].set_xticks(range(len(groups)), groups, fontsize=7)
         legend_outside(axes[0], fontsize=7)
     return out
+
+
+def spans_decades(values: dict[str, list[float]], ratio: float = 10.0) -> bool:
+    """Whether the positive bar heights span more than ``ratio`` (a log axis then shows every bar)."""
+    positive = [v for vs in values.values() for v in vs if v > 0]
+    return bool(positive) and max(positive) > ratio * min(positive)
 
 
 # -- the CLI ----------------------------------------------------------------------------------------

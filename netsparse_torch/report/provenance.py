@@ -9,6 +9,7 @@ host name, CPU count, the date (UTC) and the command line. The full configuratio
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
 import socket
@@ -43,6 +44,24 @@ def git_commit(where: Path | None = None) -> dict | None:
         return None
 
 
+COMMAND_ENV = "NETSPARSE_COMMAND"
+"""The command line of the CLI that started a run, for the jobs a launcher starts in other processes
+(a submitit job's own command line is submitit's)."""
+
+
+def remember_command() -> None:
+    """Hand this process's command line to the processes it starts (a sweep's jobs)."""
+    os.environ[COMMAND_ENV] = json.dumps([Path(sys.argv[0]).name, *sys.argv[1:]])
+
+
+def command() -> list[str]:
+    """The command line that started this run: the CLI's (:func:`remember_command`), else this process's."""
+    try:
+        return json.loads(os.environ[COMMAND_ENV])
+    except (KeyError, ValueError):
+        return [Path(sys.argv[0]).name, *sys.argv[1:]]
+
+
 def provenance() -> dict:
     return {
         "package": "netsparse_torch",
@@ -53,5 +72,5 @@ def provenance() -> dict:
         "host": socket.gethostname(),
         "cpu_count": os.cpu_count(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "command": [Path(sys.argv[0]).name, *sys.argv[1:]],
+        "command": command(),
     }

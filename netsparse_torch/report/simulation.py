@@ -4,19 +4,30 @@ is :mod:`netsparse_torch.run.simulation`'s). Every value in them is modeled."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from hw_models import breakdown
 from hw_models.analysis import EXTRA_STRATEGIES
 from hw_models.simulator import STAGES
 from netsparse_torch.report import markdown as md
-from netsparse_torch.report.plots import figure, one_x
 
 
 def _fmt(x, unit: str = "") -> str:
+    """Four significant digits in fixed notation (``64,660 us``, never ``6.466e+04 us``)."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
-    return f"{x:.4g}{unit}"
+    return f"{fixed(x)}{unit}"
+
+
+def fixed(x: float, digits: int = 4) -> str:
+    """``x`` to ``digits`` significant digits as ``.4g`` writes it, but without an exponent: thousands
+    separated above 10,000, as many decimals as needed below 0.0001."""
+    text = f"{x:.{digits}g}"
+    if "e" not in text or not math.isfinite(x):
+        return text
+    if abs(x) >= 1:
+        return f"{x:,.0f}"
+    decimals = digits - 1 - math.floor(math.log10(abs(x)))
+    return f"{x:.{decimals}f}".rstrip("0").rstrip(".")
 
 
 def _known(x) -> bool:
@@ -55,13 +66,13 @@ def summary_lines(report: dict) -> list[str]:
     """A Markdown summary in plain words (all modeled), the paper's table or section in brackets: the
     workload, each strategy's time, NetSparse at its tail node, the speed ratios with their direction,
     and the ablation when the run made one."""
-    m, c, k = report["matrix"], report["cluster"], report["k"]
+    m, c = report["matrix"], report["cluster"]
     return [
         f"### {matrix_label(report)}: {m['rows']:,} x {m['cols']:,}, {m['nnz']:,} nnz on {c['nodes']} nodes "
-        f"({c['topology']}, {c['rack_size']} nodes per rack), {report['kernel']} with K={k} values per row, "
-        f"partition={report['partition']}",
+        f"({network_words(report)}), {kernel_words(report)}, partition={report['partition']}",
         "",
         "All numbers are modeled (hw_models), none measured. The tail node is the node that finishes last.",
+        hardware_line(report),
         "",
         *md.table(["quantity", "value"], [*_workload_rows(report), *_time_rows(report), *_speed_rows(report)]),
         "",
@@ -69,7 +80,55 @@ def summary_lines(report: dict) -> list[str]:
         "below 1x means slower.",
         *_ablation_lines(report),
         *_skipped_lines(report),
+        "",
+        "Terms (PR, RIG, Idx Filter, Pending PR Table, middle pipe, SUOpt, SAOpt, goodput, ...) in plain words: "
+        "netsparse-simulate --explain, or docs/simulator.md (\"Terms\").",
     ]
+
+
+def network_words(report: dict) -> str:
+    """The network as simulated: racks of a leaf-spine, hosts per switch of HyperX and Dragonfly (which
+    have no racks: their ``rack_size`` is not read)."""
+    c, topo = report["cluster"], report["hardware"]["topology"]
+    if c["topology"] == "hyperx":
+        shape = "x".join(str(d) for d in topo["hyperx_shape"])
+        return f"HyperX {shape}, {topo['hyperx_hosts_per_switch']} hosts per switch"
+    if c["topology"] == "dragonfly":
+        return (f"Dragonfly, {topo['dragonfly_groups']} groups of {topo['dragonfly_switches_per_group']} switches, "
+                f"{topo['dragonfly_hosts_per_switch']} hosts per switch")
+    return f"{c['topology']}, {c['rack_size']} nodes per rack"
+
+
+def kernel_words(report: dict) -> str:
+    """``spmm with K=16 values per row``; SpMV multiplies by a vector (K=1)."""
+    if report["kernel"] == "spmv":
+        return "spmv (a vector: K=1 value per row)"
+    return f"{report['kernel']} with K={report['k']} values per row"
+
+
+def hardware_line(report: dict) -> str:
+    """The hardware fields of this run that differ from NetSparse Table 5 (``HardwareParams``' defaults)."""
+    from hw_models.params import HardwareParams
+
+    table5 = HardwareParams().to_dict()
+    changed = [f"hw.{section}.{name}={_show(value)} (Table 5: {_show(table5[section][name])})"
+               for section, fields in report["hardware"].items() for name, value in fields.items()
+               if _norm(value) != _norm(table5[section][name])]
+    if not changed:
+        return "Hardware: NetSparse Table 5 (hw_models/params.py), no field changed."
+    return f"Hardware differing from NetSparse Table 5: {', '.join(changed)}."
+
+
+def _norm(value):
+    """A hardware value as JSON reads it back (tuples as lists, infinity as ``"inf"``)."""
+    if isinstance(value, tuple | list):
+        return [_norm(v) for v in value]
+    return "inf" if isinstance(value, float) and math.isinf(value) else value
+
+
+def _show(value) -> str:
+    value = _norm(value)
+    return "x".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 def _workload_rows(report: dict) -> list[tuple[str, str]]:
@@ -116,8 +175,10 @@ def _bound_rows(ns: dict) -> list[tuple[str, str]]:
     t = ns.get("tail", {})
     if "breakdown_s" not in t:
         return []
-    rows = [("what bounds the tail node (its critical path)", breakdown.in_words(t["breakdown_s"], ns["tail_node"])),
-            ("its RIG client idx scan, by idx", breakdown.scan_in_words(t["breakdown_s"]))]
+    rows = [("what bounds the tail node (its critical path)", breakdown.in_words(t["breakdown_s"], ns["tail_node"]))]
+    scan = breakdown.scan_in_words(t["breakdown_s"])
+    if any(part.split()[-2] != "0" for part in scan.split(", ")):  # a line of zeros says nothing: dropped
+        rows.append(("its RIG client idx scan, by idx", scan))
     if t.get("pending_full_by_s"):
         rows.append(("what its stalls on a full Pending PR Table waited for (responses' journeys, approx.)",
                      breakdown.shares_in_words(t["pending_full_by_s"])))
@@ -203,96 +264,3 @@ def _link_layer_rows(ll: dict | None) -> list[tuple[str, str]]:
 
 def _time_or_status(block: dict) -> str:
     return _fmt(block["comm_time_s"] * 1e6, " us") if "comm_time_s" in block else str(block.get("status", "n/a"))
-
-
-# -- figures ----------------------------------------------------------------------------------------
-Series = dict[str, tuple[list, list]]
-"""``{label: (xs, ys)}``: what one figure draws, as plain data (tests compare it with the report)."""
-
-
-def figure_series(report: dict) -> dict[str, Series]:
-    """The data of each figure the report has data for, by file name: ``speedup.png`` (speedup vs SUOpt
-    per strategy), ``ablation.png`` (per Table 8 stage; ``nan``, no bar, where a stage has none),
-    ``active_nodes.png`` (active nodes over time, us) and ``critical_path.png`` (the same, stacked by the
-    resource bounding each node: ``{resource: (t_us, nodes)}``)."""
-    st = report["strategies"]
-    su = st["su_opt"]["comm_time_s"]
-    bars = [(label, su / st[key]["comm_time_s"]) for label, key in _SPEEDUP_BARS
-            if st.get(key, {}).get("comm_time_s")]
-    out = {"speedup.png": {"speedup vs SUOpt": ([b[0] for b in bars], [b[1] for b in bars])}}
-    if report["ablation"]:
-        ab = report["ablation"]
-        out["ablation.png"] = {"speedup vs SUOpt": (
-            [a["stage"] for a in ab],
-            [a["speedup_vs_su_opt"] if _known(a["speedup_vs_su_opt"]) else math.nan for a in ab])}
-    if report["active_nodes"]:
-        an = report["active_nodes"]
-        out["active_nodes.png"] = {"active nodes": ([t * 1e6 for t in an["t_s"]], list(an["count"]))}
-    cp = report.get("critical_path")
-    if cp and cp["nodes"]:
-        t_us = [t * 1e6 for t in cp["t_s"]]
-        out["critical_path.png"] = {b: (t_us, list(v)) for b, v in cp["nodes"].items()}
-    return out
-
-
-def save_figures(report: dict, out_dir: Path) -> list[Path]:
-    """Draw :func:`figure_series` beside the report: speedups carry a 1x line (below it: slower than
-    SUOpt), times are in microseconds."""
-    draw = {"speedup.png": _draw_speedup, "ablation.png": _draw_ablation, "active_nodes.png": _draw_active}
-    out = []
-    for name, series in figure_series(report).items():
-        out.append(out_dir / name)
-        if name == "critical_path.png":
-            with figure(out[-1], figsize=(6, 3.5)) as (_, ax):
-                _draw_bounds(ax, series)
-            continue
-        (xs, ys), = series.values()
-        size = (1.2 + 0.8 * len(xs), 3) if name == "speedup.png" else (5, 3)
-        with figure(out[-1], figsize=size) as (_, ax):
-            draw[name](ax, xs, ys, report)
-    return out
-
-
-def _draw_speedup(ax, labels: list, speed: list, report: dict) -> None:
-    ax.bar(labels, speed, color=[f"C{i}" for i in range(len(speed))])
-    one_x(ax)
-    if max(speed) / min(speed) > 20:  # SAOpt is often 30x slower than SUOpt
-        ax.set_yscale("log")
-    ax.set_ylabel("speedup vs SUOpt (modeled)")
-    ax.tick_params(axis="x", labelrotation=20, labelsize=7)
-    ax.set_title(f"{report['matrix'].get('name', '')} K={report['k']}", fontsize=9)
-
-
-def _draw_ablation(ax, stages: list, speed: list, report: dict) -> None:
-    ax.bar(stages, speed)
-    one_x(ax)
-    ax.set_ylabel("speedup vs SUOpt (modeled)")
-    ax.set_xlabel("mechanisms added cumulatively (Table 8)")
-    ax.tick_params(axis="x", labelsize=7)
-
-
-def _draw_active(ax, t_us: list, count: list, report: dict) -> None:
-    ax.step(t_us, count, where="post")
-    ax.set_xlabel("time (us, modeled)")
-    ax.set_ylabel("active nodes")
-    ax.set_ylim(bottom=0)
-
-
-def _draw_bounds(ax, series: Series) -> None:
-    """NetSparse Fig. 19 split by resource: active nodes over time, stacked by what bounds each."""
-    (t_us, _), *_ = series.values()
-    import matplotlib
-
-    palette, order = matplotlib.colormaps["tab20"].colors, list(breakdown.WORDS)  # one colour per resource
-    ax.stackplot(t_us, *[ys for _, ys in series.values()], labels=list(series),
-                 colors=[palette[order.index(b) % len(palette)] for b in series])
-    ax.set_xlabel("time (us, modeled)")
-    ax.set_ylabel("active nodes, by bound")
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=5, ncol=2, loc="upper right")
-
-
-_SPEEDUP_BARS = (("SUOpt", "su_opt"), ("SAOpt", "sa_opt"), ("NetSparse", "netsparse"), ("Two-Face", "two_face"),
-                 ("SNIC sw", "snic_sw"), ("ToR sums", "switch_aggregate"))
-
-

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from hw_models.files import write_text_atomic
 from netsparse_torch.report.provenance import provenance
 
 #: The per-rank summary of the report: partition sizes, the rank's peak RSS (getrusage, bytes), and its
@@ -33,9 +34,13 @@ def build_train_report(cfg, graph, result: dict, wall_s: float) -> dict:
         from netsparse_torch.comm.netsparse import summarize
 
         extra["netsparse"] = summarize([r["strategy_stats"] for r in per_rank])
+    if per_rank[0].get("kernel_agreement"):  # CUDA: the same on every rank
+        extra["kernel_agreement"] = per_rank[0]["kernel_agreement"]
     times = [e["time_s"] for e in result["epochs"]]
     dataset = {"name": graph.name, "nodes": graph.num_nodes, "nnz": int(graph.nnz), "features": graph.num_features,
                "classes": graph.num_classes}
+    if getattr(graph, "label", None):  # a paper analog: its name must not read as the paper's matrix
+        dataset["label"] = graph.label
     if getattr(graph, "path", None) is not None:  # a partitioned dataset: each rank read only its shard
         dataset["partitioned_path"] = str(graph.path)
     return {
@@ -57,6 +62,7 @@ def build_train_report(cfg, graph, result: dict, wall_s: float) -> dict:
             "edge_cut_total": sum(r["edge_cut"] for r in per_rank),
         },
         "per_rank": [{k: r[k] for k in PER_RANK} for r in per_rank],
+        "attempts": result["attempts"],  # which epochs ran in which attempt (netsparse_torch/run/resume.py)
         "final": result["final"],
         **{k: result[k] for k in ("best", "evaluations", "early_stop") if k in result},  # evaluation.py
         "epochs": [{k: e[k] for k in ("epoch", "loss", "time_s")} for e in result["epochs"]],
@@ -108,7 +114,7 @@ def write_json(report: dict, *paths: Path | str | None) -> list[Path]:
             continue
         p = Path(p)
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
+        write_text_atomic(p, text)  # a sweep's reader (collect, a rerun's skip) never sees half a report
         written.append(p)
     return written
 
@@ -124,8 +130,15 @@ def summary_lines(report: dict) -> list[str]:
         f"  epoch time   median {report['epoch_time_s']['median'] * 1e3:.2f} ms (measured)",
         f"  feature comm {c['feature_bytes_per_epoch']:,} B/epoch, {c['feature_bytes']:,} B in the run "
         f"(measured payload, all ranks)",
-    ] + (_eval_lines(report) + _partition_lines(report) + _thread_lines(report) + _kernel_lines(report)
-         + _twoface_lines(report) + _netsparse_lines(report.get("netsparse")) + _switch_lines(report.get("switches")))
+    ] + (_dataset_lines(report) + _eval_lines(report) + _partition_lines(report) + _thread_lines(report)
+         + _kernel_lines(report) + _twoface_lines(report) + _netsparse_lines(report.get("netsparse"))
+         + _switch_lines(report.get("switches")))
+
+
+def _dataset_lines(report: dict) -> list[str]:
+    """What a generated dataset is (a paper analog), so its numbers are never read as the paper's graph's."""
+    label = report["dataset"].get("label")
+    return [f"  dataset      {label}; features, labels and split generated"] if label else []
 
 
 def _devices(report: dict) -> str:
@@ -158,8 +171,12 @@ def _eval_lines(report: dict) -> list[str]:
 
 
 def _kernel_lines(report: dict) -> list[str]:
-    """On CUDA: how often ``backend="auto"`` chose each SpMM kernel (timed once per matrix, width, dtype and
-    direction; ``per_rank[].kernels`` has every choice with its times)."""
+    """On CUDA: the SpMM kernels every rank agreed on (``kernel_agreement``: every rank's times), or how
+    often ``backend="auto"`` chose each kernel where each matrix timed its own (``per_rank[].kernels``)."""
+    agreed = {key: choice for a in report.get("kernel_agreement") or [] for key, choice in a["keys"].items()}
+    if agreed:
+        keys = ", ".join(f"{key} {choice}" for key, choice in agreed.items())
+        return [f"  kernels      CUDA SpMM agreed by all ranks: {keys} (measured)"]
     chosen = Counter(c["choice"] for r in report["per_rank"] for c in r.get("kernels") or [])
     if not chosen:
         return []

@@ -20,6 +20,10 @@ PRELOAD = ["torch", "torch.distributed", "netsparse_torch.run.training"]
 def start_forkserver() -> None:
     """Start this process's forkserver now (no effect once it runs). Ranks forked from it get the
     launcher's environment at launch time, so starting early changes nothing they see."""
+    if multiprocessing.get_start_method(allow_none=True) not in multiprocessing.get_all_start_methods():
+        # A joblib worker (hydra/launcher=joblib) runs under loky's own start method, which a forked rank,
+        # handed its parent's method to set, does not know: back to the standard library's default.
+        multiprocessing.set_start_method(None, force=True)
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
     forkserver.ensure_running()

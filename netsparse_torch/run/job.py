@@ -8,6 +8,7 @@ several seconds that torch and PyG take to import.
 
 from __future__ import annotations
 
+import os
 import statistics
 import threading
 import time
@@ -20,19 +21,22 @@ from hw_models.hardware import train_hardware
 from netsparse_torch import checkpoint
 from netsparse_torch.comm import STRATEGIES
 from netsparse_torch.config_check import check_values
-from netsparse_torch.errors import ConfigError
+from netsparse_torch.errors import ConfigError, PeerLostError
 from netsparse_torch.graph import load_dataset
 from netsparse_torch.modeled import add_modeled, check_cluster
-from netsparse_torch.partition import PartitionedDataset, partition_graph, partition_settings
+from netsparse_torch.partition import PartitionedDataset, partition_dataset, partition_settings
 from netsparse_torch.progress import echo, hydra_log_file
 from netsparse_torch.report import build_train_report, summary_lines, write_json
+from netsparse_torch.report.analog import scaled_modeled_lines
 from netsparse_torch.report.curves import save_curves
 from netsparse_torch.report.metrics import check_logger
-from netsparse_torch.report.modeled import modeled_lines
 from netsparse_torch.report.plots import load_matplotlib
+from netsparse_torch.run.counters import add_switches
 from netsparse_torch.run.device import device_kind
 from netsparse_torch.run.launch import ByName, launch
+from netsparse_torch.run.restart import continue_after_restart
 from netsparse_torch.run.switches import switch_service
+from netsparse_torch.run.torchrun import under_torchrun
 from netsparse_torch.signals import Interrupted
 
 TRAIN_RANK = ByName("netsparse_torch.run.training", "train_rank")  # each rank's loop, imported by the ranks
@@ -53,12 +57,15 @@ def run(cfg: DictConfig) -> dict | None:
 
     An in-memory dataset is loaded and partitioned once here (under torchrun: by every process); each
     rank builds its shard from it. A partitioned dataset (``dataset=partitioned``) is only opened here
-    (its manifest): each rank memory-maps its own shard, and no process loads the whole graph.
+    (its manifest): each rank memory-maps its own shard, and no process loads the whole graph. A paper
+    analog (``dataset=paper``) is only described here: each rank generates its own shard, and its
+    whole-graph model runs in a process of its own after training.
     """
     check_config(cfg)
     hardware = train_hardware(cfg)  # the run's one hardware: RIG nodes, switches, modeled block, report
     device_kind(cfg.get("device", "auto"))  # device=cuda without a GPU: one line before any rank starts
     out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
+    continue_after_restart(cfg, out_dir, hydra_log_file())  # torchrun --max-restarts: go on from the checkpoint
     checkpoint.prepare(cfg, out_dir)  # default folder in the run's directory; resume=true: the same run?
     t0 = time.perf_counter()
     data = load_dataset(cfg.dataset)
@@ -66,7 +73,7 @@ def run(cfg: DictConfig) -> dict | None:
     if isinstance(data, PartitionedDataset):
         data.check_world_size(int(cfg.world_size))
     else:
-        partitioning = partition_graph(data.adj, int(cfg.world_size), str(cfg.partition), **partition_settings(cfg))
+        data, partitioning = partition_dataset(data, int(cfg.world_size), str(cfg.partition), **partition_settings(cfg))
     check_cluster(cfg, data, hardware)
     check_logger(str(cfg.get("logger") or "none"))
     log = hydra_log_file()  # Hydra's <job>.log: the same lines as the console
@@ -84,11 +91,13 @@ def run(cfg: DictConfig) -> dict | None:
             switch_report = switches.report() if switches is not None and result is not None else None
         if result is None:
             return None
+        if switch_report is not None:  # a resumed run: the switches of the earlier attempts counted the epochs before
+            switch_report = add_switches(result.pop("switches_before", []), switch_report)
         report = build_train_report(cfg, data, result, time.perf_counter() - t0)
         report["hardware"] = hardware.to_dict()  # once; the RIG nodes, switches and modeled block used it
         if switch_report is not None:
             report["switches"] = switch_report  # measured counters of every switch, [{name, role, counters}]
-        add_modeled(report, cfg, data, hardware)  # cluster=<target>: modeled epoch on virtual nodes (not measured)
+        add_modeled(report, cfg, data, hardware, log)  # cluster=<target>: modeled epoch on virtual nodes (not measured)
         paths = write_json(report, cfg.get("report_path"), out_dir / "report.json" if out_dir else None)
         written += [(paths[-1], len(report["epochs"]))] if paths else []
         show_report(report, paths, log)
@@ -96,6 +105,10 @@ def run(cfg: DictConfig) -> dict | None:
         stop.report = written[0] if written else \
             write_stopped_report(cfg, data, stop, epoch_log, out_dir, time.perf_counter() - t0, hardware)
         raise
+    except PeerLostError as lost:  # a rank died or was stopped, and the others with it: say what was kept
+        kept = write_stopped_report(cfg, data, f"lost rank {', '.join(map(str, lost.ranks))}", epoch_log, out_dir,
+                                    time.perf_counter() - t0, hardware) if reports_here() else None
+        raise PeerLostError(f"{lost}; {completed_epochs(cfg, kept)}", lost.ranks) from None
     if epoch_log is not None:
         epoch_log.unlink(missing_ok=True)  # the report holds every epoch
     return report
@@ -104,13 +117,30 @@ def run(cfg: DictConfig) -> dict | None:
 def show_report(report: dict, paths: list[Path], log: Path | None) -> None:
     """The curves next to the report, and the summary on the console and in the log file."""
     curves = save_curves(report, paths[-1].parent) if paths else None
-    for line in summary_lines(report) + modeled_lines(report.get("modeled"), report["dataset"]["nodes"]):
+    for line in summary_lines(report) + scaled_modeled_lines(report.get("modeled"), report["dataset"]["nodes"]):
         echo(line, log)
     for p in [*paths, curves] if curves else paths:
         echo(f"  written      {p}", log)
 
 
-def write_stopped_report(cfg: DictConfig, data, stop: Interrupted, epoch_log: Path | None, out_dir: Path | None,
+def reports_here() -> bool:
+    """Whether this process writes the run's report: the launcher, or rank 0 under torchrun."""
+    return not under_torchrun() or os.environ.get("RANK") == "0"
+
+
+def completed_epochs(cfg: DictConfig, kept: tuple[Path, int] | None) -> str:
+    """Where a run that lost a rank keeps its completed epochs: the checkpoint, and the report of the
+    epochs rank 0 completed (``kept``: its path and their number)."""
+    folder = cfg.get("checkpoint_dir")
+    done = checkpoint.latest(Path(str(folder)), int(cfg.world_size)) if folder else None
+    where = (f"the checkpoint of {done} completed epochs is in {folder} (resume=true goes on from it)" if done
+             else f"no checkpoint{'' if int(cfg.checkpoint_every) else ' (checkpoint_every=0)'}")
+    if kept is not None:
+        where += f"; the report of the {kept[1]} completed epochs is in {kept[0]}"
+    return where
+
+
+def write_stopped_report(cfg: DictConfig, data, stop: Interrupted | str, epoch_log: Path | None, out_dir: Path | None,
                          wall_s: float, hardware=None) -> tuple[Path, int] | None:
     """The report of a run stopped by a signal: the epochs rank 0 completed (its epoch log) and their
     evaluations, marked ``"stopped": "SIGTERM at epoch N"`` (epochs 0 to N-1 completed). Returns where

@@ -19,10 +19,10 @@ import importlib
 import logging
 import os
 import pickle
+import signal
 import socket
 import tempfile
 import threading
-import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,12 +32,20 @@ import torch.multiprocessing as mp
 from tqdm import tqdm
 
 import netsparse_torch.backend  # noqa: F401  (registers the "netsparse" backend)
-from netsparse_torch.errors import NetsparseError
-from netsparse_torch.malloc import keep_freed_memory
+from netsparse_torch.errors import NetsparseError, PeerLostError
+from netsparse_torch.malloc import RANK_LARGEST_KEPT, keep_freed_memory
 from netsparse_torch.run.forkserver import start_forkserver
+from netsparse_torch.run.liveness import Heartbeat, process_state
 from netsparse_torch.run.threads import AUTO_THREADS, Threads, apply, resolve_threads
 from netsparse_torch.run.torchrun import under_torchrun
-from netsparse_torch.signals import raise_if_stopped, rank_signals, stop_processes, torchrun_worker_signals
+from netsparse_torch.signals import (
+    diagnosing,
+    exit_if_stopped,
+    raise_if_stopped,
+    rank_signals,
+    stop_processes,
+    torchrun_worker_signals,
+)
 
 
 def free_port() -> int:
@@ -46,12 +54,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-#: Seconds a torchrun worker that lost a peer waits for the agent's stop signal before it says so.
-STOP_GRACE_S = 2.0
-
-
 def init_rank(rank: int, world_size: int, timeout_s: float, backend: str = "netsparse") -> None:
-    keep_freed_memory()
+    keep_freed_memory(RANK_LARGEST_KEPT)
     dist.init_process_group(backend, rank=rank, world_size=world_size,
                             timeout=datetime.timedelta(seconds=timeout_s))
 
@@ -103,26 +107,7 @@ def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 1
     (``None`` on other ranks under torchrun). ``threads``: each rank's torch threads, a number or
     ``auto`` (:mod:`netsparse_torch.run.threads`)."""
     if under_torchrun():
-        torchrun_worker_signals()
-        rank, ws = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-        apply(resolve_threads(threads, int(os.environ.get("LOCAL_WORLD_SIZE", ws))))
-        init_rank(rank, ws, timeout_s)
-        try:
-            out = fn(rank, ws, *args)
-        except dist.DistError as exc:  # a peer stopped (a signal on its node) or was lost: one line
-            # Mostly the agent stopping the job, one worker after another: its signal to this rank is on
-            # the way, and a stop must be reported as one (rank 0 keeps the epochs), not as a lost peer.
-            time.sleep(STOP_GRACE_S)
-            raise_if_stopped()
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise NetsparseError(f"rank {rank}: lost contact with another process of the job ({first}); "
-                                 "if a node was stopped, resume=true continues from the last checkpoint") from None
-        except Exception:
-            raise_if_stopped()  # an error that the agent's stop caused (a peer gone mid-call) is that stop
-            raise
-        finally:
-            dist.destroy_process_group()
-        return out if rank == 0 else None  # one report and one summary per run, not one per rank
+        return _torchrun_worker(fn, args, timeout_s, threads)
     per_rank = resolve_threads(threads, world_size)  # a bad OMP_NUM_THREADS: one line before any rank starts
     start_forkserver()  # no effect when the CLI started it already
     results = mp.get_context("forkserver").SimpleQueue()
@@ -133,18 +118,51 @@ def launch(fn: Callable, world_size: int, args: tuple = (), timeout_s: float = 1
         ranks = mp.start_processes(_worker, args=worker_args, nprocs=world_size, join=False,
                                    start_method="forkserver")
         try:
+            lost = _first_end(ranks.processes)
             with _quiet_spawn_log():
-                while not ranks.join():
+                while not ranks.join(grace_period=TEARDOWN_GRACE_S):
                     pass
         except mp.ProcessExitedException as exc:
+            _raise_lost(lost, timeout_s)
             raise NetsparseError(_first_error(results) or f"a rank exited with code {exc.exit_code}") from None
         except mp.ProcessRaisedException as exc:
+            _raise_lost(lost, timeout_s)
             raise NetsparseError(_first_error(results) or str(exc)) from None
         except BaseException:  # a stop signal (signals.Interrupted), Ctrl-C, or any other way out
             stop_processes(ranks.processes)
             raise
         with open(result_file, "rb") as f:
             return pickle.load(f)
+
+
+def _torchrun_worker(fn: Callable, args: tuple, timeout_s: float, threads):
+    """This torchrun worker's rank of the job; rank 0's return value (None on the others)."""
+    torchrun_worker_signals()
+    rank, ws = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    apply(resolve_threads(threads, int(os.environ.get("LOCAL_WORLD_SIZE", ws))))
+    init_rank(rank, ws, timeout_s)
+    heartbeat = Heartbeat(rank, ws) if ws > 1 else None
+    try:
+        out = fn(rank, ws, *args)
+    except NetsparseError:
+        raise
+    except Exception as exc:  # a collective failed under this rank: a peer lost, the agent's stop, or a bug
+        with diagnosing():
+            lost = heartbeat.lost() if heartbeat is not None else []
+        if rank != 0:
+            exit_if_stopped()
+        if lost:
+            raise PeerLostError(f"rank {rank}: lost {'; '.join(lost)}", [int(w.split()[1]) for w in lost]) from None
+        raise_if_stopped()  # the agent's stop, one worker after another: reported as a stop (rank 0 keeps the epochs)
+        if isinstance(exc, dist.DistError):
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise NetsparseError(f"rank {rank}: lost contact with another process of the job ({first})") from None
+        raise
+    finally:
+        if heartbeat is not None:
+            heartbeat.close()
+        dist.destroy_process_group()
+    return out if rank == 0 else None  # one report and one summary per run, not one per rank
 
 
 @contextlib.contextmanager
@@ -158,6 +176,37 @@ def _quiet_spawn_log():
         yield
     finally:
         spawn_log.setLevel(level)
+
+
+#: Seconds the other ranks get to end by themselves once one failed, and again after SIGTERM, before
+#: SIGKILL (torch's default, 30 s, is spent in full on a rank stopped by SIGSTOP).
+TEARDOWN_GRACE_S = 2.0
+
+
+def _first_end(processes) -> list[str]:
+    """Waits until every rank ended or one failed; then, before any rank is stopped on the way out, the
+    ranks that a signal killed and those stopped (SIGSTOP), each in words."""
+    import multiprocessing.connection
+
+    while True:
+        running = [p for p in processes if p.exitcode is None]
+        if not running or any(p.exitcode for p in processes):
+            break
+        multiprocessing.connection.wait([p.sentinel for p in running])
+    lost = []
+    for rank, p in enumerate(processes):
+        if p.exitcode is not None and p.exitcode < 0:
+            lost.append(f"rank {rank} (pid {p.pid}) was killed by {signal.Signals(-p.exitcode).name}")
+        elif p.exitcode is None and process_state(p.pid) in ("T", "t"):
+            lost.append(f"rank {rank} (pid {p.pid}) is stopped (SIGSTOP or a debugger)")
+    return lost
+
+
+def _raise_lost(lost: list[str], timeout_s: float) -> None:
+    if lost:
+        waited = f" (the others waited timeout_s={timeout_s:g} s for it)" if "stopped" in lost[0] else ""
+        raise PeerLostError(f"{'; '.join(lost)}{waited}; every other rank was stopped",
+                            [int(w.split()[1]) for w in lost]) from None
 
 
 def _first_error(results) -> str | None:

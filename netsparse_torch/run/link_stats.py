@@ -29,14 +29,27 @@ def bin_ps(cfg: DictConfig) -> int | str | None:
     return cxx_bin_ps(round(ns * 1000))
 
 
-class Recorder:
-    """A simulator that records the link statistics of the run with the main run's mechanisms (the
-    ablation's stages run without them)."""
+def recorder(cfg: DictConfig) -> Recorder | None:
+    """The recorder of ``stats=links`` (``None`` without it); a bad option fails here, before any work."""
+    width = bin_ps(cfg)
+    if width is None:
+        return None
+    mechanisms = cfg.get("mechanisms")
+    return Recorder(width, dict(mechanisms) if mechanisms is not None else None)
 
-    def __init__(self, simulator, bin_ps: int | str, mechanisms: dict | None) -> None:
-        self.simulator, self.bin_ps = simulator, bin_ps
+
+class Recorder:
+    """Wraps a simulator (:meth:`wrap`) to record the link statistics of the run with the main run's
+    mechanisms (the ablation's stages run without them)."""
+
+    def __init__(self, bin_ps: int | str, mechanisms: dict | None) -> None:
+        self.simulator, self.bin_ps = None, bin_ps
         self.main = check_mechanisms(mechanisms)
         self.series: LinkSeries | None = None
+
+    def wrap(self, simulator) -> Recorder:
+        self.simulator = simulator
+        return self
 
     def __call__(self, a, w, params, k, kernel, mechanisms, **kw):
         if self.series is not None or dict(mechanisms) != self.main:

@@ -8,6 +8,7 @@ loads torch only when a strong-scaling sweep asks for it.
 from __future__ import annotations
 
 import functools
+import json
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -25,33 +26,69 @@ from netsparse_torch.errors import ConfigError
 from netsparse_torch.progress import iterate
 from netsparse_torch.report import link_stats as link_report
 from netsparse_torch.report import write_json
+from netsparse_torch.report.identity import differences, identity, report_identity, report_stem
 from netsparse_torch.report.provenance import provenance
-from netsparse_torch.report.simulation import save_figures, summary_lines
+from netsparse_torch.report.sim_figures import save_figures, write_breakdown_csv
+from netsparse_torch.report.simulation import summary_lines
 from netsparse_torch.run import link_stats
 
 
 def load_matrix(cfg: DictConfig) -> tuple[Pattern, str]:
-    """The matrix named by ``cfg.matrix`` as a :class:`Pattern`, and a short name for it.
+    """The matrix named by ``cfg.matrix`` as a :class:`Pattern`, and a short name for it
+    (:func:`matrix_name`).
 
     ``matrix`` is a Matrix Market path (``.mtx``/``.mtx.gz``), ``paper:<name>[@scale]`` (an analog of
     a NetSparse Table 6 matrix, :mod:`hw_models.analogs`; cached in ``cfg.analog_cache``
     when set), ``synthetic`` (generator settings in ``cfg.synthetic``) or ``synthetic:<shape>`` (the
     same with the shape given inline, handy in sweeps).
     """
-    if cfg.matrix is None:
-        raise ConfigError("matrix is not set: give matrix=<path.mtx[.gz]>, matrix=paper:<name> or matrix=synthetic")
+    name = matrix_name(cfg)
     spec = str(cfg.matrix)
     if spec.startswith("paper:"):
         cache = cfg.get("analog_cache")
         return analogs.load(spec, seed=int(cfg.get("analog_seed") or 0), cache_dir=str(cache) if cache else None)
     if spec == "synthetic" or spec.startswith("synthetic:"):
         s = cfg.synthetic
-        shape = spec.split(":", 1)[1] if ":" in spec else str(s.shape)
+        shape = _shape(cfg)
         defaults = _container((s.get("shape_params") or {}).get(shape))
         params = {**defaults, **_container(s.get("params"))}  # explicit params win over the shape's defaults
-        return as_pattern(generate(shape, int(s.n), seed=int(s.seed), **params)), f"synthetic-{shape}-{s.n}"
-    path = Path(str(cfg.matrix))
-    return as_pattern(read_mtx(path)), path.name.split(".")[0]
+        return as_pattern(generate(shape, int(s.n), seed=int(s.seed), **params)), name
+    return as_pattern(read_mtx(Path(spec))), name
+
+
+def matrix_name(cfg: DictConfig) -> str:
+    """The report's short name of ``cfg.matrix``, known before it is built: ``paper-arabic@0.05``,
+    ``synthetic-road-50000`` or a Matrix Market file's name without its extensions."""
+    if cfg.matrix is None:
+        raise ConfigError("matrix is not set: give matrix=<path.mtx[.gz]>, matrix=paper:<name> or matrix=synthetic")
+    spec = str(cfg.matrix)
+    if spec.startswith("paper:"):
+        return analogs.display_name(*analogs.parse(spec))
+    if spec == "synthetic" or spec.startswith("synthetic:"):
+        return f"synthetic-{_shape(cfg)}-{cfg.synthetic.n}"
+    return Path(spec).name.split(".")[0]
+
+
+def _shape(cfg: DictConfig) -> str:
+    spec = str(cfg.matrix)
+    return spec.split(":", 1)[1] if ":" in spec else str(cfg.synthetic.shape)
+
+
+def gathered_k(cfg: DictConfig) -> int:
+    """The run's K: ``cfg.k`` (16 when not given), and 1 for ``kernel=spmv``, which multiplies by a vector;
+    a K given with spmv other than 1 does not apply to the run and is refused."""
+    k = cfg.get("k")
+    if isinstance(k, bool) or not (k is None or isinstance(k, int)):
+        raise ConfigError(f"k must be a whole number >= 1, got {k!r}")
+    if str(cfg.kernel) == "spmv":
+        if k not in (None, 1):
+            raise ConfigError(f"k={k} does not apply to kernel=spmv, which multiplies by a vector (K=1): drop k")
+        return 1
+    return DEFAULT_K if k is None else k
+
+
+DEFAULT_K = 16
+"""K of kernel=spmm and sddmm when ``k`` is not given: NetSparse Fig. 12's middle size."""
 
 
 def _container(node) -> object:
@@ -61,43 +98,103 @@ def _container(node) -> object:
     return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
 
 
-def run(cfg: DictConfig, out_dir: Path | None = None) -> dict:
-    """Model the configured case; writes the report (and figures) and returns it."""
+def run(cfg: DictConfig, out_dir: Path | None = None, overrides: list[str] | tuple = (),
+        multirun: bool = False) -> dict:
+    """Model the configured case; writes the report (and figures) and returns it. ``overrides`` (the
+    command line's) name the report in ``report_dir`` when the run has no ``tag``; in a ``multirun`` a
+    point whose report is written already (same settings) is skipped unless ``rerun=true``."""
     t0 = time.perf_counter()
     params = simulate_hardware(cfg)  # the run's one hardware: simulator, baselines and the report's `hardware`
+    links = link_stats.recorder(cfg)
+    k = gathered_k(cfg)
+    config = _container(cfg)
+    ident = identity(config, params.to_dict())
+    dir_path = _report_dir_path(cfg, matrix_name(cfg), params, k, list(overrides))
+    own = out_dir / "report.json" if out_dir else None
+    finished = _finished([dir_path, own], ident) if multirun and not cfg.get("rerun") else None
+    if finished is not None:
+        return _skip(finished, own)
+    _refuse_overwrite(dir_path, ident)
+    if multirun and cfg.get("report_path"):  # every job of a sweep would write this one path
+        _refuse_overwrite(Path(str(cfg.report_path)), ident)
+    report = model(cfg, params, k, links)
+    report["wall_clock_s"] = time.perf_counter() - t0
+    report["config"] = config
+    report["provenance"] = provenance()
+    _write(report, cfg, [cfg.get("report_path"), dir_path, own], links)
+    return report
+
+
+def model(cfg: DictConfig, params: HardwareParams, k: int, links: link_stats.Recorder | None = None) -> dict:
+    """The modeled report of the configured matrix on ``params``: the analytic optima, the simulator and
+    what ``cfg`` adds (ablation, extra strategies, strong scaling; ``links`` records stats=links)."""
     a, name = load_matrix(cfg)
-    links_bin_ps = link_stats.bin_ps(cfg)
     simulator = with_link_layer(default_simulator(), cfg)
-    mechanisms = _container(cfg.get("mechanisms"))
-    if links_bin_ps is not None:
-        simulator = link_stats.Recorder(simulator, links_bin_ps, mechanisms)
-    report = analyze(a, params, k=int(cfg.k), kernel=str(cfg.kernel), partition=str(cfg.partition),
-                     simulator=simulator, mechanisms=mechanisms, ablation=bool(cfg.ablation),
-                     progress=_progress, extras=list(cfg.get("strategies") or []),
+    report = analyze(a, params, k=k, kernel=str(cfg.kernel), partition=str(cfg.partition),
+                     simulator=links.wrap(simulator) if links else simulator,
+                     mechanisms=_container(cfg.get("mechanisms")),
+                     ablation=bool(cfg.ablation), progress=_progress, extras=list(cfg.get("strategies") or []),
                      snic_sw_options=_container(cfg.get("snic_sw")) or {})
     report = {"kind": "simulate", **report}
     report["matrix"]["name"] = name
     if str(cfg.matrix).startswith("paper:"):  # a name like paper-arabic reads as the real matrix: say what it is
         report["matrix"]["label"] = analogs.label(str(cfg.matrix))
     if cfg.get("strong_scaling"):
-        report["strong_scaling"] = strong_scaling_block(a, params, cfg)
-    links = getattr(simulator, "series", None)
-    if links is not None:
-        report["link_stats"] = link_report.summary(links)
-    report["wall_clock_s"] = time.perf_counter() - t0
-    report["config"] = _container(cfg)
-    report["provenance"] = provenance()
-    paths = write_json(report, cfg.get("report_path"), _report_dir_path(cfg, report),
-                       out_dir / "report.json" if out_dir else None)
+        report["strong_scaling"] = strong_scaling_block(a, params, cfg, k)
+    if links and links.series is not None:
+        report["link_stats"] = link_report.summary(links.series)
+    return report
+
+
+def _write(report: dict, cfg: DictConfig, targets: list, links: link_stats.Recorder | None = None) -> None:
+    """The report to each of ``targets`` (each once), its breakdown CSV beside each, the figures (and
+    stats=links' files) beside the last, and the summary."""
+    paths = write_json(report, *targets)
+    csvs = [write_breakdown_csv(report, p.with_suffix(".breakdown.csv")) for p in paths]
     if cfg.get("plots", True) and paths:
         paths += save_figures(report, paths[-1].parent)
-    if links is not None and paths:
-        paths += link_report.write(links, paths[-1].parent, f"busiest links, {name} K={cfg.k}", cfg.get("plots", True))
+    if links and links.series is not None and paths:
+        title = f"busiest links, {report['matrix']['name']} K={report['k']}"
+        paths += link_report.write(links.series, paths[-1].parent, title, cfg.get("plots", True))
+    paths += [p for p in csvs if p is not None]
     for line in summary_lines(report):
         print(line)
     for p in paths:
         print(f"  written      {p}")
+
+
+def _finished(paths: list[Path | None], ident: dict) -> Path | None:
+    """The first of ``paths`` that holds a report of this run's identity (a finished point)."""
+    for path in paths:
+        if path is not None and path.is_file() and report_identity(_read_report(path)) == ident:
+            return path
+    return None
+
+
+def _skip(finished: Path, own: Path | None) -> dict:
+    """A finished point: its report, copied into the job's own directory (a multirun folder stays
+    complete for ``collect``); one line says so."""
+    report = _read_report(finished)
+    if own is not None and own.resolve() != finished.resolve():
+        write_json(report, own)
+    print(f"  skipped      finished already: {finished} has this run's report (rerun=true runs it again)")
     return report
+
+
+def _refuse_overwrite(path: Path | None, ident: dict) -> None:
+    if path is None or not path.is_file():
+        return
+    theirs = report_identity(_read_report(path))
+    if theirs != ident:
+        raise ConfigError(f"{path} holds the report of another run ({differences(ident, theirs)}); give this run "
+                          "its own tag= or report_dir=, or delete that file")
+
+
+def _read_report(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a readable report ({exc}); delete it or write elsewhere") from None
 
 
 def with_link_layer(simulator, cfg: DictConfig):
@@ -113,17 +210,17 @@ def with_link_layer(simulator, cfg: DictConfig):
     return functools.partial(simulator, link_layer=link_layer)
 
 
-def _report_dir_path(cfg: DictConfig, report: dict) -> Path | None:
-    """``report_dir/<matrix>-n<nodes>-<topology>-<kernel>-k<K>.json`` for sweeps, if ``report_dir`` is set."""
+def _report_dir_path(cfg: DictConfig, name: str, params: HardwareParams, k: int, overrides: list[str]) -> Path | None:
+    """``report_dir/<matrix>-n<nodes>-<topology>-<kernel>-k<K><tag or overrides>.json`` for sweeps, if
+    ``report_dir`` is set (:func:`netsparse_torch.report.identity.report_stem`)."""
     if not cfg.get("report_dir"):
         return None
-    c = report["cluster"]
-    tag = cfg.get("tag") or ""
-    stem = f"{report['matrix']['name']}-n{c['nodes']}-{c['topology']}-{report['kernel']}-k{report['k']}{tag}"
+    c = params.cluster
+    stem = report_stem(name, c.nodes, c.topology, str(cfg.kernel), k, str(cfg.get("tag") or ""), overrides)
     return Path(str(cfg.report_dir)) / f"{stem}.json"
 
 
-def strong_scaling_block(a, params: HardwareParams, cfg: DictConfig) -> dict:
+def strong_scaling_block(a, params: HardwareParams, cfg: DictConfig, k: int) -> dict:
     """End-to-end modeled times over ``cfg.strong_scaling`` node counts (NetSparse Figs. 13 and 21):
     SUOpt and SAOpt analytic, NetSparse simulated (C++ simulator) at every node count.
 
@@ -138,13 +235,13 @@ def strong_scaling_block(a, params: HardwareParams, cfg: DictConfig) -> dict:
             models[name] = compute.AcceleratorModel()
             info[name] = {"modeled": True, **asdict(models[name]), "formula": "max(flops/peak, bytes/HBM)"}
         elif name == "cpu":
-            cpu = _cpu_model(int(cfg.k))
+            cpu = _cpu_model(k)
             models[name] = cpu
             info[name] = {"calibrated_from_measurement": True, "nnz_k_per_s": cpu.nnz_k_per_s,
                           "gflops": cpu.gflops, "source": cpu.source}
         else:
             raise ConfigError(f"unknown compute model {name!r}; choose from spade, cpu")
-    rows = analysis.strong_scaling(a, params, counts, k=int(cfg.k), kernel=str(cfg.kernel),
+    rows = analysis.strong_scaling(a, params, counts, k=k, kernel=str(cfg.kernel),
                                    partition=str(cfg.partition), compute_models=models,
                                    simulator=with_link_layer(default_simulator(), cfg),
                                    progress=lambda counts: iterate(counts, "strong scaling"))

@@ -135,3 +135,24 @@ def attach_rank(rank: int, world_size: int, cfg, bounds=None, hardware=None):
     return SwitchFabric(world_size, rank, address, token=_token(cfg), controls=controls,
                         timeout_s=float(cfg.rig.timeout_s), row_bounds=bounds, mtu=hardware.headers.mtu_bytes)
 
+
+
+def switch_counters(cfg) -> list[dict]:
+    """The counters of the run's switches now (``cfg.fabric.switches``), as the report lists them. A switch
+    that does not answer within ``rig.timeout_s`` is the RIG watchdog's error, naming it."""
+    import grpc
+
+    from netsparse_torch.errors import RigTimeoutError
+    from netsparse_torch.fabric.switch import switch_report
+    from netsparse_torch.switch.client import SwitchError
+
+    spec = cfg.fabric.switches
+    spec = OmegaConf.to_container(spec, resolve=True) if OmegaConf.is_config(spec) else dict(spec)
+    timeout_s = float(cfg.rig.timeout_s)
+    try:
+        return switch_report(spec, token=_token(cfg), timeout_s=timeout_s)
+    except SwitchError as e:
+        if e.code != grpc.StatusCode.DEADLINE_EXCEEDED:
+            raise
+        raise RigTimeoutError(f"RIG watchdog expired at a checkpoint: {str(e).split(': ', 1)[0]} did not answer "
+                              f"a counters read within {timeout_s:g} s (down or stalled)") from None

@@ -19,3 +19,20 @@ SAID = (2, 130, 143)
 
 def under_torchrun() -> bool:
     return all(k in os.environ for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
+
+
+def restart_count() -> int:
+    """How often torchrun's agent restarted this job's workers (``--max-restarts``); 0 outside torchrun."""
+    return int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) if under_torchrun() else 0
+
+
+def job_store(timeout_s: float = 30.0):
+    """A client of the job's TCP store at ``MASTER_ADDR:MASTER_PORT``: torchrun's agent's, which outlives
+    the restarts of its workers, or rank 0's under netsparse-train's own launcher. Keys that must not
+    outlive an attempt carry :func:`restart_count`."""
+    import datetime
+
+    import torch.distributed as dist
+
+    return dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
+                         timeout=datetime.timedelta(seconds=timeout_s))

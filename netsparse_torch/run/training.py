@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import resource
 import sys
 import time
@@ -15,14 +16,16 @@ from hw_models.hardware import TRAIN_SHORTCUTS, train_hardware
 from netsparse_torch import checkpoint
 from netsparse_torch.backend import collective_path, comm_stats
 from netsparse_torch.evaluation import SPLITS, BestTracker, Evaluator
-from netsparse_torch.kernels import recorded_choices
+from netsparse_torch.kernels import _choice, agreed_choices, recorded_choices
 from netsparse_torch.nn import DistGNN, DistGraph
 from netsparse_torch.nn.models import model_options
 from netsparse_torch.partition import Partitioning, rank_shard
 from netsparse_torch.partition.source import Source
 from netsparse_torch.progress import DEFAULT_EVERY, Progress
 from netsparse_torch.report.metrics import MetricsLogger, open_logger
+from netsparse_torch.run import counters
 from netsparse_torch.run.device import device_kind, rank_device
+from netsparse_torch.run.resume import Carried, rank_counters
 from netsparse_torch.run.threads import rank_threads
 from netsparse_torch.signals import raise_if_stopped
 
@@ -71,6 +74,7 @@ class Trainer:
                  hardware=None):
         self.rank, self.world_size, self.cfg = rank, world_size, cfg
         self.device = rank_device(device_kind(cfg.get("device", "auto")), rank)  # before any collective
+        _choice.forget_agreements()  # this run's ranks agree their CUDA kernels anew (DistGraph.propagate)
         hardware = hardware if hardware is not None else train_hardware(cfg)
         options = strategy_options(cfg, hardware)
         shard = rank_shard(data, rank, world_size, partitioning or str(cfg.partition),
@@ -98,8 +102,7 @@ class Trainer:
         self.epochs: list[dict] = []
         self.start_epoch = 0
         self.ckpt_dir = Path(str(cfg.checkpoint_dir)) if cfg.get("checkpoint_dir") else None
-        if cfg.resume:
-            self._load_checkpoint()
+        self.carried = Carried(rank, self._load_checkpoint() if cfg.resume else None, self.start_epoch)
 
     # -- one step -------------------------------------------------------------------------------
     def train_epoch(self, epoch: int) -> float:
@@ -152,6 +155,8 @@ class Trainer:
                                         self.epochs, self.tracker.history)
         if self.start_epoch > 0:
             progress.note(f"resumed from epoch {self.start_epoch}/{epochs} (checkpoint in {self.ckpt_dir})")
+            replay(metrics, self.epochs, self.tracker.history)
+        self.carried.begin(rank_counters(self.dg.strategy))
         try:
             for epoch in range(self.start_epoch, epochs):
                 if self._one_epoch(epoch, progress, metrics, epoch_log):
@@ -176,6 +181,7 @@ class Trainer:
         dt = _allreduce(time.perf_counter() - t0, op=dist.ReduceOp.MAX)
         moved = int(_allreduce(traffic.total_bytes - before))
         self.epochs.append({"epoch": epoch, "loss": loss, "time_s": dt, "feature_bytes": moved})
+        self.carried.epoch_done(epoch + 1)
         epoch_log.epoch(self.epochs[-1])
         metrics.log(epoch, loss=loss, time_s=dt, feature_bytes=moved)
         stop = self._eval_due(epoch)  # before the checkpoint, which keeps the evaluations
@@ -216,15 +222,17 @@ class Trainer:
         local = {"rank": self.rank, "device": str(self.device), "rows": plan.n_local, "nnz": shard.nnz,
                  "halo": plan.n_halo,
                  "halo_from": plan.recv_counts, "edge_cut": shard.edge_cut, "partition": shard.mode,
-                 "peak_rss_bytes": peak_rss_bytes(), **rank_threads(), "collectives": comm_stats(),
-                 "cuda_collectives": collective_path(), "kernels": recorded_choices(),
-                 "strategy_stats": self.dg.strategy.stats()}
+                 "peak_rss_bytes": peak_rss_bytes(), **rank_threads(), "kernels": recorded_choices(),
+                 "kernel_agreement": agreed_choices(),
+                 "strategy_stats": self.dg.strategy.stats(), **self._carried_on()}
         per_rank = [local]
         if self.world_size > 1:
             per_rank = [None] * self.world_size
             dist.all_gather_object(per_rank, local)
         run_epochs = list(self.epochs)
         return {
+            "attempts": self.carried.all_attempts(),
+            "switches_before": self.carried.switches,  # fabric=switch: what earlier attempts' switches counted
             "final": {**scores, "train_loss": self.epochs[-1]["loss"] if self.epochs else float("nan")},
             **self.tracker.report(),  # best, evaluations, early_stop
             "epochs": run_epochs,
@@ -238,6 +246,14 @@ class Trainer:
             },
         }
 
+    def _carried_on(self) -> dict:
+        """The backend's counters of this rank for the report: this process's and, after a resume, what
+        the earlier attempts' epochs counted (netsparse_torch/run/resume.py)."""
+        path = collective_path()
+        path["device_calls"] = counters.add(self.carried.counters.get("device_calls", {}), path["device_calls"])
+        return {"collectives": counters.add(self.carried.counters.get("collectives", {}), comm_stats()),
+                "cuda_collectives": path}
+
     def close(self) -> None:
         """Detach from the switch service (fabric=switch)."""
         if self.fabric is not None:
@@ -246,21 +262,61 @@ class Trainer:
 
     # -- checkpoints (netsparse_torch/checkpoint.py) ----------------------------------------------
     def _save_checkpoint(self, epoch: int) -> None:
-        traffic = self.dg.strategy.traffic
-        checkpoint.save(self.ckpt_dir, self.rank, self.world_size, self.cfg,
-                        {"epoch": epoch, "model": self.model.state_dict(), "opt": self.opt.state_dict(),
-                         "epochs": self.epochs, "traffic": (traffic.forward_bytes, traffic.backward_bytes),
-                         "evaluations": self.tracker.state()})
+        state = {"epochs_done": epoch + 1, "model": self.model.state_dict(), "opt": self.opt.state_dict(),
+                 "epochs": self.epochs, "evaluations": self.tracker.state(),
+                 "counters": self.carried.loop(rank_counters(self.dg.strategy)),
+                 "attempts": self.carried.all_attempts(), "switches": self._switch_counters(epoch),
+                 "checks": self.dg.check_state()}
+        checkpoint.save(self.ckpt_dir, self.rank, self.world_size, self.cfg, state)
 
-    def _load_checkpoint(self) -> None:
+    def _switch_counters(self, epoch: int) -> list[dict]:
+        """fabric=switch, rank 0: the switches' counters of every epoch so far. Read while every rank waits
+        at this checkpoint (a rank that went on would already send the next epoch's packets)."""
+        if self.fabric is None:
+            return []
+        from netsparse_torch.run.switches import switch_counters
+
+        with checkpoint_pause(self.rank, self.world_size, epoch, float(self.cfg.timeout_s)):
+            reading = switch_counters(self.cfg) if self.rank == 0 else []
+        return counters.add_switches(self.carried.switches, reading) if self.rank == 0 else []
+
+    def _load_checkpoint(self) -> dict:
         state = checkpoint.load(self.ckpt_dir, self.rank, self.world_size, self.cfg)
         self.model.load_state_dict(state["model"])
         self.opt.load_state_dict(state["opt"])
         self.epochs = state["epochs"]
         self.tracker.load_state(state.get("evaluations"))
-        traffic = self.dg.strategy.traffic
-        traffic.forward_bytes, traffic.backward_bytes = state["traffic"]
-        self.start_epoch = int(state["epoch"]) + 1
+        self.dg.strategy.add_counters(state["counters"].get("strategy", {}))
+        self.dg.load_check_state(state["checks"])
+        self.start_epoch = int(state["epochs_done"])
+        return state
+
+
+def replay(metrics: MetricsLogger, epochs: list[dict], evaluations: list[dict]) -> None:
+    """A resumed run's metrics file starts with the checkpoint's epochs and evaluations, as its report does."""
+    evaluated = {e["epoch"]: {k: v for k, v in e.items() if k != "epoch"} for e in evaluations}
+    for e in epochs:
+        metrics.log(e["epoch"], loss=e["loss"], time_s=e["time_s"], feature_bytes=e["feature_bytes"])
+        if e["epoch"] in evaluated:
+            metrics.log(e["epoch"], **evaluated[e["epoch"]])
+
+
+@contextlib.contextmanager
+def checkpoint_pause(rank: int, world_size: int, epoch: int, timeout_s: float):
+    """Every rank waits here until rank 0 has run the block, through the job's store: a barrier of the
+    backend would be one more collective in the report's counts, which a run without checkpoints lacks."""
+    from netsparse_torch.run.torchrun import job_store, restart_count
+
+    store = job_store(timeout_s)
+    key = f"netsparse/checkpoint_pause/{restart_count()}/{epoch}"
+    if rank == 0:
+        store.wait([f"{key}/{r}" for r in range(1, world_size)])
+        yield
+        store.set(key, "done")
+    else:
+        store.set(f"{key}/{rank}", "here")
+        yield
+        store.wait([key])
 
 
 def strategy_options(cfg, hardware) -> dict:

@@ -34,7 +34,7 @@ from hw_models.twoface.classify import (
 )
 from hw_models.twoface.cost import CostModel
 from netsparse_torch.comm.base import Strategy, row_bytes
-from netsparse_torch.comm.halo import Done
+from netsparse_torch.comm.halo import Done, add_rows
 from netsparse_torch.comm.twoface.layout import Layout, Transfer, build_layout
 from netsparse_torch.kernels import CSR, gather, spmm
 
@@ -91,7 +91,7 @@ def _add_returned(gx: torch.Tensor, layout: Layout, async_back: tuple, sync_back
     """Add the gradients returned for the rows this rank sent, asynchronous stripes first."""
     for (back, work), xfer in ((async_back, layout.async_xfer), (sync_back, layout.sync_xfer)):
         work.wait()
-        gx.index_add_(0, xfer.send_idx, back)
+        add_rows(gx, xfer.send_idx, back)
 
 
 class _TwoFaceGather(torch.autograd.Function):
@@ -145,8 +145,9 @@ class TwoFace(Strategy):
             rows = _scipy_rows(adjacency, plan.num_nodes)
             stripes = classify(find_stripes(rows, plan.bounds, plan.rank, self.width), k, self.cost.coefficients,
                                self.width, self.memory_limit_bytes, overlap=self.cost.overlap)
-            self._layouts[key] = build_layout(rows, stripes, plan.bounds, plan.rank, plan.world_size, k,
-                                              self.width, self.group, adjacency.device)
+            with self.first_use():
+                self._layouts[key] = build_layout(rows, stripes, plan.bounds, plan.rank, plan.world_size, k,
+                                                  self.width, self.group, adjacency.device)
         return self._layouts[key]
 
     def propagate(self, adjacency: CSR, x_local: torch.Tensor, tag: str = "") -> torch.Tensor:
@@ -185,6 +186,14 @@ class TwoFace(Strategy):
         self.sync_bytes += s
         self.async_bytes += a
         self.traffic.add(direction, s + a, x.size(1), tag)
+
+    def counters(self) -> dict:
+        return {**super().counters(), "sync_bytes": self.sync_bytes, "async_bytes": self.async_bytes}
+
+    def add_counters(self, counters: dict) -> None:
+        super().add_counters(counters)
+        self.sync_bytes += int(counters.get("sync_bytes", 0))
+        self.async_bytes += int(counters.get("async_bytes", 0))
 
     def stats(self) -> dict:
         by_k = {}

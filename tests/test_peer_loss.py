@@ -1,0 +1,83 @@
+"""A rank that dies (SIGKILL) or stops (SIGSTOP) mid-run: the run ends with one line that names it and
+says where the completed epochs are, no gloo traceback, and no process left behind; with
+netsparse-train's own launcher and under torchrun.
+
+The runs are tagged in their environment (tests/test_torchrun.py's ``_tagged_pids``), so "nothing left"
+means no process with the tag, and every tagged process is killed in ``finally``."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from cli import ROOT
+from test_stop_signals import _completed_epochs, _kill_tagged
+from test_torchrun import TAG_VAR, _tagged_pids
+
+TIMEOUT_S = 10  # timeout_s of these runs: how long the others wait on a stopped rank
+DEADLINE_S = 240
+
+
+def _start(tmp_path: Path, launcher: str, tag: str) -> subprocess.Popen:
+    train = ["-m", "netsparse_torch.cli.train", "dataset=cora", "epochs=100000", "checkpoint_every=2",
+             f"hydra.run.dir={tmp_path / 'run'}", f"timeout_s={TIMEOUT_S}"]
+    if launcher == "torchrun":
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+               "--max-restarts=0", "--monitor-interval=0.2", *train]
+    else:
+        cmd = [sys.executable, *train, "world_size=2"]
+    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo", **{TAG_VAR: tag})
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def _rank_pid(proc: subprocess.Popen, launcher: str, tag: str) -> int:
+    """A rank's process: RANK=1 under torchrun; under the launcher the last rank its forkserver forked."""
+    pids = [p for p in _tagged_pids(tag) if p != proc.pid]
+    if launcher == "torchrun":
+        return next(p for p in pids if b"RANK=1" in Path(f"/proc/{p}/environ").read_bytes().split(b"\0"))
+    forkserver = next(p for p in pids if b"forkserver" in Path(f"/proc/{p}/cmdline").read_bytes())
+    return max(p for p in pids if Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(forkserver))
+
+
+@pytest.mark.parametrize("launcher", ["netsparse-train", "torchrun"])
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGSTOP"])
+def test_a_lost_rank_is_one_line_naming_it_and_where_the_epochs_are(tmp_path, launcher, how):
+    tag = uuid.uuid4().hex
+    proc = _start(tmp_path, launcher, tag)
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while _completed_epochs(tmp_path / "run" / "epochs.jsonl") < 3:  # a checkpoint exists
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate(timeout=10)
+            time.sleep(0.2)
+        pid = _rank_pid(proc, launcher, tag)
+        os.kill(pid, getattr(signal, how))
+        out, err = proc.communicate(timeout=DEADLINE_S)
+        gone = time.monotonic() + 60
+        while _tagged_pids(tag) and time.monotonic() < gone:
+            time.sleep(0.2)
+        survivors = _tagged_pids(tag)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        _kill_tagged(tag)
+    assert survivors == [], f"still running after {how}: {survivors}"
+    assert proc.returncode != 0
+    lines = [ln for ln in err.splitlines() if ln.startswith("netsparse-train: error:")]
+    assert len(lines) == 1, err[-4000:]
+    line = lines[0]
+    print(line)
+    named = re.search(r"rank (\d) \(pid (\d+)\) (was killed by SIGKILL|died|is stopped)", line)
+    assert named and int(named.group(2)) == pid, line
+    assert ("is stopped" in line) == (how == "SIGSTOP"), line
+    assert re.search(r"the checkpoint of \d+ completed epochs is in \S+checkpoints", line), line
+    for noise in ("Traceback", "Error executing job", "Connection reset by peer"):
+        if launcher == "torchrun" and noise == "Traceback":
+            continue  # torchrun's agent prints its own report of the failed worker
+        assert noise not in err, err[-4000:]
