@@ -72,8 +72,9 @@ gpu-check:
 	$(GPU_PY) tools/gpu_check.py --data $(GPU_DATA) --out-dir $(GPU_OUT)
 
 # Wheels of what a GPU machine's image lacks (docs/gpu.md), for Python 3.12 on x86-64, into .whl/.
-gpu-wheels:
-	python3 tools/gpu_wheels.py
+# The versions pinned are the .venv's (what CI tests), so it reads them from there.
+gpu-wheels: install
+	$(PY) tools/gpu_wheels.py
 
 # The data gpu-check reads (about 5 MB), copied into .gpu-data/ to travel with the repository.
 gpu-data:

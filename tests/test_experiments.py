@@ -62,7 +62,7 @@ def test_paper_training_runs_and_collects(tmp_path, monkeypatch):
     report, _ = train_here(tmp_path, "+experiment=paper_training", "dataset.matrix=europe", "dataset.scale=5e-5",
                            "world_size=2", "epochs=1")
     assert report["strategy"] == "netsparse" and report["modeled"]["full_size"]["graph"]["rows"] == 5091
-    table = collect.markdown("paper_training", collect.load_reports(tmp_path))
+    table = collect.markdown("paper_training", collect.load_reports(tmp_path, table="paper_training"))
     assert len(table) == 3 and table[0].startswith("| analog | rows | nonzeros | ranks | strategy | epoch s (measured)")
     m, full = report["modeled"], report["modeled"]["full_size"]
     cells = table[2].strip("| ").split(" | ")

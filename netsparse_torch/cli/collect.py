@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--k", type=int, help="only the reports of this property size (e.g. Table 7 at K=16 of a K sweep)")
     args = ap.parse_args(argv)
     try:
-        reports = load_reports(args.directory, args.k)
+        reports = load_reports(args.directory, args.k, args.kind)
     except FileNotFoundError as exc:
         print(f"netsparse_torch.cli.collect: error: {exc}", file=sys.stderr)
         return 2

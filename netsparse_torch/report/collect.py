@@ -92,8 +92,9 @@ def natural(name: str) -> tuple:
                  for p in parts)
 
 
-def load_reports(directory: Path, k: int | None = None) -> list[dict]:
-    """Every simulator report under ``directory``, searched recursively: a ``report_dir`` of named
+def load_reports(directory: Path, k: int | None = None, table: str = "sweep") -> list[dict]:
+    """Every report that ``table`` reads under ``directory`` (a training table's training reports, any
+    other's simulator reports), searched recursively: a ``report_dir`` of named
     reports, or a Hydra multirun folder of any launcher (``<job>/report.json``; hidden folders such as
     ``.hydra`` and ``.submitit`` skipped; copies of one report kept once). Only those of property size
     ``k`` when given; sorted by matrix, nodes, topology, K and path (:func:`natural` order). Each carries
@@ -103,15 +104,17 @@ def load_reports(directory: Path, k: int | None = None) -> list[dict]:
                     if not any(part.startswith(".") for part in p.relative_to(directory).parts)),
                    key=lambda p: natural(str(p)))
     reports, seen = [], set()
+    wanted = _is_training if table in TRAINING_TABLES else _is_simulation
     for f in files:
         report = _read(f)
         text = json.dumps(report, sort_keys=True)
-        if _is_simulation(report) and text not in seen:
+        if wanted(report) and text not in seen:
             seen.add(text)
             reports.append(dict(report, _file=str(f.relative_to(directory).with_suffix(""))))
     if not reports:
-        raise FileNotFoundError(f"no simulator reports under {directory}; run the experiment first (training "
-                                "reports: netsparse-compare)")
+        what = "training" if table in TRAINING_TABLES else "simulator"
+        raise FileNotFoundError(f"no {what} reports under {directory}; run the experiment first (training "
+                                "reports of other runs: netsparse-compare)")
     if k is not None:
         reports = [r for r in reports if r.get("k") == k]
         if not reports:
@@ -131,6 +134,10 @@ def _read(path: Path):
         return json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, ValueError):
         return None
+
+
+def _is_training(report) -> bool:
+    return isinstance(report, dict) and report.get("kind") == "train"
 
 
 def _is_simulation(report) -> bool:
@@ -274,8 +281,10 @@ def _paper_training(reports: list[dict]) -> list[str]:
 
 SPECIAL = {"strong_scaling": _strong_scaling, "table8": _table8, "active_nodes": _active_nodes,
            "sensitivity": _sensitivity, "paper_training": _paper_training}
-"""Table kinds with their own layout (Figs. 13/21, Table 8, Fig. 19, issue 26's sensitivity, and the training
+"""Table kinds with their own layout (Figs. 13/21, Table 8, Fig. 19, the sensitivity study, and the training
 runs of ``+experiment=paper_training``)."""
+TRAINING_TABLES = ("paper_training",)
+"""Tables of training reports; the others read simulator reports."""
 
 
 def plot(kind: str, reports: list[dict], out: Path) -> list[Path]:
