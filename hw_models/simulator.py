@@ -19,6 +19,7 @@ statistics of the tail node count the bytes the node *receives*, like SUOpt's.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +28,7 @@ import scipy.sparse as sp
 from hw_models import definitions
 from hw_models.compute import KERNELS
 from hw_models.errors import ConfigError
+from hw_models.link_stats import LinkSeries, cxx_bin_ps, from_simulator, link_names
 from hw_models.native import sim as _sim
 from hw_models.params import HardwareParams
 from hw_models.pattern import Pattern, as_pattern
@@ -80,6 +82,10 @@ class NetSparseRun:
     """Per middle pipe of an extended ToR, each counter of ``SIM_PIPE_COUNTERS`` (docs/simulator.md)."""
     hops: np.ndarray | None = None
     """With ``simulate(..., log_hops=True)``: the network's hop log, ``[rows, 8]`` (csrc/sim/types.h HopRow)."""
+    link_stats: LinkSeries | None = None
+    """With ``simulate(..., link_stats_bin_ps=...)``: each link's utilisation and queue in time bins."""
+    loop_cpu_s: float | None = None
+    """Measured: CPU seconds of the event loop (its thread's; ``counters["wall_clock_s"]`` is its wall clock)."""
 
 
 def mechanisms_up_to(stage: str) -> dict[str, bool]:
@@ -103,7 +109,7 @@ def check_mechanisms(mechanisms: dict[str, bool] | None) -> dict[str, bool]:
 def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, params: HardwareParams, k: int,
              kernel: str = "spmm", mechanisms: dict[str, bool] | None = None,
              topo: Topology | None = None, *, link_layer: dict | None = None,
-             log_hops: bool = False) -> NetSparseRun:
+             log_hops: bool = False, link_stats_bin_ps: int | str | None = None) -> NetSparseRun:
     """Simulate one NetSparse gather of ``k``-element properties (``k`` is the *gathered* width).
 
     ``a`` is a :class:`Pattern` (read in place) or a scipy matrix; ``w`` its partition (only
@@ -113,6 +119,8 @@ def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, par
     :func:`hw_models.seeds.netcrafter.sim_flit_config`); its accounting lands in
     ``counters["link_layer"]``. Returns per-node completion times, tail statistics, the active-nodes
     step series and every counter (and, with ``log_hops``, the network's hop log: ``NetSparseRun.hops``).
+    ``link_stats_bin_ps`` (a bin width in ps, or ``"auto"``) records each link's utilisation and queue in
+    time bins (``NetSparseRun.link_stats``, :mod:`hw_models.link_stats`; packet links only).
     """
     from hw_models.seeds import netcrafter
 
@@ -134,12 +142,20 @@ def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, par
     if routes.shape[-1] == 0:  # one node: no path has a link
         routes = np.full((1, topo.n_hosts, topo.n_hosts, 1), -1, dtype=np.int64)
     cfg = sim_config(params, k, mech, netcrafter.flit_link_config(link_layer))
+    bin_ps = cxx_bin_ps(link_stats_bin_ps)
+    if bin_ps and cfg.flit_layer:
+        raise ConfigError("link statistics cover packet links; the flit layer reports its own link totals "
+                          "(counters['link_layer'])")
     out = _sim.simulate(
         pat.indptr, pat.indices, np.asarray(w.row_bounds, np.int64),
         np.asarray(w.col_bounds, np.int64), cfg, topo.link_src, topo.link_dst,
         np.asarray(topo.link_bytes_per_s, np.float64), np.rint(topo.link_latency_s * 1e12).astype(np.int64),
-        topo.switch_is_tor.astype(np.int64), routes.astype(np.int64), log_hops=log_hops)
+        topo.switch_is_tor.astype(np.int64), routes.astype(np.int64), log_hops=log_hops, link_stats_bin_ps=bin_ps)
     run = _to_run(out, params)
+    if "link_stats" in out:
+        names = link_names(topo.link_src, topo.link_dst, topo.n_hosts, topo.switch_is_tor)
+        run = dataclasses.replace(run, link_stats=from_simulator(out["link_stats"], names,
+                                                                 int(np.max(out["node_done_ps"]))))
     if "flit_links" in out:
         run.counters["link_layer"] = netcrafter.link_layer_report(out["flit_links"], link_layer)
     return run
@@ -221,7 +237,7 @@ def _to_run(out: dict, params: HardwareParams) -> NetSparseRun:
     pipes = {name: np.asarray(v).tolist() for name, v in out["pipes"].items()}
     hops = np.asarray(out["hops"]) if "hops" in out else None
     return NetSparseRun(node_time_s=t, tail=stats, active_nodes=series, counters=counters, critical_path=path,
-                        switch_pipes=pipes, hops=hops)
+                        switch_pipes=pipes, hops=hops, loop_cpu_s=float(out["cpu_s"]))
 
 
 def line_util(nodes: dict, node: int, time_s: float, params: HardwareParams) -> float | None:

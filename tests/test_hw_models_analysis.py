@@ -186,6 +186,7 @@ def test_cli_determinism_and_figures(tmp_path):
     b = simulate.run(_cfg(f"matrix={KARATE}", "nodes=4", "rack_size=2"), tmp_path / "b")
     speed = a["strategies"]["netsparse"]["simulator"]
     assert speed["events"] > 0 and speed["events_per_s"] > 0 and speed["prs_per_s"] > 0
+    assert speed["cpu_clock_s"] > 0 and speed["events_per_cpu_s"] == speed["events"] / speed["cpu_clock_s"]
     assert a["wall_clock_s"] != b["wall_clock_s"]  # measured, so they differ; the rest is modeled
     a, b = A.without_wall_clock(a), A.without_wall_clock(b)
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)

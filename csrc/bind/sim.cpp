@@ -54,6 +54,23 @@ py::dict flit_dict(const std::vector<FlitLinkResult>& v) {
   return d;
 }
 
+// stats=links: the bin width and each statistic as [bins, links].
+py::dict link_stats_dict(const LinkStatsResult& s) {
+  py::dict d;
+  d["bin_ps"] = s.bin_ps;
+  auto grid = [&](const std::vector<int64_t>& v) {
+    py::array_t<int64_t> a({static_cast<py::ssize_t>(s.bins), static_cast<py::ssize_t>(s.links)});
+    if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(int64_t));
+    return a;
+  };
+  d["busy_ps"] = grid(s.busy_ps);
+  d["bytes"] = grid(s.bytes);
+  d["packets"] = grid(s.packets);
+  d["queue_ps"] = grid(s.queue_ps);
+  d["queue_max"] = grid(s.queue_max);
+  return d;
+}
+
 // The hop log as [rows, 8] int64 (HopRow's fields in order).
 py::array_t<int64_t> hop_rows(const std::vector<HopRow>& rows) {
   static_assert(sizeof(HopRow) == 8 * sizeof(int64_t), "a hop row is 8 int64 fields");
@@ -107,6 +124,7 @@ py::dict to_dict(const SimResult& r) {
 #undef COUNTER_COLUMNS
 #undef COUNTER_COLUMN
   out["wall_s"] = r.wall_s;
+  out["cpu_s"] = r.cpu_s;
   return out;
 }
 }  // namespace
@@ -150,7 +168,8 @@ void bind_sim(py::module_& sim) {
       "simulate",
       [](const py::array& indptr, const py::array& indices, const I64& row_bounds, const I64& col_bounds,
          const SimConfig& c, const I64& link_src, const I64& link_dst, const F64& link_bytes_per_s,
-         const I64& link_latency_ps, const I64& switch_is_tor, const I64& routes, bool log_hops) {
+         const I64& link_latency_ps, const I64& switch_is_tor, const I64& routes, bool log_hops,
+         int64_t link_stats_bin_ps) {
         const bool alternatives = routes.ndim() == 4;  // [paths, hosts, hosts, max_hops]
         if (routes.ndim() != 3 && !alternatives)
           throw ConfigInvalid("simulator: routes must be [hosts, hosts, max_hops] or [paths, hosts, hosts, max_hops]");
@@ -181,19 +200,23 @@ void bind_sim(py::module_& sim) {
         SimResult r;
         {
           py::gil_scoped_release nogil;
-          r = run(a, rb, cb, c, t, log_hops);
+          r = run(a, rb, cb, c, t, Observe{log_hops, link_stats_bin_ps});
         }
         py::dict out = to_dict(r);
         if (log_hops) out["hops"] = hop_rows(r.hops);
+        if (link_stats_bin_ps != kLinkStatsOff) out["link_stats"] = link_stats_dict(r.link_stats);
         return out;
       },
       "Packet-level discrete-event simulation of NetSparse (docs/simulator.md); see hw_models.simulator. routes: "
       "[hosts, hosts, max_hops], or [paths, hosts, hosts, max_hops] where a pair's packets take its paths in turn. indptr "
       "(int64) and indices (int32 or int64) are read in place. log_hops=True adds the network's hop log, "
-      "\"hops\": [rows, 8] (kind, serial, where, wire, queued, start, arrive, avail; csrc/sim/types.h HopRow).",
+      "\"hops\": [rows, 8] (kind, serial, where, wire, queued, start, arrive, avail; csrc/sim/types.h HopRow). "
+      "link_stats_bin_ps (0 = off, -1 = automatic bins, else the bin width in ps) adds \"link_stats\": the bin "
+      "width and [bins, links] arrays busy_ps, bytes, packets, queue_ps, queue_max (csrc/sim/link_stats.h).",
       py::arg("indptr"), py::arg("indices"), py::arg("row_bounds"), py::arg("col_bounds"), py::arg("cfg"),
       py::arg("link_src"), py::arg("link_dst"), py::arg("link_bytes_per_s"), py::arg("link_latency_ps"),
-      py::arg("switch_is_tor"), py::arg("routes"), py::arg("log_hops") = false);
+      py::arg("switch_is_tor"), py::arg("routes"), py::arg("log_hops") = false,
+      py::arg("link_stats_bin_ps") = kLinkStatsOff);
   sim.def(
       "remote_command_ends",
       [](const I64& idx, int64_t lo, int64_t hi, int64_t batch) {
@@ -205,4 +228,18 @@ void bind_sim(py::module_& sim) {
       "snic.rig_auto_split=remote_idxs: where a node's RIG commands end in its idx stream `idx` (its "
       "columns: [lo, hi)), a cut after every batch-th remote idx (csrc/sim/workload.h).",
       py::arg("idx"), py::arg("lo"), py::arg("hi"), py::arg("batch"));
+  sim.def(
+      "clock",
+      [](double ghz, const I64& ps, const I64& cycles) {
+        if (!(ghz > 0)) throw ConfigInvalid("clock: ghz must be > 0");
+        const Clock ck(ghz);
+        py::dict out;
+        out["cycle"] = column(vec(ps), [&](int64_t p) { return ck.cycle(p); });
+        out["defined_cycle"] = column(vec(ps), [&](int64_t p) { return ck.defined_cycle(p); });
+        out["ps"] = column(vec(cycles), [&](int64_t c) { return ck.ps(c); });
+        return out;
+      },
+      "One clock domain's conversions (csrc/sim/types.h Clock) at `ghz`: cycle(p) and its long double "
+      "definition for each p of `ps`, and the first picosecond ps(c) of each cycle c of `cycles`.",
+      py::arg("ghz"), py::arg("ps"), py::arg("cycles"));
 }

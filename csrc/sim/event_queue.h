@@ -26,21 +26,16 @@ struct Event {
 };
 
 // Min-heap of events on (t, key), 4-ary: half the depth of a binary heap and a node's four children
-// in two cache lines. Keys are unique, so any correct heap pops the same order.
+// in two cache lines. Keys are unique, so any correct heap pops the same order. pop() moves the hole
+// down to a leaf along the smallest children and then sifts the last event up from there (Floyd): the
+// last event belongs near the bottom, so this skips its compare at every level on the way down.
 class EventQueue {
  public:
   bool empty() const { return v_.empty(); }
   size_t size() const { return v_.size(); }
   void push(const Event& e) {
-    size_t i = v_.size();
     v_.push_back(e);
-    while (i > 0) {
-      const size_t up = (i - 1) / 4;
-      if (!before(e, v_[up])) break;
-      v_[i] = v_[up];
-      i = up;
-    }
-    v_[i] = e;
+    sift_up(v_.size() - 1, e);
   }
   Event pop() {
     const Event top = v_[0];
@@ -51,21 +46,35 @@ class EventQueue {
     size_t i = 0;
     for (;;) {
       const size_t c = 4 * i + 1;
-      if (c >= n) break;
-      size_t best = c;
-      const size_t end = std::min(c + 4, n);
-      for (size_t j = c + 1; j < end; ++j)
-        if (before(v_[j], v_[best])) best = j;
-      if (!before(v_[best], last)) break;
+      size_t best;
+      if (c + 4 <= n) {  // four children: a tournament, no data-dependent branch
+        const size_t a = before(v_[c + 1], v_[c]) ? c + 1 : c;
+        const size_t b = before(v_[c + 3], v_[c + 2]) ? c + 3 : c + 2;
+        best = before(v_[b], v_[a]) ? b : a;
+      } else {
+        if (c >= n) break;
+        best = c;
+        for (size_t j = c + 1; j < n; ++j)
+          if (before(v_[j], v_[best])) best = j;
+      }
       v_[i] = v_[best];
       i = best;
     }
-    v_[i] = last;
+    sift_up(i, last);
     return top;
   }
 
  private:
-  static bool before(const Event& x, const Event& y) { return x.t != y.t ? x.t < y.t : x.key < y.key; }
+  void sift_up(size_t i, const Event& e) {
+    while (i > 0) {
+      const size_t up = (i - 1) / 4;
+      if (!before(e, v_[up])) break;
+      v_[i] = v_[up];
+      i = up;
+    }
+    v_[i] = e;
+  }
+  static bool before(const Event& x, const Event& y) { return x.t < y.t || (x.t == y.t && x.key < y.key); }
   std::vector<Event> v_;
 };
 

@@ -44,9 +44,17 @@ Routes::Routes(const Topo& topo, int64_t hosts) : topo_(topo), hosts_(hosts) {
   }
 }
 
-std::unique_ptr<NetworkApi> make_network(SimContext& ctx, bool log_hops) {
-  if (ctx.cfg.flit_layer) return std::make_unique<FlitNetwork>(ctx, log_hops);
-  return std::make_unique<PacketNetwork>(ctx, log_hops);
+std::unique_ptr<NetworkApi> make_network(SimContext& ctx, const Observe& obs) {
+  if (ctx.cfg.flit_layer) {
+    if (obs.link_stats_bin_ps != kLinkStatsOff)
+      throw units::ConfigInvalid("simulator: link statistics cover packet links; the flit layer's links report "
+                                 "their own totals (link_layer)");
+    return std::make_unique<FlitNetwork>(ctx, obs.log_hops);
+  }
+  auto net = std::make_unique<PacketNetwork>(ctx, obs.log_hops);
+  if (obs.link_stats_bin_ps != kLinkStatsOff)
+    net->record_link_stats(obs.link_stats_bin_ps);
+  return net;
 }
 
 PacketNetwork::PacketNetwork(SimContext& ctx, bool log_hops) : NetworkApi(ctx), log_(log_hops) {
@@ -72,6 +80,10 @@ PacketNetwork::PacketNetwork(SimContext& ctx, bool log_hops) : NetworkApi(ctx), 
   }
   for (auto& pl : pool_)
     if (pl.credit_ps == kNever) pl.credit_ps = 0;
+}
+
+void PacketNetwork::finish() {
+  if (stats_) ctx_.res.link_stats = stats_->finish();
 }
 
 void PacketNetwork::handle(const Event& e) {
@@ -105,6 +117,7 @@ void PacketNetwork::send(int64_t link, uint32_t p, int64_t t) {
 void PacketNetwork::enqueue(int64_t link, uint32_t p, int64_t t) {
   if (link < 0) throw units::InternalError("simulator: packet routed past the end of its path");
   out_q_[link].push_back(p);
+  if (stats_) stats_->queue(link, t, 1);
   if (log_) {
     open_row_[p] = static_cast<int64_t>(ctx_.res.hops.size());
     ctx_.res.hops.push_back(HopRow{HopRow::kHop, serial_[p], link, ctx_.pkts[p].wire, t});
@@ -186,6 +199,7 @@ void PacketNetwork::serialise(int64_t link, int64_t t) {
   leave_queue(link, t);
   const double ser = static_cast<double>(wire) * 1e12 / ctx_.topo.link_bytes_per_s[link];
   link_free_[link] = t + static_cast<int64_t>(std::ceil(ser - 1e-6));
+  if (stats_) stats_->busy(link, t, link_free_[link], wire);
   // A switch has the packet switch latency after its last bit arrived (store-and-forward).
   ctx_.events.stream_push(in_flight_[link], link_free_[link] + deliver_ps_[link], kLinkArrive,
                           static_cast<uint32_t>(link), p);
@@ -200,6 +214,7 @@ void PacketNetwork::serialise(int64_t link, int64_t t) {
 void PacketNetwork::leave_queue(int64_t link, int64_t t) {
   const uint32_t p = out_q_[link].front();
   out_q_[link].pop_front();
+  if (stats_) stats_->queue(link, t, -1);
   Packet& k = ctx_.pkts[p];
   const int64_t src = ctx_.topo.link_src[link];
   if (k.at >= 0) release(k.at, k.wire, t);

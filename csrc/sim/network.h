@@ -5,9 +5,11 @@
 // reaches an extended ToR goes to its middle pipes. FlitNetwork (flit_network.h) builds on it.
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <utility>
 #include <vector>
 
+#include "sim/link_stats.h"
 #include "sim/network_api.h"
 
 namespace netsparse::sim {
@@ -29,7 +31,8 @@ class PacketNetwork : public NetworkApi {
   void release(int64_t v, int64_t bytes, int64_t at) override;
   int64_t used(int64_t v) const override { return pool_[v].used; }
   void handle(const Event& e) override;  // tx_done, link_arrive, credit
-  void finish() override {}
+  void finish() override;
+  void record_link_stats(int64_t bin_ps) { stats_ = std::make_unique<LinkStats>(ctx_.topo.link_src.size(), bin_ps); }
 
  protected:
   // The head of link's queue may go on the link now: whole packets here, flits in FlitNetwork.
@@ -59,6 +62,7 @@ class PacketNetwork : public NetworkApi {
   bool log_ = false;
   int64_t serials_ = 0;
   std::vector<int64_t> serial_, open_row_;
+  std::unique_ptr<LinkStats> stats_;  // stats=links only
 };
 
 }  // namespace netsparse::sim

@@ -78,8 +78,8 @@ class NetworkApi {
   Switches* switches_ = nullptr;
 };
 
-// The implementation the config asks for (cfg.flit_layer: FlitNetwork, else PacketNetwork); log_hops
-// fills ctx.res.hops.
-std::unique_ptr<NetworkApi> make_network(SimContext& ctx, bool log_hops);
+// The implementation the config asks for (cfg.flit_layer: FlitNetwork, else PacketNetwork); obs.log_hops
+// fills ctx.res.hops, obs.link_stats_bin_ps ctx.res.link_stats.
+std::unique_ptr<NetworkApi> make_network(SimContext& ctx, const Observe& obs);
 
 }  // namespace netsparse::sim

@@ -743,9 +743,12 @@ void Nodes::arm_nic(uint32_t node, int64_t t) {
   Node& n = *node_[node];
   const int64_t e = n.rig.nic().next_expiration();
   if (e == INT64_MAX) return;
+  // A timer armed for an expiration no later than e, at an earlier t, is no later than this one would be.
+  if (n.timer != kNever && e >= n.timer_cycle) return;
   const int64_t at = std::max(t, ctx_.snic.ps(e));
   if (at < n.timer) {
     n.timer = at;
+    n.timer_cycle = e;
     ctx_.events.push(at, kNicTimer, node);
   }
 }

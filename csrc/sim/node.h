@@ -116,6 +116,7 @@ struct Node {
   units::RigServerUnit client_serving;  // the functional serve of client units acting as servers
   LineCache llc;
   int64_t timer = kNever, serve_at = kNever;
+  int64_t timer_cycle = 0;  // the NIC expiration (SNIC cycle) the armed timer is for
   int64_t dma_free = 0, host_seen = 0, active_units = 0;
   int64_t tx_bytes = 0;
   bool serve_on_drain = false;

@@ -16,8 +16,9 @@
 namespace netsparse::sim {
 
 // row_bounds: node p owns rows [rb[p], rb[p+1]) of A; col_bounds: node p owns rows [cb[p], cb[p+1])
-// of B (the properties). log_hops: fill SimResult::hops (tests). Throws units::ConfigInvalid.
+// of B (the properties). obs: what to record beside the report (SimResult::hops, link_stats).
+// Throws units::ConfigInvalid.
 SimResult run(const Csr& a, const std::vector<int64_t>& row_bounds, const std::vector<int64_t>& col_bounds,
-              const SimConfig& cfg, const Topo& topo, bool log_hops = false);
+              const SimConfig& cfg, const Topo& topo, const Observe& obs = {});
 
 }  // namespace netsparse::sim

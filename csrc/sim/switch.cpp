@@ -23,6 +23,7 @@ Switches::Switches(SimContext& ctx, NetworkApi& net) : ctx_(ctx), net_(net) {
   sc.delay_cycles = cfg.switch_delay_cycles < 0 ? units::kInfiniteDelay : cfg.switch_delay_cycles;
   pipe_.resize(ctx.topo.n_switches * pipes_);
   pipe_timer_.assign(pipe_.size(), kNever);
+  timer_cycle_.assign(pipe_.size(), 0);
   pipe_free_.assign(pipe_.size(), 0);
   pipe_out_.resize(pipe_.size());
   window_.assign(pipe_.size(), -1);
@@ -178,9 +179,12 @@ void Switches::out(uint32_t pipe, uint32_t p, int64_t t) {
 void Switches::arm(uint32_t pipe, int64_t t) {
   const int64_t e = pipe_[pipe]->concatenator().next_expiration();
   if (e == INT64_MAX) return;
+  // A timer armed for an expiration no later than e, at an earlier t, is no later than this one would be.
+  if (pipe_timer_[pipe] != kNever && e >= timer_cycle_[pipe]) return;
   const int64_t at = std::max(t, ctx_.sw.ps(e));
   if (at < pipe_timer_[pipe]) {
     pipe_timer_[pipe] = at;
+    timer_cycle_[pipe] = e;
     ctx_.events.push(at, kSwitchTimer, pipe);
   }
 }

@@ -34,6 +34,7 @@ class Switches {
   int64_t pipes_ = 1, ports_per_pipe_ = 1, lookup_cycles_ = 0, prs_per_cycle_ = 1;
   std::vector<std::unique_ptr<units::SwitchPipe>> pipe_;  // pipe s * pipes_ + i of switch s
   std::vector<int64_t> pipe_timer_, pipe_free_;  // pipe_free_: the next free issue slot (prs_per_cycle_ a cycle)
+  std::vector<int64_t> timer_cycle_;  // the expiration (switch cycle) each armed pipe timer is for
   std::vector<int64_t> window_, window_prs_;  // per pipe: its current 1024-cycle window and PRs in it
   std::vector<std::deque<Timed>> pipe_out_;  // packets in a middle pipe, by the time it is done with them
 };

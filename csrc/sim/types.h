@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/link_stats.h"
 #include "units/flit_link.h"
 
 namespace netsparse::sim {
@@ -263,7 +264,8 @@ struct SimResult {
   std::vector<double> stalled_on;          // [nodes, kBounds]: its path's unit's stall cycles by what they awaited
   std::vector<PipeCounters> pipes;         // one per middle pipe of an extended ToR
   std::vector<HopRow> hops;                // the hop log, only when asked for
-  double wall_s = 0;
+  LinkStatsResult link_stats;              // stats=links, only when asked for (bins = 0 otherwise)
+  double wall_s = 0, cpu_s = 0;  // the event loop's, measured
 };
 
 // The CSR of A without values. indptr: n_rows + 1 offsets; indices: nnz column ids, int32 (narrow)
@@ -287,23 +289,59 @@ enum Kind : uint8_t {
 static_assert(kLinkArrive + 1 == kEventKinds, "one Kind per entry of NETSPARSE_SIM_EVENTS");
 static_assert(kEventKinds <= 16, "an event key holds its kind in 4 bits");
 
-// Integer cycle <-> picosecond conversion of one clock domain (monotone, exact round trip).
-struct Clock {
+// Integer cycle <-> picosecond conversion of one clock domain (monotone, exact round trip). The
+// definition is the long double formula of defined_cycle(). cycle() and ps() first compute in double
+// precision, whose error is bounded (under y 2^-51 for a value y < 2^52), and return that result
+// only when it lies farther than the bound from a cycle boundary, where the formula cannot differ
+// from exact arithmetic either (its own error is under y 2^-62); otherwise, rarely, they take the
+// definition. Every result equals the formula's, and most need no x87 math (it was a quarter of the
+// event loop).
+class Clock {
+ public:
+  explicit Clock(double ghz_) : ghz(ghz_), cycles_per_ps_(ghz_ / 1000.0), ps_per_cycle_(1000.0 / ghz_) {}
   double ghz;
   // The cycle that has started by `ps`.
-  int64_t cycle(int64_t ps) const { return static_cast<int64_t>(std::floor(static_cast<long double>(ps) * ghz / 1000.0L)); }
-  // The first picosecond of cycle `cyc`.
+  int64_t cycle(int64_t ps) const {
+    if (ps >= 0 && ps < kFast) {
+      const double y = static_cast<double>(ps) * cycles_per_ps_;  // within y 2^-51 of ps ghz / 1000
+      const int64_t q = static_cast<int64_t>(y);
+      const double f = y - static_cast<double>(q);  // exact (Sterbenz)
+      const double margin = y * kMargin;
+      if (f > margin && f < 1.0 - margin) return q;
+    }
+    return defined_cycle(ps);
+  }
+  // The first picosecond of cycle `cyc`: the least p >= 0 with cycle(p) >= cyc (for cyc > 0).
   int64_t ps(int64_t cyc) const {
-    int64_t p = static_cast<int64_t>(std::ceil(static_cast<long double>(cyc) * 1000.0L / ghz));
-    while (cycle(p) < cyc) ++p;
-    while (p > 0 && cycle(p - 1) >= cyc) --p;
-    return p;
+    if (cyc > 0 && cyc < kFast) {
+      const double z = static_cast<double>(cyc) * ps_per_cycle_;  // within z 2^-51 of cyc 1000 / ghz
+      const int64_t q = static_cast<int64_t>(z);
+      const double f = z - static_cast<double>(q);
+      const double margin = z * kMargin;
+      if (f > margin && f < 1.0 - margin) return q + 1;  // cycle(q) < cyc <= cycle(q + 1), clear of rounding
+    }
+    return defined_ps(cyc);
   }
   // The first cycle that starts at or after `ps`.
   int64_t up(int64_t ps_) const {
     const int64_t c = cycle(ps_);
     return this->ps(c) == ps_ ? c : c + 1;
   }
+  // The definitions of cycle() and ps().
+  int64_t defined_cycle(int64_t ps) const {
+    return static_cast<int64_t>(std::floor(static_cast<long double>(ps) * ghz / 1000.0L));
+  }
+  int64_t defined_ps(int64_t cyc) const {
+    int64_t p = static_cast<int64_t>(std::ceil(static_cast<long double>(cyc) * 1000.0L / ghz));
+    while (defined_cycle(p) < cyc) ++p;
+    while (p > 0 && defined_cycle(p - 1) >= cyc) --p;
+    return p;
+  }
+
+ private:
+  static constexpr int64_t kFast = int64_t{1} << 50;  // doubles hold these and their products' bounds
+  static constexpr double kMargin = 0x1p-48;          // 8x the double error bound: clear of both roundings
+  double cycles_per_ps_, ps_per_cycle_;
 };
 
 }  // namespace netsparse::sim

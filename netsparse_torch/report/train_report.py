@@ -86,7 +86,7 @@ def _median(xs: list[float]) -> float:
 
 def strict(value):
     """``value`` as strict JSON data: NaN becomes ``null`` (e.g. the loss of a run with ``epochs=0``),
-    +-infinity the strings ``"inf"``/``"-inf"`` (e.g. ``cache_bytes=.inf``), numpy scalars and arrays
+    +-infinity the strings ``"inf"``/``"-inf"`` (e.g. ``cache_size_bytes=.inf``), numpy scalars and arrays
     plain numbers and lists."""
     if isinstance(value, dict):
         return {str(k): strict(v) for k, v in value.items()}

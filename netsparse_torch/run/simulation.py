@@ -24,11 +24,13 @@ from hw_models.pattern import Pattern, as_pattern
 from hw_models.synthetic import generate
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.progress import iterate
+from netsparse_torch.report import link_stats as link_report
 from netsparse_torch.report import write_json
 from netsparse_torch.report.identity import differences, identity, report_identity, report_stem
 from netsparse_torch.report.provenance import provenance
 from netsparse_torch.report.sim_figures import save_figures, write_breakdown_csv
 from netsparse_torch.report.simulation import summary_lines
+from netsparse_torch.run import link_stats
 
 
 def load_matrix(cfg: DictConfig) -> tuple[Pattern, str]:
@@ -103,6 +105,7 @@ def run(cfg: DictConfig, out_dir: Path | None = None, overrides: list[str] | tup
     point whose report is written already (same settings) is skipped unless ``rerun=true``."""
     t0 = time.perf_counter()
     params = simulate_hardware(cfg)  # the run's one hardware: simulator, baselines and the report's `hardware`
+    links = link_stats.recorder(cfg)
     k = gathered_k(cfg)
     config = _container(cfg)
     ident = identity(config, params.to_dict())
@@ -114,20 +117,22 @@ def run(cfg: DictConfig, out_dir: Path | None = None, overrides: list[str] | tup
     _refuse_overwrite(dir_path, ident)
     if multirun and cfg.get("report_path"):  # every job of a sweep would write this one path
         _refuse_overwrite(Path(str(cfg.report_path)), ident)
-    report = model(cfg, params, k)
+    report = model(cfg, params, k, links)
     report["wall_clock_s"] = time.perf_counter() - t0
     report["config"] = config
     report["provenance"] = provenance()
-    _write(report, cfg, [cfg.get("report_path"), dir_path, own])
+    _write(report, cfg, [cfg.get("report_path"), dir_path, own], links)
     return report
 
 
-def model(cfg: DictConfig, params: HardwareParams, k: int) -> dict:
+def model(cfg: DictConfig, params: HardwareParams, k: int, links: link_stats.Recorder | None = None) -> dict:
     """The modeled report of the configured matrix on ``params``: the analytic optima, the simulator and
-    what ``cfg`` adds (ablation, extra strategies, strong scaling)."""
+    what ``cfg`` adds (ablation, extra strategies, strong scaling; ``links`` records stats=links)."""
     a, name = load_matrix(cfg)
+    simulator = with_link_layer(default_simulator(), cfg)
     report = analyze(a, params, k=k, kernel=str(cfg.kernel), partition=str(cfg.partition),
-                     simulator=with_link_layer(default_simulator(), cfg), mechanisms=_container(cfg.get("mechanisms")),
+                     simulator=links.wrap(simulator) if links else simulator,
+                     mechanisms=_container(cfg.get("mechanisms")),
                      ablation=bool(cfg.ablation), progress=_progress, extras=list(cfg.get("strategies") or []),
                      snic_sw_options=_container(cfg.get("snic_sw")) or {})
     report = {"kind": "simulate", **report}
@@ -136,16 +141,21 @@ def model(cfg: DictConfig, params: HardwareParams, k: int) -> dict:
         report["matrix"]["label"] = analogs.label(str(cfg.matrix))
     if cfg.get("strong_scaling"):
         report["strong_scaling"] = strong_scaling_block(a, params, cfg, k)
+    if links and links.series is not None:
+        report["link_stats"] = link_report.summary(links.series)
     return report
 
 
-def _write(report: dict, cfg: DictConfig, targets: list) -> None:
-    """The report to each of ``targets`` (each once), its breakdown CSV beside each, the figures beside
-    the last, and the summary."""
+def _write(report: dict, cfg: DictConfig, targets: list, links: link_stats.Recorder | None = None) -> None:
+    """The report to each of ``targets`` (each once), its breakdown CSV beside each, the figures (and
+    stats=links' files) beside the last, and the summary."""
     paths = write_json(report, *targets)
     csvs = [write_breakdown_csv(report, p.with_suffix(".breakdown.csv")) for p in paths]
     if cfg.get("plots", True) and paths:
         paths += save_figures(report, paths[-1].parent)
+    if links and links.series is not None and paths:
+        title = f"busiest links, {report['matrix']['name']} K={report['k']}"
+        paths += link_report.write(links.series, paths[-1].parent, title, cfg.get("plots", True))
     paths += [p for p in csvs if p is not None]
     for line in summary_lines(report):
         print(line)
