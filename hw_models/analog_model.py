@@ -25,6 +25,7 @@ import numpy as np
 from hw_models import analogs, compute
 from hw_models.analysis import NetSparseSimulator, gather_comm_times, gather_specs, training_block, workload_for
 from hw_models.errors import ConfigError
+from hw_models.memory import available_bytes
 from hw_models.params import HardwareParams
 
 SIMULATION_OVERHEAD_BYTES = 2 << 30
@@ -41,17 +42,6 @@ Progress = Callable[[Sequence], Sequence]
 def needed_bytes(m: analogs.PaperMatrix, scale: float) -> int:
     """Memory the model of ``m`` at ``scale`` needs when it must generate and simulate the pattern."""
     return analogs.pattern_bytes(m, scale) + SIMULATION_OVERHEAD_BYTES
-
-
-def available_bytes() -> int | None:
-    """``MemAvailable`` of ``/proc/meminfo`` (``None`` where there is none)."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
 
 
 class AnalogModelCache:

@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from hw_models.memory import proc_bytes
 from netsparse_torch import errors
 from netsparse_torch.errors import NetsparseError
 from netsparse_torch.progress import echo
@@ -67,12 +68,9 @@ def model(request: dict) -> dict:
 def peak_rss_bytes() -> int:
     """This process's own peak RSS: ``VmHWM`` on Linux. getrusage's ``ru_maxrss`` would not do: Linux
     carries it across ``exec``, so it would include the launcher that forked this process."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    hwm = proc_bytes("/proc/self/status", "VmHWM")
+    if hwm is not None:
+        return hwm
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
 
 

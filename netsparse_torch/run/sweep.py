@@ -20,6 +20,7 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from hw_models import memory
 from netsparse_torch.errors import ConfigError
 
 GIB = 1 << 30
@@ -110,12 +111,9 @@ def sweep_jobs(config: DictConfig) -> list[dict[str, str]]:
 
 def available_bytes() -> int:
     """The host's available memory (``MemAvailable``: free plus what the kernel can reclaim)."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    available = memory.available_bytes()
+    if available is not None:
+        return available
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
