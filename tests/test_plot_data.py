@@ -5,8 +5,6 @@ netsparse-simulate (speedup, ablation and active-nodes plots) and netsparse-comp
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
-from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -16,6 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from cli import ROOT, train_here  # noqa: E402
 from conftest import DATA  # noqa: E402
+from figures import record_figures  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 
 from hw_models.simulator import STAGES  # noqa: E402
@@ -85,20 +84,9 @@ def test_curves_without_evaluations_show_the_final_one(trained):
 def drawn(monkeypatch) -> dict:
     """``{file name: (fig, axes)}`` of every figure the code under test saves: ``figure`` is wrapped so the
     test gets the very Figure that was written (its artists outlive ``plt.close``)."""
-    from netsparse_torch.report import compare, plots
+    from netsparse_torch.report import compare
 
-    figures: dict = {}
-    real = plots.figure
-
-    @contextmanager
-    def recording(path, **kwargs):
-        with real(path, **kwargs) as (fig, axes):
-            figures[Path(path).name] = (fig, axes)
-            yield fig, axes
-
-    for module in (sim_figures, compare):
-        monkeypatch.setattr(module, "figure", recording)
-    return figures
+    return record_figures(monkeypatch, (sim_figures, compare))
 
 
 def _bars(ax) -> tuple[list[str], list[float]]:

@@ -8,8 +8,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-from contextlib import contextmanager
-from pathlib import Path
 
 import matplotlib
 
@@ -18,10 +16,11 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 from cli import ROOT, run_cli  # noqa: E402
 from conftest import DATA  # noqa: E402
+from figures import record_figures  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 
 from hw_models import breakdown  # noqa: E402
-from netsparse_torch.report import collect, compare, plots, sim_figures  # noqa: E402
+from netsparse_torch.report import collect, compare, sim_figures  # noqa: E402
 from netsparse_torch.report import simulation as sim_report  # noqa: E402
 from netsparse_torch.report.glossary import GLOSSARY, glossary_table  # noqa: E402
 from netsparse_torch.run import simulation as simulate  # noqa: E402
@@ -38,18 +37,7 @@ def _cfg(*overrides: str):
 @pytest.fixture
 def drawn(monkeypatch) -> dict:
     """``{file name: (fig, axes)}`` of every figure saved (the very Figure written)."""
-    figures: dict = {}
-    real = plots.figure
-
-    @contextmanager
-    def recording(path, **kwargs):
-        with real(path, **kwargs) as (fig, axes):
-            figures[Path(path).name] = (fig, axes)
-            yield fig, axes
-
-    for module in (sim_figures, collect, compare):
-        monkeypatch.setattr(module, "figure", recording)
-    return figures
+    return record_figures(monkeypatch, (sim_figures, collect, compare))
 
 
 # -- terms -------------------------------------------------------------------------------------------
