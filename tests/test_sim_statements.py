@@ -103,6 +103,13 @@ def test_k_with_spmv_on_the_command_line_is_one_line(tmp_path):
                               "a vector (K=1): drop k"
 
 
+@pytest.mark.parametrize("key", ["ablation", "plots", "rerun"])
+def test_an_on_off_key_takes_only_true_or_false(key):
+    """``ablation=maybe`` was read as true (and then failed on something else)."""
+    with pytest.raises(ConfigError, match=f"^{key} must be true or false, got 'maybe'$"):
+        simulate.run(_cfg(*[o for o in SMALL if not o.startswith(key)], f"{key}=maybe"))
+
+
 @pytest.mark.parametrize("overrides, given", [
     (["topology=hyperx", "rack_size=4"], "rack_size=4"),
     (["topology=dragonfly", "+hw.cluster.rack_size=8"], "hw.cluster.rack_size"),

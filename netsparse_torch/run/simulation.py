@@ -91,6 +91,17 @@ DEFAULT_K = 16
 """K of kernel=spmm and sddmm when ``k`` is not given: NetSparse Fig. 12's middle size."""
 
 
+SWITCHES = ("ablation", "rerun", "plots")
+"""The run's on/off keys: any other value would be read as true (``bool("maybe")``)."""
+
+
+def check_switches(cfg: DictConfig) -> None:
+    for key in SWITCHES:
+        value = cfg.get(key)
+        if value is not None and not isinstance(value, bool):
+            raise ConfigError(f"{key} must be true or false, got {value!r}")
+
+
 def _container(node) -> object:
     """A plain Python value from an OmegaConf node (``None`` -> ``{}``)."""
     if node is None:
@@ -104,6 +115,7 @@ def run(cfg: DictConfig, out_dir: Path | None = None, overrides: list[str] | tup
     command line's) name the report in ``report_dir`` when the run has no ``tag``; in a ``multirun`` a
     point whose report is written already (same settings) is skipped unless ``rerun=true``."""
     t0 = time.perf_counter()
+    check_switches(cfg)
     params = simulate_hardware(cfg)  # the run's one hardware: simulator, baselines and the report's `hardware`
     links = link_stats.recorder(cfg)
     k = gathered_k(cfg)
