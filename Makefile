@@ -60,7 +60,8 @@ paper: install
 test: install
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not soak" tests
 
-# The fault-injection soak (10 SIGKILLs of a torchrun worker at random epochs, ~10 minutes): not in make test.
+# The soak: repeated runs for intermittent failures, not in make test: 10 SIGKILLs of a torchrun worker at
+# random epochs (~10 minutes) and 10 runs of the DDP example under torchrun, two at a time (~2 minutes).
 soak: install
 	$(PY) -m pytest -q -m soak tests
 
