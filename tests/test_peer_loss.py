@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from cli import ROOT
-from test_stop_signals import _completed_epochs, _kill_tagged
+from test_stop_signals import _completed_epochs, _kill_tagged, _survivors
 from test_torchrun import TAG_VAR, _tagged_pids
 
 TIMEOUT_S = 10  # timeout_s of these runs: how long the others wait on a stopped rank
@@ -58,10 +58,7 @@ def test_a_lost_rank_is_one_line_naming_it_and_where_the_epochs_are(tmp_path, la
         pid = _rank_pid(proc, launcher, tag)
         os.kill(pid, getattr(signal, how))
         out, err = proc.communicate(timeout=DEADLINE_S)
-        gone = time.monotonic() + 60
-        while _tagged_pids(tag) and time.monotonic() < gone:
-            time.sleep(0.2)
-        survivors = _tagged_pids(tag)
+        survivors = _survivors(tag, 60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

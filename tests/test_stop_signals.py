@@ -31,6 +31,14 @@ def _kill_tagged(tag: str) -> None:
             pass
 
 
+def _survivors(tag: str, within_s: float) -> list[int]:
+    """The tagged processes still running after waiting up to ``within_s`` for them to go."""
+    gone = time.monotonic() + within_s
+    while _tagged_pids(tag) and time.monotonic() < gone:
+        time.sleep(0.2)
+    return _tagged_pids(tag)
+
+
 def _completed_epochs(epoch_log) -> int:
     try:
         return sum(1 for line in epoch_log.read_text().splitlines() if line.startswith('{"epoch"'))
@@ -66,10 +74,7 @@ def test_stop_signal_stops_every_process_of_the_run(tmp_path, how, overrides):
         else:
             proc.send_signal(signal.SIGTERM if how == "SIGTERM" else signal.SIGINT)
         out, err = proc.communicate(timeout=30)
-        gone = time.monotonic() + 10
-        while _tagged_pids(tag) and time.monotonic() < gone:
-            time.sleep(0.2)
-        survivors = _tagged_pids(tag)
+        survivors = _survivors(tag, 10)
     finally:
         if proc.poll() is None:
             proc.kill()
