@@ -494,9 +494,9 @@ class NetsparseProcessGroup(dist.ProcessGroup):
     def alltoall(self, output_tensors, input_tensors, opts=None):
         self._count("alltoall", input_tensors)
         opts = opts or AllToAllOptions()
-        if not self._staged(input_tensors):  # gloo stages only the single-tensor form
-            return self._inner(input_tensors).alltoall(output_tensors, input_tensors, opts)
-        return _staged_lists(output_tensors, input_tensors, lambda outs, ins: self._gloo.alltoall(outs, ins, opts))
+        if not self._staged(input_tensors) and (inner := self._inner(input_tensors)) is not self._gloo:
+            return inner.alltoall(output_tensors, input_tensors, opts)
+        return _alltoall_concatenated(self._gloo, output_tensors, input_tensors, opts)
 
     # gloo's send and recv hand the tensor's data pointer to its transport: a device pointer there would
     # be read as host memory, so device tensors travel as host copies.
@@ -608,6 +608,18 @@ def _staged_lists(outputs: list, inputs: list, run) -> _StagedWork:
     hosts = [torch.empty_like(t, device="cpu", memory_format=torch.contiguous_format) for t in outputs]
     staged_in = [[_host_copy(t) for t in ts] if isinstance(ts, list | tuple) else _host_copy(ts) for ts in inputs]
     return _StagedWork(run(hosts, staged_in), lambda: [t.copy_(h) for t, h in zip(outputs, hosts, strict=True)])
+
+
+def _alltoall_concatenated(gloo, outputs: list, inputs: list, opts) -> _StagedWork:
+    """The list form of all_to_all as gloo's single-tensor form on one host concatenation: gloo has no
+    list form before torch 2.13 ("Backend gloo does not support alltoall"), and the host copy stages
+    CUDA tensors as well."""
+    send = torch.cat([_host_copy(t).reshape(-1) for t in inputs])
+    sizes = [t.numel() for t in outputs]
+    recv = torch.empty(sum(sizes), dtype=send.dtype)
+    work = gloo.alltoall_base(recv, send, sizes, [t.numel() for t in inputs], opts)
+    return _StagedWork(work, lambda: [t.copy_(part.view(t.shape)) for t, part in
+                                      zip(outputs, recv.split(sizes), strict=True)])
 
 
 def _flatten(tensors):

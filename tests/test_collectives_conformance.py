@@ -93,10 +93,11 @@ def all_gather_into_tensor(g, r, dev):
         dist.all_gather_into_tensor(cat, x, group=g)
         dist._all_gather_base(base, x, group=g)
     single = torch.empty(2 * WS, dtype=torch.int64, device=dev)
-    work = dist.all_gather_single(single, torch.tensor([r, 7], device=dev), group=g, async_op=True)
+    gather_single = getattr(dist, "all_gather_single", dist.all_gather_into_tensor)  # the name from torch 2.13
+    work = gather_single(single, torch.tensor([r, 7], device=dev), group=g, async_op=True)
     work.wait()
     rows = torch.empty(2 * WS, 3, device=dev)  # 2-D: concatenated along the first dimension
-    dist.all_gather_single(rows, torch.full((2, 3), float(r), device=dev), group=g)
+    gather_single(rows, torch.full((2, 3), float(r), device=dev), group=g)
     return {"cat": cat.tolist(), "base": base.tolist(), "single": single.tolist(), "rows": rows.tolist()}
 
 

@@ -12,9 +12,22 @@ import multiprocessing
 import os
 import signal
 from multiprocessing import forkserver
+from pathlib import Path
 
 #: Imported once by the forkserver, so forked ranks start with them loaded.
 PRELOAD = ["torch", "torch.distributed", "netsparse_torch.run.training"]
+#: On a machine with an NVIDIA GPU. Importing PyG initialises the CUDA driver there (seen on an H200:
+#: torch 2.11, PyG 2.8, Triton 3.6), and a rank forked from a process that did fails its first CUDA call
+#: ("CUDA error: initialization error"): there each rank imports PyG itself.
+PRELOAD_CUDA = ["torch", "torch.distributed"]
+
+
+def nvidia_gpu_visible() -> bool:
+    """Whether this machine has an NVIDIA GPU that CUDA_VISIBLE_DEVICES leaves visible (torch-free, and
+    without initialising CUDA)."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "0").strip() in ("", "-1"):
+        return False
+    return any(Path("/dev").glob("nvidia[0-9]*")) or Path("/proc/driver/nvidia/gpus").is_dir()
 
 
 def start_forkserver() -> None:
@@ -25,7 +38,7 @@ def start_forkserver() -> None:
         # handed its parent's method to set, does not know: back to the standard library's default.
         multiprocessing.set_start_method(None, force=True)
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)
+    ctx.set_forkserver_preload(PRELOAD_CUDA if nvidia_gpu_visible() else PRELOAD)
     forkserver.ensure_running()
 
 
