@@ -18,6 +18,9 @@ import netsparse_torch
 from netsparse_torch.backend import TWIN_ENV, collective_path, monitored_barrier
 from netsparse_torch.run.launch import launch
 
+#: torch 2.13's name for all_gather_into_tensor; a GPU machine's torch 2.11 has only the old one.
+GATHER_SINGLE = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+
 WS = 2
 OPS = {"sum": ReduceOp.SUM, "product": ReduceOp.PRODUCT, "min": ReduceOp.MIN, "max": ReduceOp.MAX}
 INT_OPS = {"band": ReduceOp.BAND, "bor": ReduceOp.BOR, "bxor": ReduceOp.BXOR}
@@ -93,20 +96,19 @@ def all_gather_into_tensor(g, r, dev):
         dist.all_gather_into_tensor(cat, x, group=g)
         dist._all_gather_base(base, x, group=g)
     single = torch.empty(2 * WS, dtype=torch.int64, device=dev)
-    gather_single = getattr(dist, "all_gather_single", dist.all_gather_into_tensor)  # the name from torch 2.13
-    work = gather_single(single, torch.tensor([r, 7], device=dev), group=g, async_op=True)
+    work = GATHER_SINGLE(single, torch.tensor([r, 7], device=dev), group=g, async_op=True)
     work.wait()
     rows = torch.empty(2 * WS, 3, device=dev)  # 2-D: concatenated along the first dimension
-    gather_single(rows, torch.full((2, 3), float(r), device=dev), group=g)
+    GATHER_SINGLE(rows, torch.full((2, 3), float(r), device=dev), group=g)
     return {"cat": cat.tolist(), "base": base.tolist(), "single": single.tolist(), "rows": rows.tolist()}
 
 
 def all_gather_into_tensor_stacked(g, r, dev):
     """The stacked form ``[world, *shape]`` (torch documents both; FSDP uses the flat one)."""
     stack = torch.empty(WS, 2, device=dev)
-    dist.all_gather_single(stack, torch.tensor([r * 10.0, r * 10.0 + 1], device=dev), group=g)
+    GATHER_SINGLE(stack, torch.tensor([r * 10.0, r * 10.0 + 1], device=dev), group=g)
     strided = torch.empty(2, WS, device=dev).t()  # a non-contiguous output
-    dist.all_gather_single(strided, torch.tensor([r + 0.5, r + 1.5], device=dev), group=g)
+    GATHER_SINGLE(strided, torch.tensor([r + 0.5, r + 1.5], device=dev), group=g)
     return {"stack": stack.tolist(), "strided": strided.tolist()}
 
 
@@ -153,8 +155,8 @@ def coalescing_manager(g, r, dev):
             dist.all_reduce(t, group=g)
     ag = [torch.empty(2 * WS, device=dev), torch.empty(WS, device=dev)]
     with dist._coalescing_manager(group=g, async_ops=True) as cm:
-        dist.all_gather_single(ag[0], torch.full((2,), float(r), device=dev), group=g)
-        dist.all_gather_single(ag[1], torch.full((1,), r + 4.0, device=dev), group=g)
+        GATHER_SINGLE(ag[0], torch.full((2,), float(r), device=dev), group=g)
+        GATHER_SINGLE(ag[1], torch.full((1,), r + 4.0, device=dev), group=g)
     cm.wait()
     rs = [torch.empty(2, device=dev), torch.empty(1, device=dev)]
     with dist._coalescing_manager(group=g):
@@ -287,7 +289,8 @@ def functional(g, r, dev):
 
     group = g or dist.group.WORLD
     summed = fc.all_reduce(torch.full((2,), r + 1.0, device=dev), "sum", group)
-    gathered = fc.all_gather_single(torch.full((1,), float(r), device=dev), 0, group)
+    gathered = getattr(fc, "all_gather_single", None) or fc.all_gather_tensor
+    gathered = gathered(torch.full((1,), float(r), device=dev), 0, group)
     return {"all_reduce": fc.wait_tensor(summed).tolist(), "all_gather": fc.wait_tensor(gathered).tolist()}
 
 
@@ -298,6 +301,8 @@ CALLS = [reduce_ops, all_reduce_avg, all_reduce_dtypes, all_reduce_async, all_re
 
 #: Calls that gloo itself refuses in torch 2.13 (gloo's own error): the stacked ``[world, *shape]`` forms.
 GLOO_LACKS = {"all_gather_into_tensor_stacked", "reduce_scatter_tensor_stacked"}
+if torch.torch_version.TorchVersion(torch.__version__) < "2.13":
+    GLOO_LACKS.add("all_to_all")  # gloo's list form came with torch 2.13 (netsparse's does not need it)
 
 
 def run_api(g, r, dev) -> dict:
