@@ -127,3 +127,9 @@ def test_a_step_past_its_cap_ends_everything_it_started(tmp_path):
             return
         time.sleep(0.1)
     pytest.fail("the step's background child still runs")
+
+
+def test_the_native_error_probe_sees_a_value_error_here():
+    out = subprocess.run([sys.executable, str(ROOT / "tools/native_errors.py")], capture_output=True, text=True)
+    result = json.loads(out.stdout)
+    assert out.returncode == 0 and result["value_error_reaches_python"] and result["rc"] == 0, result

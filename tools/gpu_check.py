@@ -15,9 +15,11 @@ Steps, each recorded in the JSON with its time, cap and outcome:
 2. build: the C++ extension, in place (``setup.py build_ext --inplace``).
 3. cold start: one Triton SpMM config compiled ahead of time for this GPU, on an empty cache: the
    seconds one compile takes here, from which the next steps' caps are set (:func:`caps`).
-4. tests: :data:`GPU_TESTS` (every test file with a CUDA test, the Triton correctness tests with the
+4. native errors: whether an error raised in the C++ extension reaches Python as a ValueError
+   (tools/native_errors.py; it crashed the process on the first GPU machine), with the compilers.
+5. tests: :data:`GPU_TESTS` (every test file with a CUDA test, the Triton correctness tests with the
    row over 256 nonzeros, the 1-rank NCCL test), Triton native; ``--full``: the whole suite.
-5. benchmarks: benchmarks/gpu_kernels.py (Triton against cuSPARSE int32 and int64) and
+6. benchmarks: benchmarks/gpu_kernels.py (Triton against cuSPARSE int32 and int64) and
    benchmarks/gpu_epoch.py (the GCN and GAT epoch against PyG).
 
 The JSON (``--out-dir``/gpu_check.json, beside the benchmarks' own JSON and the tests' JUnit XML) has
@@ -67,15 +69,16 @@ GPU_TESTS = (
 SITE = Path("/tmp/netsparse-gpu-site")
 BUDGET_S = 480.0
 TEST_WORKERS = 8
-# Seconds each step spends beyond Triton compiles, on one H100 or H200: our estimates until a GPU run
-# measures them (its JSON has every step's time). The build compiles C++ on up to 16 cores (about
-# 5 minutes on 2).
-RUN_S = {"build": 90.0, "tests": 120.0, "gpu_kernels": 60.0, "gpu_epoch": 60.0}
+# Seconds each step spends beyond Triton compiles, on one H100 or H200. Measured on an H200 (16 cores,
+# 2026-11-28): the build about 40 s from clean, gpu_kernels 27-31 s in all; the tests and gpu_epoch are
+# still estimates (their runs failed early). native_errors: one C++ call, and a debugger's backtrace if
+# it crashes.
+RUN_S = {"build": 90.0, "native_errors": 30.0, "tests": 120.0, "gpu_kernels": 40.0, "gpu_epoch": 60.0}
 # Triton compiles on a cold cache, counted from the autotune spaces: gpu_kernels compiles the 15 SpMM
 # configs and 4 fix-ups (int32 graphs); gpu_epoch the SpMM at 3 widths (about 12 configs) and the 6 GAT
 # kernels; the tests every kernel at fp32/fp64 x int32/int64 over their spaces (about 120, spread over
 # TEST_WORKERS workers, who repeat some).
-COMPILES = {"build": 0, "tests": 120 / (TEST_WORKERS / 2), "gpu_kernels": 19, "gpu_epoch": 18}
+COMPILES = {"build": 0, "native_errors": 0, "tests": 120 / (TEST_WORKERS / 2), "gpu_kernels": 19, "gpu_epoch": 18}
 # Graph building in gpu_kernels (generating the two 1M-row graphs, reading two files), measured on CPU
 # by --measure-cold-start: 21-29 s on a shared 2-core VM (docs/benchmarks.md).
 GRAPH_BUILD_S = 30.0
@@ -347,6 +350,10 @@ def run_steps(args, report: dict, out_dir: Path) -> int:
     if args.full:  # the whole suite: up to 10 more minutes, outside the 8-minute budget
         limits["tests"] += 600
     report["cold_start"] = {"compile_s": round(compile_s, 2), "arch": f"sm_{arch}", "caps_s": limits}
+    # Before the tests: a C++ error that crashes the process takes a pytest worker with it.
+    native = run("native_errors", [sys.executable, "tools/native_errors.py"])
+    with contextlib.suppress(IndexError, ValueError):
+        report["native_errors"] = json.loads(native["tail"][-1])
     selection = ["tests"] if args.full else list(GPU_TESTS)
     results = out_dir / "gpu_check_junit.xml"
     run("tests", [sys.executable, "-m", "pytest", "-q", "-n", str(args.test_workers), "--dist", "loadfile", "-p",
