@@ -230,7 +230,9 @@ KERNELS = (tk._spmm_segments_kernel, tk._spmm_fixup_kernel, tk._sddmm_kernel,
            tk._spmm_heads_kernel, tk._sddmm_heads_kernel)
 # sm_90 too for the SpMM, whose tiles and pipelining are what Hopper compiles differently.
 JOBS = [(80, kern) for kern in KERNELS] + [(90, kern) for kern in KERNELS[:2]]
-for (arch, kern), dt, ix in itertools.product(JOBS, ("fp32", "fp64"), ("i32", "i64")):
+# Each value type and each index type once (fp32 with int32, fp64 with int64): every combination
+# compiles natively in make gpu-check, and here each compile costs ~0.7 s of the suite.
+for (arch, kern), (dt, ix) in itertools.product(JOBS, (("fp32", "i32"), ("fp64", "i64"))):
     fn = kern.fn if hasattr(kern, "configs") else kern  # an autotuner wraps the JITFunction
     sig, consts = {}, {}
     for name in fn.arg_names:
@@ -264,5 +266,5 @@ def test_triton_kernels_compile_for_cuda(tmp_path):
     env["TRITON_CACHE_DIR"] = str(tmp_path)
     res = subprocess.run([sys.executable, "-c", AOT_SCRIPT], env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert res.stdout.count("compiled") == 2 * 2 * (9 + 2)  # dtype x index x (sm_80 kernels + sm_90 SpMM)
+    assert res.stdout.count("compiled") == 2 * (9 + 2)  # (dtype, index) pairs x (sm_80 kernels + sm_90 SpMM)
     assert "B loads vectorised: True" in res.stdout
