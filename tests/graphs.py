@@ -1,6 +1,7 @@
 """Small test graphs with the awkward cases: duplicates, self loops, isolated and one-way edges."""
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 
 from netsparse_torch.graph import Graph, csr_from_edges, random_split
@@ -56,3 +57,12 @@ def weighted_data(n: int = 41, m: int = 160, seed: int = 0):
     return Data(x=g.x, y=g.y, train_mask=g.train_mask, val_mask=g.val_mask, test_mask=g.test_mask,
                 edge_index=torch.from_numpy(np.vstack([src[keep], dst[keep]])),
                 edge_weight=torch.from_numpy(weight[keep]).float(), num_nodes=n)
+
+
+def random_pattern(seed: int, n: int = 800, nnz: int = 4000) -> sp.csr_matrix:
+    """A random n x n pattern of about ``nnz`` unit nonzeros (repeats summed): enough traffic to congest
+    a small simulated cluster."""
+    rng = np.random.default_rng(seed)
+    a = sp.csr_matrix((np.ones(nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n))
+    a.sum_duplicates()
+    return a

@@ -14,6 +14,7 @@ import scipy.io
 import scipy.sparse as sp
 from cli import run_cli
 from conftest import DATA, ROOT
+from graphs import random_pattern
 
 from hw_models import definitions
 from hw_models.errors import ConfigError
@@ -26,13 +27,6 @@ KARATE = DATA / "mtx_small" / "karate.mtx"
 HOP = 1  # hop log row kind (csrc/sim/types.h HopRow)
 P8_TINY_RX = {"cluster": {"nodes": 8, "rack_size": 4}, "snic": {"rx_buffer_bytes": 1500}}
 
-
-def _congested() -> sp.csr_matrix:
-    rng = np.random.default_rng(3)
-    n, nnz = 800, 4000
-    a = sp.csr_matrix((np.ones(nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n))
-    a.sum_duplicates()
-    return a
 
 
 def _run(a, params: dict, bin_ps):
@@ -96,7 +90,7 @@ def test_one_read_on_two_nodes_by_hand():
 
 @pytest.mark.parametrize("bin_ps", [2000, 37_000, "auto"])
 def test_congested_run_matches_the_hop_log(bin_ps):
-    hw, run = _run(_congested(), P8_TINY_RX, bin_ps)
+    hw, run = _run(random_pattern(3), P8_TINY_RX, bin_ps)
     s = run.link_stats
     assert s.queue_max.max() > 1  # the case is worth checking: queues build up
     if bin_ps == "auto":  # doubled from 1 ns until the run fits 256 bins
@@ -110,7 +104,7 @@ def test_congested_run_matches_the_hop_log(bin_ps):
 
 
 def test_link_stats_do_not_change_the_run():
-    a = _congested()
+    a = random_pattern(3)
     hw = HardwareParams.from_dict(P8_TINY_RX)
     w = definitions.workload(a, 8)
     plain, observed = simulate(a, w, hw, 16), simulate(a, w, hw, 16, link_stats_bin_ps="auto")
@@ -123,21 +117,21 @@ def test_link_stats_do_not_change_the_run():
 
 @pytest.mark.parametrize("bin_ps", [0, -5, 1.5, True])
 def test_bad_bin_width_is_one_line(bin_ps):
-    a = _congested()
+    a = random_pattern(3)
     hw = HardwareParams.from_dict(P8_TINY_RX)
     with pytest.raises(ConfigError, match="bin width > 0 ps"):
         simulate(a, definitions.workload(a, 8), hw, 16, link_stats_bin_ps=bin_ps)
 
 
 def test_too_fine_bins_for_the_run_are_refused():
-    a = _congested()
+    a = random_pattern(3)
     hw = HardwareParams.from_dict(P8_TINY_RX)
     with pytest.raises(ConfigError, match="give a wider bin"):
         simulate(a, definitions.workload(a, 8), hw, 16, link_stats_bin_ps=1)
 
 
 def test_flit_layer_is_refused():
-    a = _congested()
+    a = random_pattern(3)
     hw = HardwareParams.from_dict(P8_TINY_RX)
     flit = {"mode": "flit", "flit": {"flit_bytes": 16}}
     with pytest.raises(ConfigError, match="packet links"):

@@ -22,9 +22,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from graphs import random_pattern  # noqa: E402
 
 from hw_models import definitions  # noqa: E402
 from hw_models.params import HardwareParams  # noqa: E402
@@ -46,18 +47,11 @@ WORKLOADS = {
 SENT, HOP, DELIVERED = 0, 1, 2  # row kinds of the hop log (csrc/sim/hop_log.h)
 
 
-def _matrix() -> sp.csr_matrix:
-    rng = np.random.default_rng(11)
-    n, nnz = 800, 4000
-    a = sp.csr_matrix((np.ones(nnz), (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n))
-    a.sum_duplicates()
-    return a
-
 
 def _run(workload: str, network: str, log_hops: bool = False):
     params, stage = WORKLOADS[workload]
     hw = HardwareParams.from_dict(params)
-    a = _matrix()
+    a = random_pattern(11)
     mech = None if stage is None else mechanisms_up_to(stage)
     return hw, simulate(a, definitions.workload(a, hw.cluster.nodes), hw, 16, "spmm", mech,
                         link_layer=NETWORKS[network], log_hops=log_hops)

@@ -228,16 +228,23 @@ def _sddmm_kernel(crow_ptr, col_ptr, val_ptr, x_ptr, y_ptr, out_ptr, n_rows, K, 
                 tl.store(out_ptr + ps, acc.to(out_ptr.dtype.element_ty), mask=p_mask)
 
 
+@triton.jit
+def _indexed_tile(idx_ptr, n, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):
+    """This program's positions i (rows of the dense side), columns and mask, and idx[i] (rows of the
+    indexed side): the tile that gather and scatter-add share."""
+    rs = (tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)
+    ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
+    r_mask = rs < n
+    mask = r_mask[:, None] & (ks < K)[None, :]
+    return rs, ks, mask, tl.load(idx_ptr + rs, mask=r_mask, other=0)
+
+
 @triton.autotune(configs=_configs(_DENSE_SPACE), key=["K"])
 @triton.jit
 def _gather_kernel(idx_ptr, b_ptr, out_ptr, n, K, stride_bn, stride_bk, stride_on,
                    BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):
     """out[i, :] = B[idx[i], :], the packing of halo rows."""
-    rs = (tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)
-    ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
-    r_mask = rs < n
-    mask = r_mask[:, None] & (ks < K)[None, :]
-    rows = tl.load(idx_ptr + rs, mask=r_mask, other=0)
+    rs, ks, mask, rows = _indexed_tile(idx_ptr, n, K, BLOCK_R, BLOCK_K)
     x = tl.load(b_ptr + rows[:, None] * stride_bn + ks[None, :] * stride_bk, mask=mask, other=0.0)
     tl.store(out_ptr + rs[:, None] * stride_on + ks[None, :], x, mask=mask)
 
@@ -247,11 +254,7 @@ def _gather_kernel(idx_ptr, b_ptr, out_ptr, n, K, stride_bn, stride_bk, stride_o
 def _scatter_add_kernel(idx_ptr, src_ptr, out_ptr, n, K, stride_sn, stride_sk, stride_on,
                         BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):
     """out[idx[i], :] += src[i, :], the reverse of gather (halo gradients back to their owners)."""
-    rs = (tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)
-    ks = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
-    r_mask = rs < n
-    mask = r_mask[:, None] & (ks < K)[None, :]
-    rows = tl.load(idx_ptr + rs, mask=r_mask, other=0)
+    rs, ks, mask, rows = _indexed_tile(idx_ptr, n, K, BLOCK_R, BLOCK_K)
     x = tl.load(src_ptr + rs[:, None] * stride_sn + ks[None, :] * stride_sk, mask=mask, other=0.0)
     tl.atomic_add(out_ptr + rows[:, None] * stride_on + ks[None, :], x, mask=mask)
 
