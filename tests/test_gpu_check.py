@@ -115,9 +115,10 @@ def test_summaries_read_the_benchmarks_json():
     assert gpu_check.kernel_summary(None) is None and gpu_check.epoch_summary({"skipped": "no GPU"}) is None
 
 
-def test_a_step_past_its_cap_ends_everything_it_started(tmp_path):
+def test_a_step_past_its_cap_ends_everything_it_started(tmp_path, monkeypatch):
     import time
 
+    monkeypatch.setattr(gpu_check, "INTERRUPT_GRACE_S", 1.0)  # bash waiting on its child ignores the SIGINT
     pid_file = tmp_path / "child.pid"
     result = gpu_check.step("slow", ["bash", "-c", f"sleep 60 & echo $! > {pid_file}; wait"], 2)
     assert result["rc"] == 124 and result["tail"][-1] == "slow: timed out after 2 s"

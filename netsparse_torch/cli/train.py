@@ -44,6 +44,10 @@ def _hydra_main(cfg: DictConfig) -> None:
         with task():
             hardware = check_values(cfg)  # torch-free checks first: one line before torch and PyG load
             check_logger(str(cfg.get("logger") or "none"))
+            if not under_torchrun():
+                # The ranks' torch and PyG import (~3 s) on the second core while the launcher imports its
+                # own and loads the graph; after the checks, so that a mistyped value costs no such import.
+                start_forkserver()
             from netsparse_torch.run.job import run
 
             run(cfg, hardware)  # the run's one HardwareParams, built once
@@ -123,10 +127,6 @@ def main() -> None:
             return
     except NetsparseError as exc:
         fail(exc)
-    if not under_torchrun():
-        # The ranks' torch and PyG import (~3 s) on the second core while Hydra composes the config and
-        # the launcher loads the graph; a config error then stops it again within the second.
-        start_forkserver()
     stopped = None
     try:
         with stop_on_signals(), hydra_errors():  # SIGTERM/SIGINT: every rank and switch stopped on the way out
