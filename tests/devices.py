@@ -9,6 +9,7 @@ the host and crashed ``make test`` on an H200.
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 
@@ -23,6 +24,11 @@ DEVICES = ["cpu"] + (["cuda"] if CUDA else [])
 TRITON_INSTALLED = importlib.util.find_spec("triton") is not None
 # An explicit TRITON_INTERPRET in the environment wins (conftest only fills it in when unset).
 TRITON_INTERPRETED = os.environ.get("TRITON_INTERPRET", "0" if CUDA else "1") not in ("", "0")
+# Triton's interpreter before 3.9 (3.6 on a GPU machine's image) makes a loop bound computed in a kernel
+# an index with int() on a 1-element array, which NumPy 2 refuses ("only 0-dimensional arrays can be
+# converted"); 3.9 squeezes it first. The native compile is not affected.
+TRITON_INTERPRETER_LOOPS = TRITON_INSTALLED and tuple(
+    int(x) for x in importlib.metadata.version("triton").split(".")[:2]) >= (3, 9)
 # The one device on which backend="triton" runs in this process, or None.
 TRITON_DEVICE = None if not TRITON_INSTALLED else ("cpu" if TRITON_INTERPRETED else ("cuda" if CUDA else None))
 

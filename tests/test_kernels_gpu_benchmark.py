@@ -26,6 +26,8 @@ def run(tmp_path, *args, interpret: bool):
 
 
 @pytest.mark.skipif(not devices.TRITON_INSTALLED, reason="triton is not installed")
+@pytest.mark.skipif(not devices.TRITON_INTERPRETER_LOOPS, reason="this Triton's interpreter cannot take the SpMM's "
+                    "loop bound under NumPy 2 (fixed in Triton 3.9)")
 def test_cpu_small_mode_runs_every_kernel_and_checks_it(tmp_path):
     data, stdout = run(tmp_path, "--device", "cpu", *SMALL, interpret=True)
     rows = data["rows"]
