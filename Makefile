@@ -20,14 +20,15 @@ GPU_OUT  ?= benchmarks/results/gpu
 
 install: $(EXT)
 
-# --no-compile: Python compiles the modules a run imports when it first imports them; compiling all of
-# torch's at install took 21 of torch's 33 s here.
 $(STAMP): pyproject.toml requirements.txt
 	@test -x $(PY) || python3 -m venv .venv
-	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q --no-compile torch==2.13.0
+	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
 	@$(PY) -c "import torch; print('torch==' + torch.__version__.split('+')[0])" > .venv/torch-constraint.txt
-	$(PY) -m pip install -q --no-compile -c .venv/torch-constraint.txt -r requirements.txt
+	$(PY) -m pip install -q -c .venv/torch-constraint.txt -r requirements.txt
 	NETSPARSE_NO_EXTENSION=1 $(PY) -m pip install -q -c .venv/torch-constraint.txt --no-build-isolation --no-deps -e .
+	@# pip byte-compiles what it installs, but not an editable package; where PYTHONDONTWRITEBYTECODE is set
+	@# (as here) every process would compile the package's ~200 modules again (~0.5 s of CPU each time).
+	@$(PY) -m compileall -q netsparse_torch hw_models > /dev/null
 	@touch $@
 
 # Incremental rebuild of the extension when a C++ source changes (ninja keeps objects in build/); the same
