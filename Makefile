@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml requirements.txt
 	$(PY) -m pip install -q -c .venv/torch-constraint.txt -r requirements.txt
 	NETSPARSE_NO_EXTENSION=1 $(PY) -m pip install -q -c .venv/torch-constraint.txt --no-build-isolation --no-deps -e .
 	@# pip byte-compiles what it installs, but not an editable package; where PYTHONDONTWRITEBYTECODE is set
-	@# (as here) every process would compile the package's ~200 modules again (~0.5 s of CPU each time).
+	@# (as here) every process would compile the package's ~150 modules again (~0.5 s of CPU each time).
 	@$(PY) -m compileall -q netsparse_torch hw_models > /dev/null
 	@touch $@
 
