@@ -3,6 +3,8 @@
 // with their Logic Engine timing and Idx Filter memory, the server RIG units, the NIC concatenator and
 // the SNIC's Rx/Tx buffer waits. The RIG units and the concatenator are one units::RigNode per node,
 // the composition the training path uses; this file only times them. Timing rules: the top of simulator.cpp.
+// Defined in node.cpp (host, client units), serving.cpp (server units, SNIC buffers, NIC) and
+// critical_path.cpp (the client units' critical paths).
 #include <cstdint>
 #include <deque>
 #include <memory>
