@@ -9,17 +9,6 @@
 #define NETSPARSE_MAX_ACC 8
 #include "spmm_kernel.h"
 
-namespace netsparse {
-namespace isa {
-
-NETSPARSE_SPMM_ROWS_DECL(spmm_rows_avx2, float) {
-  return spmm_kernel::spmm_rows<float>(crow, col, val, B, ldb, b_rows, K, out, ldo, r0, r1);
-}
-NETSPARSE_SPMM_ROWS_DECL(spmm_rows_avx2, double) {
-  return spmm_kernel::spmm_rows<double>(crow, col, val, B, ldb, b_rows, K, out, ldo, r0, r1);
-}
-
-}  // namespace isa
-}  // namespace netsparse
+NETSPARSE_DEFINE_SPMM_ROWS(spmm_rows_avx2)
 #pragma GCC pop_options
 #endif

@@ -157,3 +157,17 @@ inline bool spmm_rows(const int64_t* crow, const int64_t* col, const T* val, con
 }  // namespace
 }  // namespace spmm_kernel
 }  // namespace netsparse
+
+// The including file's entry points: `name` for float and for double, in netsparse::isa (declared in
+// spmm_isa.h), compiled for the ISA that file selects.
+#define NETSPARSE_DEFINE_SPMM_ROWS(name)                                                          \
+  namespace netsparse {                                                                           \
+  namespace isa {                                                                                 \
+  NETSPARSE_SPMM_ROWS_DECL(name, float) {                                                         \
+    return spmm_kernel::spmm_rows<float>(crow, col, val, B, ldb, b_rows, K, out, ldo, r0, r1);    \
+  }                                                                                               \
+  NETSPARSE_SPMM_ROWS_DECL(name, double) {                                                        \
+    return spmm_kernel::spmm_rows<double>(crow, col, val, B, ldb, b_rows, K, out, ldo, r0, r1);   \
+  }                                                                                               \
+  }                                                                                               \
+  }
