@@ -19,7 +19,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from cli import ROOT
+from cli import ROOT, train_here
 from test_stop_signals import _completed_epochs, _kill_tagged
 from test_torchrun import TAG_VAR, _tagged_pids
 
@@ -149,8 +149,10 @@ def _text(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory) -> list[float]:
-    """The losses of the same run, uninterrupted, under torchrun."""
-    report, _, _ = killed_run(tmp_path_factory.mktemp("uninterrupted"), [])
+    """The losses of the same run, uninterrupted, at the same world size: netsparse-train's job in this
+    process, on its own launcher (a run is the same model under either; one torch thread per rank, as
+    OMP_NUM_THREADS=1 gives the torchrun workers)."""
+    report, _ = train_here(tmp_path_factory.mktemp("uninterrupted"), *TRAIN, "world_size=2", "threads=1")
     return [e["loss"] for e in report["epochs"]]
 
 
