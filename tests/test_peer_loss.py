@@ -29,8 +29,8 @@ from test_stop_signals import _completed_epochs, _kill_tagged, _survivors
 from test_torchrun import TAG_VAR, _tagged_pids
 
 #: timeout_s of these runs: how long the others wait on a stopped rank. It also bounds the ranks' start
-#: (init_process_group) and every collective, so it leaves room for a loaded machine.
-TIMEOUT_S = 5
+#: (init_process_group) and every collective: 1 s held with four of these runs at once on 2 loaded cores.
+TIMEOUT_S = 3
 DEADLINE_S = 240
 #: (launcher, how), the longest wait for the end first.
 CASES = [("torchrun", "SIGSTOP"), ("netsparse-train", "SIGSTOP"), ("torchrun", "SIGKILL"),
