@@ -5,6 +5,7 @@ the last epoch before an early stop, "resumed from epoch N" (tests/test_run_cont
 import io
 import shutil
 
+import pytest
 from cli import train
 from test_torchrun import datasets, two_nodes  # noqa: F401 (datasets: the module-scoped fixture)
 
@@ -54,6 +55,9 @@ def _one_error_line(nodes: list[dict]) -> str:
     return lines[0]
 
 
+# make test has both halves: every rank's bad input is one line in test_netsparse_torchrun_failure_is_the_ranks_one_line
+# (partition=foo on both ranks), and one line across two nodes in test_torchrun_one_failing_rank_is_the_one_error_line.
+@pytest.mark.soak
 def test_torchrun_bad_input_on_every_rank_is_one_error_line(tmp_path):
     nodes = two_nodes(tmp_path, ["dataset=mtx", f"dataset.path={tmp_path / 'absent.mtx'}", "epochs=1"])
     assert all(d["code"] != 0 for d in nodes)

@@ -3,15 +3,24 @@ says where the completed epochs are, no gloo traceback, and no process left behi
 netsparse-train's own launcher and under torchrun.
 
 The runs are tagged in their environment (tests/test_torchrun.py's ``_tagged_pids``), so "nothing left"
-means no process with the tag, and every tagged process is killed in ``finally``."""
+means no process with the tag, and every tagged process is killed in ``finally``.
+
+The four runs start one after another in the background (:func:`lost_ranks`), each once the previous
+one lost its rank: the next run's start (imports, the graph, the first epochs: CPU) then overlaps the
+previous one's waits (``timeout_s`` on a stopped rank, the heartbeat's few seconds, and torchrun's 30 s
+before it SIGKILLs a stopped worker, which no torchrun option shortens for a failed job), the longest
+first."""
 
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,8 +28,13 @@ from cli import ROOT
 from test_stop_signals import _completed_epochs, _kill_tagged, _survivors
 from test_torchrun import TAG_VAR, _tagged_pids
 
-TIMEOUT_S = 10  # timeout_s of these runs: how long the others wait on a stopped rank
+#: timeout_s of these runs: how long the others wait on a stopped rank. It also bounds the ranks' start
+#: (init_process_group) and every collective: 1 s held with four of these runs at once on 2 loaded cores.
+TIMEOUT_S = 3
 DEADLINE_S = 240
+#: (launcher, how), the longest wait for the end first.
+CASES = [("torchrun", "SIGSTOP"), ("netsparse-train", "SIGSTOP"), ("torchrun", "SIGKILL"),
+         ("netsparse-train", "SIGKILL")]
 
 
 def _start(tmp_path: Path, launcher: str, tag: str) -> subprocess.Popen:
@@ -45,33 +59,71 @@ def _rank_pid(proc: subprocess.Popen, launcher: str, tag: str) -> int:
     return max(p for p in pids if Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(forkserver))
 
 
-@pytest.mark.parametrize("launcher", ["netsparse-train", "torchrun"])
-@pytest.mark.parametrize("how", ["SIGKILL", "SIGSTOP"])
-def test_a_lost_rank_is_one_line_naming_it_and_where_the_epochs_are(tmp_path, launcher, how):
+@dataclass
+class Lost:
+    """How a run that lost a rank ended."""
+
+    pid: int  # the rank killed or stopped
+    returncode: int
+    err: str
+    survivors: list[int]  # tagged processes still running 60 s after the run's end
+
+
+def _lose_a_rank(tmp_path: Path, launcher: str, how: str, turn: threading.Event, done: threading.Event) -> Lost:
+    """Once ``turn`` is set: start the run, and once a checkpoint exists ``how`` to a rank; then set
+    ``done`` (the next run may start) and wait for the end."""
+    turn.wait()
     tag = uuid.uuid4().hex
-    proc = _start(tmp_path, launcher, tag)
+    proc = None
     try:
+        proc = _start(tmp_path, launcher, tag)
         deadline = time.monotonic() + DEADLINE_S
         while _completed_epochs(tmp_path / "run" / "epochs.jsonl") < 3:  # a checkpoint exists
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate(timeout=10)
             time.sleep(0.2)
         pid = _rank_pid(proc, launcher, tag)
         os.kill(pid, getattr(signal, how))
+        done.set()
         out, err = proc.communicate(timeout=DEADLINE_S)
-        survivors = _survivors(tag, 60)
+        return Lost(pid, proc.returncode, err, _survivors(tag, 60))
     finally:
-        if proc.poll() is None:
+        done.set()
+        if proc is not None and proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
         _kill_tagged(tag)
-    assert survivors == [], f"still running after {how}: {survivors}"
-    assert proc.returncode != 0
+
+
+@pytest.fixture(scope="module")
+def lost_ranks(request, tmp_path_factory) -> dict[tuple[str, str], Future]:
+    """The outcome of each selected case's run (:class:`Lost`), as a future; the runs start in the
+    order of :data:`CASES`, each after the previous one's rank was lost."""
+    selected = {(item.callspec.params["launcher"], item.callspec.params["how"]) for item in request.session.items
+                if item.module is request.module and hasattr(item, "callspec")}
+    cases = [c for c in CASES if c in selected]
+    turns = [threading.Event() for _ in range(len(cases) + 1)]
+    turns[0].set()
+    pool = ThreadPoolExecutor(max(1, len(cases)), thread_name_prefix="lost-rank")
+    futures = {(launcher, how): pool.submit(_lose_a_rank, tmp_path_factory.mktemp(f"{how}-{launcher}"), launcher,
+                                            how, turns[i], turns[i + 1])
+               for i, (launcher, how) in enumerate(cases)}
+    yield futures
+    pool.shutdown(wait=True)  # each run ended (bounded by its deadlines) and its processes were killed
+
+
+@pytest.mark.parametrize("launcher", ["netsparse-train", "torchrun"])
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGSTOP"])
+def test_a_lost_rank_is_one_line_naming_it_and_where_the_epochs_are(lost_ranks, launcher, how):
+    run = lost_ranks[launcher, how].result(timeout=len(CASES) * 2 * DEADLINE_S)
+    assert run.survivors == [], f"still running after {how}: {run.survivors}"
+    assert run.returncode != 0
+    err = run.err
     lines = [ln for ln in err.splitlines() if ln.startswith("netsparse-train: error:")]
     assert len(lines) == 1, err[-4000:]
     line = lines[0]
     print(line)
     named = re.search(r"rank (\d) \(pid (\d+)\) (was killed by SIGKILL|died|is stopped)", line)
-    assert named and int(named.group(2)) == pid, line
+    assert named and int(named.group(2)) == run.pid, line
     assert ("is stopped" in line) == (how == "SIGSTOP"), line
     assert re.search(r"the checkpoint of \d+ completed epochs is in \S+checkpoints", line), line
     for noise in ("Traceback", "Error executing job", "Connection reset by peer"):

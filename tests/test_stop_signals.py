@@ -46,13 +46,18 @@ def _completed_epochs(epoch_log) -> int:
         return 0
 
 
+#: Each case is a whole run (~10 s of CPU, mostly imports). SIGTERM and SIGINT to the launcher take one
+#: path (``signals.stop_on_signals``: the signal's number is all that differs), so ``make test`` runs
+#: each signal, each fabric, checkpoints on and off and the evaluations once; the soak runs the other
+#: combinations.
 @pytest.mark.parametrize("how, overrides", [
-    ("SIGTERM", ["world_size=4", "checkpoint_every=1"]),
-    ("SIGINT", ["world_size=4", "checkpoint_every=1"]),
-    ("terminal Ctrl-C", ["world_size=4"]),  # SIGINT to the whole foreground process group
-    ("SIGTERM", ["fabric=switch", "world_size=4", "cluster.rack_size=2"]),
+    ("SIGTERM", ["world_size=4", "checkpoint_every=1", "eval_every=2"]),
+    pytest.param("SIGINT", ["world_size=4", "checkpoint_every=1"], marks=pytest.mark.soak),
+    ("terminal Ctrl-C", ["world_size=4"]),  # SIGINT to the whole foreground process group; no checkpoints
+    pytest.param("SIGTERM", ["fabric=switch", "world_size=4", "cluster.rack_size=2"], marks=pytest.mark.soak),
     ("SIGINT", ["fabric=switch", "world_size=4", "cluster.rack_size=2", "checkpoint_every=1"]),
-    ("SIGTERM", ["world_size=2", "eval_every=2"]),  # no checkpoints: the report still keeps every epoch
+    # no checkpoints: the report still keeps every epoch
+    pytest.param("SIGTERM", ["world_size=2", "eval_every=2"], marks=pytest.mark.soak),
 ])
 def test_stop_signal_stops_every_process_of_the_run(tmp_path, how, overrides):
     tag = uuid.uuid4().hex
@@ -101,7 +106,9 @@ def test_stop_signal_stops_every_process_of_the_run(tmp_path, how, overrides):
     assert (run_dir / "train.log").read_text().splitlines()[-1] == line  # the log reads like the console
 
 
-@pytest.mark.parametrize("launcher", ["netsparse-torchrun", "torchrun"])
+# Both agents are torchrun's own code (torch.distributed.run.run), which forwards the SIGTERM to the same
+# ranks: the soak runs plain torchrun, whose only difference is its own output after rank 0's line.
+@pytest.mark.parametrize("launcher", ["netsparse-torchrun", pytest.param("torchrun", marks=pytest.mark.soak)])
 def test_sigterm_under_torchrun_keeps_the_report(tmp_path, launcher):
     """SIGTERM to torchrun's agent (a scheduler's stop): the agent forwards it, rank 0 writes the report of
     its completed epochs and says so in one line; netsparse-torchrun adds nothing to that line."""

@@ -19,39 +19,46 @@ import uuid
 from pathlib import Path
 
 import pytest
-from cli import ROOT
+from cli import ROOT, train_here
 from test_stop_signals import _completed_epochs, _kill_tagged
 from test_torchrun import TAG_VAR, _tagged_pids
 
 SCRIPT_TIMEOUT_S = 120
 DEADLINE_S = 300
 
-#: A user script: the default group and a new_group, a few all_reduces, and rank 1 killed (SIGKILL, by
-#: itself) in the first attempt when KILL_AT is set. In the restarted attempt rank 1 joins late, so its
-#: peer certainly finds the first attempt's entries in torchrun's store before rank 1 writes new ones.
+#: A user script on the netsparse backend: the default group and a new_group, a few all_reduces, and rank 1
+#: killed (SIGKILL, by itself) in the first attempt when KILL_AT is set; then what gloo computes, the same
+#: steps on two gloo groups of the same processes. In the restarted attempt rank 1 joins late, so its peer
+#: certainly finds the first attempt's entries in torchrun's store before rank 1 writes new ones.
 USER_SCRIPT = """\
-import datetime, os, signal, sys, time
+import datetime, os, signal, time
 
 import torch
 import torch.distributed as dist
 
-backend = sys.argv[1]
-if backend == "netsparse":
-    import netsparse_torch.backend  # noqa: F401 (registers the backend)
+import netsparse_torch.backend  # noqa: F401 (registers the backend)
+
 attempt, rank = int(os.environ["TORCHELASTIC_RESTART_COUNT"]), int(os.environ["RANK"])
 kill_at = int(os.environ.get("KILL_AT", "-1"))
 if attempt > 0 and rank == 1:
     time.sleep(3)
-dist.init_process_group(backend, timeout=datetime.timedelta(seconds=60))
-side = dist.new_group(backend=backend)
-x = torch.arange(4, dtype=torch.float64) + rank
-for step in range(6):
-    dist.all_reduce(x)
-    dist.all_reduce(x, group=side)
-    x = x / 3
-    if attempt == 0 and rank == 1 and step == kill_at:
-        os.kill(os.getpid(), signal.SIGKILL)
-os.write(1, f"attempt {attempt} rank {rank} result {x.tolist()}\\n".encode())  # one write: the ranks share a pipe
+dist.init_process_group("netsparse", timeout=datetime.timedelta(seconds=60))
+
+
+def steps(world, side, kill_at=-1):
+    x = torch.arange(4, dtype=torch.float64) + rank
+    for step in range(6):
+        dist.all_reduce(x, group=world)
+        dist.all_reduce(x, group=side)
+        x = x / 3
+        if attempt == 0 and rank == 1 and step == kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+    return x.tolist()
+
+
+got = steps(None, dist.new_group(backend="netsparse"), kill_at)
+gloo = steps(dist.new_group(backend="gloo"), dist.new_group(backend="gloo"))
+os.write(1, f"attempt {attempt} rank {rank} result {got} gloo {gloo}\\n".encode())  # one write: the ranks share a pipe
 dist.destroy_process_group()
 """
 
@@ -63,24 +70,21 @@ def torchrun(script: Path, *args: str, env: dict[str, str] | None = None, restar
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=SCRIPT_TIMEOUT_S, env=full_env)
 
 
-def results(out: str) -> dict[tuple[int, int], str]:
-    """Each rank's result line; unanchored, because two ranks' lines can still meet on one line of the
-    agent's merged output."""
-    return {(int(a), int(r)): v for a, r, v in re.findall(r"attempt (\d+) rank (\d+) result (\[[^\]]*\])", out)}
+def results(out: str) -> dict[tuple[int, int], tuple[str, str]]:
+    """Each rank's result line (the netsparse result, the gloo one); unanchored, because two ranks'
+    lines can still meet on one line of the agent's merged output."""
+    found = re.findall(r"attempt (\d+) rank (\d+) result (\[[^\]]*\]) gloo (\[[^\]]*\])", out)
+    return {(int(a), int(r)): (got, gloo) for a, r, got, gloo in found}
 
 
 def test_a_user_script_on_the_netsparse_backend_restarts_as_under_gloo(tmp_path):
     script = tmp_path / "allreduce.py"
     script.write_text(USER_SCRIPT)
-    gloo = torchrun(script, "gloo")  # no kill: what the restarted job must end with
-    assert gloo.returncode == 0, gloo.stderr[-3000:]
-    want = results(gloo.stdout)
-    assert set(want) == {(0, 0), (0, 1)}, gloo.stdout
-    killed = torchrun(script, "netsparse", env={"KILL_AT": "2"})
+    killed = torchrun(script, env={"KILL_AT": "2"})
     assert killed.returncode == 0, killed.stderr[-3000:]
     got = results(killed.stdout)
     assert set(got) == {(1, 0), (1, 1)}, killed.stdout  # the first attempt ended with the kill
-    assert [got[(1, r)] for r in (0, 1)] == [want[(0, r)] for r in (0, 1)]
+    assert [got[(1, r)][0] for r in (0, 1)] == [got[(1, r)][1] for r in (0, 1)]
 
 
 # -- netsparse-train under torchrun --max-restarts -------------------------------------------------------
@@ -149,8 +153,10 @@ def _text(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory) -> list[float]:
-    """The losses of the same run, uninterrupted, under torchrun."""
-    report, _, _ = killed_run(tmp_path_factory.mktemp("uninterrupted"), [])
+    """The losses of the same run, uninterrupted, at the same world size: netsparse-train's job in this
+    process, on its own launcher (a run is the same model under either; one torch thread per rank, as
+    OMP_NUM_THREADS=1 gives the torchrun workers)."""
+    report, _ = train_here(tmp_path_factory.mktemp("uninterrupted"), *TRAIN, "world_size=2", "threads=1")
     return [e["loss"] for e in report["epochs"]]
 
 
