@@ -21,16 +21,19 @@ from pathlib import Path
 
 @dataclass
 class Done:
-    """What a CLI ended with: its exit status and what the launching process printed (the launcher prints
-    the progress lines of rank 0's epochs too)."""
+    """What a CLI ended with: its exit status, what the launching process printed (not the ranks: rank 0's
+    epoch lines go to the forkserver's console), and whether the job started its ranks."""
 
     returncode: int
     stdout: str
     stderr: str
+    ranks_started: bool = False
 
 
 def train_cli(run_dir: Path, *overrides: str) -> Done:
     """``netsparse-train <overrides> hydra.run.dir=<run_dir>`` as ``main`` runs it, in this process."""
+    from unittest import mock
+
     from netsparse_torch.cli import train as cli
     from netsparse_torch.cli.hydra_app import hydra_errors
     from netsparse_torch.config_keys import TRAIN, check_command_line
@@ -48,7 +51,12 @@ def train_cli(run_dir: Path, *overrides: str) -> Done:
             cli.say_error(exc)
             sys.exit(2)
 
-    return _here("netsparse-train", main, [*overrides, f"hydra.run.dir={run_dir}"])
+    from netsparse_torch.run import job
+
+    with mock.patch.object(job, "launch", wraps=job.launch) as launch:
+        done = _here("netsparse-train", main, [*overrides, f"hydra.run.dir={run_dir}"])
+    done.ranks_started = launch.called
+    return done
 
 
 def partition_cli(run_dir: Path, *overrides: str) -> Done:
@@ -98,9 +106,9 @@ def error_line(done: Done, prog: str = "netsparse-train") -> str:
     return lines[0]
 
 
-def train_error(run_dir: Path, *overrides: str) -> str:
-    """The one line ``netsparse-train`` says for bad ``overrides`` (exit 2, nothing else on stderr, no
-    epoch trained)."""
+def train_error(run_dir: Path, *overrides: str, in_a_rank: bool = False) -> str:
+    """The one line ``netsparse-train`` says for bad ``overrides`` (exit 2, nothing else on stderr),
+    before any rank starts unless the error is ``in_a_rank``'s."""
     done = train_cli(run_dir, *overrides)
-    assert "epoch" not in done.stdout, done.stdout[-3000:]
+    assert done.ranks_started == in_a_rank, done.stderr[-3000:]
     return error_line(done)
