@@ -1,8 +1,8 @@
 """Bad input gets one clear error that names the problem, a non-zero exit, and no hung rank.
 
-A fresh ``netsparse-train`` process for each kind of error (a dataset the job refuses before any rank
-starts, a group choice refused before Hydra, a rank's error); every other bad value goes through the same
-``main`` path in this process (tests/cli_here.py), which also checks its exit status 2 and its one line."""
+A fresh ``netsparse-train`` process for a group choice refused before Hydra and for a rank's error (the
+job's own refusals reach the shell through the same exit as a rank's); every other bad value goes through
+``main``'s path in this process (tests/cli_here.py), which checks its exit status 2 and its one line too."""
 
 import numpy as np
 import pytest
@@ -32,9 +32,8 @@ def says(line, *words):
 
 
 def test_non_square_adjacency(tmp_path):
-    """A fresh process: the job's refusal of a dataset before any rank starts is one line, no traceback."""
-    proc, _ = train(tmp_path, "dataset=mtx", f"dataset.path={DATA / 'mtx_small' / 'lp_afiro.mtx'}")
-    assert_clean_failure(proc, "27x51", "square")
+    says(train_error(tmp_path, "dataset=mtx", f"dataset.path={DATA / 'mtx_small' / 'lp_afiro.mtx'}"), "27x51",
+         "square")
 
 
 def test_out_of_range_indices():
