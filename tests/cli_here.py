@@ -11,6 +11,7 @@ What only a fresh process shows stays with :func:`cli.run_cli`: the exit status 
 from __future__ import annotations
 
 import io
+import logging
 import os
 import signal
 import sys
@@ -38,6 +39,7 @@ def train_cli(run_dir: Path, *overrides: str) -> Done:
     from netsparse_torch.cli.hydra_app import hydra_errors
     from netsparse_torch.config_keys import TRAIN, check_command_line
     from netsparse_torch.errors import NetsparseError
+    from netsparse_torch.run import job
 
     def main(args: list[str]) -> None:
         try:  # a wrong key or group choice, before Hydra
@@ -50,8 +52,6 @@ def train_cli(run_dir: Path, *overrides: str) -> Done:
         except NetsparseError as exc:  # one of Hydra's own errors before the run
             cli.say_error(exc)
             sys.exit(2)
-
-    from netsparse_torch.run import job
 
     with mock.patch.object(job, "launch", wraps=job.launch) as launch:
         done = _here("netsparse-train", main, [*overrides, f"hydra.run.dir={run_dir}"])
@@ -69,7 +69,8 @@ def partition_cli(run_dir: Path, *overrides: str) -> Done:
 def _here(prog: str, main, args: list[str]) -> Done:
     """``main(args)`` with ``sys.argv`` set as the shell would, its exit status and printed lines; what
     the CLI's process may change for good is put back: the stop signals' handlers (``say_error``
-    ignores them on its way out), the command line handed to a sweep's jobs, and Hydra's global state."""
+    ignores them on its way out), the command line handed to a sweep's jobs, Hydra's global state and
+    the root logger (Hydra's job logging: a handler on this run's log file and one on its stdout)."""
     from hydra.core.global_hydra import GlobalHydra
 
     from netsparse_torch.report.provenance import COMMAND_ENV
@@ -78,6 +79,8 @@ def _here(prog: str, main, args: list[str]) -> Done:
     out, err = io.StringIO(), io.StringIO()
     argv, handlers = sys.argv, {s: signal.getsignal(s) for s in STOP_SIGNALS}
     command = os.environ.get(COMMAND_ENV)
+    root = logging.getLogger()
+    root_handlers, root_level = root.handlers[:], root.level
     code = 0
     try:
         sys.argv = [prog, *args]
@@ -95,6 +98,11 @@ def _here(prog: str, main, args: list[str]) -> Done:
         for s, h in handlers.items():
             signal.signal(s, h)
         GlobalHydra.instance().clear()  # as a fresh process finds it (a later test's compose)
+        for h in root.handlers:
+            if h not in root_handlers:
+                h.close()
+        root.handlers[:] = root_handlers
+        root.setLevel(root_level)
     return Done(code, out.getvalue(), err.getvalue())
 
 
