@@ -1,9 +1,14 @@
-"""Bad input gets one clear error that names the problem, a non-zero exit, and no hung rank."""
+"""Bad input gets one clear error that names the problem, a non-zero exit, and no hung rank.
+
+A fresh ``netsparse-train`` process for a group choice refused before Hydra and for a rank's error (the
+job's own refusals reach the shell through the same exit as a rank's); every other bad value goes through
+``main``'s path in this process (tests/cli_here.py), which checks its exit status 2 and its one line too."""
 
 import numpy as np
 import pytest
 import torch
-from cli import run_cli, train
+from cli import train
+from cli_here import error_line, partition_cli, train_error
 from conftest import DATA
 from graphs import random_graph
 from torch_geometric.data import Data
@@ -21,9 +26,14 @@ def assert_clean_failure(proc, *words):
         assert w.lower() in err.lower(), err[-3000:]
 
 
+def says(line, *words):
+    for w in words:
+        assert w.lower() in line.lower(), line
+
+
 def test_non_square_adjacency(tmp_path):
-    proc, _ = train(tmp_path, "dataset=mtx", f"dataset.path={DATA / 'mtx_small' / 'lp_afiro.mtx'}")
-    assert_clean_failure(proc, "27x51", "square")
+    says(train_error(tmp_path, "dataset=mtx", f"dataset.path={DATA / 'mtx_small' / 'lp_afiro.mtx'}"), "27x51",
+         "square")
 
 
 def test_out_of_range_indices():
@@ -46,8 +56,7 @@ def test_nan_features(tmp_path):
     feats = np.ones((3, 2), dtype=np.float32)
     feats[1, 0] = np.nan
     _npz(tmp_path / "heterophilous" / "tolokers.npz", feats)
-    proc, _ = train(tmp_path, "dataset=tolokers", f"dataset.root={tmp_path}")
-    assert_clean_failure(proc, "NaN or Inf", "node 1")
+    says(train_error(tmp_path / "run", "dataset=tolokers", f"dataset.root={tmp_path}"), "NaN or Inf", "node 1")
 
 
 def test_inf_features_through_the_api():
@@ -58,46 +67,49 @@ def test_inf_features_through_the_api():
 
 
 def test_world_size_larger_than_rows(tmp_path):
-    proc, _ = train(tmp_path, "dataset=mtx", f"dataset.path={DATA / 'mtx_small' / 'karate.mtx'}", "world_size=40")
-    assert_clean_failure(proc, "world_size=40", "34 rows")
+    line = train_error(tmp_path, "dataset=mtx", f"dataset.path={DATA / 'mtx_small' / 'karate.mtx'}", "world_size=40")
+    says(line, "world_size=40", "34 rows")
 
 
 def test_missing_dataset_files(tmp_path):
-    proc, _ = train(tmp_path, "dataset=cora", f"dataset.root={tmp_path / 'nowhere'}")
-    assert_clean_failure(proc, "raw files missing", "dataset.root")
+    says(train_error(tmp_path / "run", "dataset=cora", f"dataset.root={tmp_path / 'nowhere'}"), "raw files missing",
+         "dataset.root")
 
 
 def test_missing_mtx_file(tmp_path):
-    proc, _ = train(tmp_path, "dataset=mtx", f"dataset.path={tmp_path / 'absent.mtx'}")
-    assert_clean_failure(proc, "not found", "absent.mtx")
+    says(train_error(tmp_path / "run", "dataset=mtx", f"dataset.path={tmp_path / 'absent.mtx'}"), "not found",
+         "absent.mtx")
 
 
 @pytest.mark.parametrize("override,words", [
     ("strategy=nosuch", ["unknown strategy 'nosuch'", "choose one of", "twoface"]),  # one line, not Hydra's
     ("dataset=nosuch", ["unknown dataset 'nosuch'", "choose one of", "cora"]),
-    ("strategy.name=nosuch", ["unknown strategy 'nosuch'"]),
 ])
 def test_unknown_strategy_or_dataset(tmp_path, override, words):
+    """A fresh process (refused before Hydra, within a second)."""
     proc, _ = train(tmp_path, override)
     assert_clean_failure(proc, *words)
+
+
+def test_unknown_strategy_name(tmp_path):
+    says(train_error(tmp_path, "strategy.name=nosuch"), "unknown strategy 'nosuch'")
 
 
 def test_unreadable_mtx(tmp_path):
     bad = tmp_path / "bad.mtx"
     bad.write_text("%%MatrixMarket matrix coordinate real general\nthis is not a size line\n")
-    proc, _ = train(tmp_path, "dataset=mtx", f"dataset.path={bad}")
-    assert_clean_failure(proc, "not a readable Matrix Market file")
+    says(train_error(tmp_path / "run", "dataset=mtx", f"dataset.path={bad}"), "not a readable Matrix Market file")
 
 
 KARATE = DATA / "mtx_small" / "karate.mtx"
 
 
 def test_metis_with_more_parts_than_nodes(tmp_path):
-    proc = run_cli("netsparse_torch.cli.partition", "dataset=mtx", f"dataset.path={KARATE}", "partition=metis",
-                   "parts=40", f"out={tmp_path / 'out'}", f"hydra.run.dir={tmp_path / 'prun'}")
-    assert_clean_failure(proc, "40 parts", "only 34 nodes")
-    proc, _ = train(tmp_path, "dataset=mtx", f"dataset.path={KARATE}", "partition=metis", "world_size=40")
-    assert_clean_failure(proc, "40 parts", "only 34 nodes")
+    done = partition_cli(tmp_path / "prun", "dataset=mtx", f"dataset.path={KARATE}", "partition=metis", "parts=40",
+                         f"out={tmp_path / 'out'}")
+    says(error_line(done, "netsparse-partition"), "40 parts", "only 34 nodes")
+    line = train_error(tmp_path / "run", "dataset=mtx", f"dataset.path={KARATE}", "partition=metis", "world_size=40")
+    says(line, "40 parts", "only 34 nodes")
 
 
 def _two_parts(path):
@@ -107,25 +119,27 @@ def _two_parts(path):
 
 
 def test_partitioned_dataset_with_another_world_size(tmp_path):
-    proc, _ = train(tmp_path, "dataset=partitioned", f"dataset.path={_two_parts(tmp_path / 'ds')}", "world_size=3")
-    assert_clean_failure(proc, "2 parts but world_size=3")
+    line = train_error(tmp_path / "run", "dataset=partitioned", f"dataset.path={_two_parts(tmp_path / 'ds')}",
+                       "world_size=3")
+    says(line, "2 parts but world_size=3")
 
 
 def test_partitioned_dataset_without_path_or_manifest(tmp_path):
-    proc, _ = train(tmp_path, "dataset=partitioned")
-    assert_clean_failure(proc, "dataset.path")
-    proc, _ = train(tmp_path, "dataset=partitioned", f"dataset.path={tmp_path}")
-    assert_clean_failure(proc, "manifest.json missing", "netsparse-partition")
+    says(train_error(tmp_path / "a", "dataset=partitioned"), "dataset.path")
+    says(train_error(tmp_path / "b", "dataset=partitioned", f"dataset.path={tmp_path}"),
+         "manifest.json missing", "netsparse-partition")
 
 
 def test_a_corrupt_shard_ends_every_rank_with_its_error(tmp_path):
+    """Rank 1 finds it; both ranks end and the launcher says rank 1's error (a rank's error as a fresh
+    process prints it: test_a_rank_error_is_one_line_without_torch_noise)."""
     path = _two_parts(tmp_path / "ds") / "part-00001" / "x.npy"
     raw = bytearray(path.read_bytes())
     raw[-1] ^= 0xFF
     path.write_bytes(bytes(raw))
-    proc, _ = train(tmp_path, "dataset=partitioned", f"dataset.path={path.parents[1]}", "world_size=2", "epochs=1",
-                    timeout=120)
-    assert_clean_failure(proc, "checksum mismatch", "part-00001/x.npy")
+    line = train_error(tmp_path / "run", "dataset=partitioned", f"dataset.path={path.parents[1]}", "world_size=2",
+                       "epochs=1", in_a_rank=True)
+    says(line, "checksum mismatch", "part-00001/x.npy")
 
 
 @pytest.mark.parametrize("kwargs,words", [
@@ -147,16 +161,15 @@ def test_gat_bad_heads_or_dropout(kwargs, words):
 
 def test_gat_with_a_strategy_that_cannot_gather(tmp_path):
     # Dense shifting never holds a row's whole neighbourhood: the softmax cannot run on it.
-    proc, _ = train(tmp_path, "model=gat", "strategy=ds", "epochs=1")
-    assert_clean_failure(proc, "model=gat cannot use strategy=ds", "choose su, sa, netsparse or twoface")
-    proc, _ = train(tmp_path, "model=gat", "model.heads=0", "epochs=1")
-    assert_clean_failure(proc, "heads must be an integer >= 1, got 0")
-    proc, _ = train(tmp_path, "model=gat", "model.attention_dropout=-0.5", "epochs=1")
-    assert_clean_failure(proc, "GAT attention dropout")
+    says(train_error(tmp_path / "a", "model=gat", "strategy=ds", "epochs=1"), "model=gat cannot use strategy=ds",
+         "choose su, sa, netsparse or twoface")
+    says(train_error(tmp_path / "b", "model=gat", "model.heads=0", "epochs=1"), "heads must be an integer >= 1, got 0")
+    says(train_error(tmp_path / "c", "model=gat", "model.attention_dropout=-0.5", "epochs=1"), "GAT attention dropout")
 
 
 def test_a_rank_error_is_one_line_without_torch_noise(tmp_path):
-    """torch's "Terminating process ... via signal SIGTERM" warnings must not come before our one line."""
+    """A fresh process: torch's "Terminating process ... via signal SIGTERM" warnings must not come
+    before our one line."""
     proc, _ = train(tmp_path, "strategy=ds", "strategy.replication=3", "world_size=2", "epochs=1", timeout=120)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()

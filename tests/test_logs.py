@@ -20,6 +20,7 @@ import time
 
 import pytest
 from cli import ROOT, run_cli, train
+from cli_here import partition_cli
 from conftest import DATA
 
 from netsparse_torch.progress import Progress
@@ -147,8 +148,9 @@ def test_unknown_logger_is_one_line_before_any_rank(tmp_path):
 
 
 def test_piped_partition_writes_whole_lines(tmp_path):
-    proc = run_cli("netsparse_torch.cli.partition", "dataset=cora", "parts=2", f"out={tmp_path / 'shards'}",
-                   f"hydra.run.dir={tmp_path / 'run'}", timeout=600)
+    """netsparse-partition prints from its own process (no ranks): its main in this process, on a stdout
+    that is not a terminal, as a pipe is not."""
+    proc = partition_cli(tmp_path / "run", "dataset=cora", "parts=2", f"out={tmp_path / 'shards'}")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "\r" not in proc.stdout and "\r" not in proc.stderr
     assert "shards written 2/2  part 1: 1,354 rows" in proc.stdout.splitlines()  # rows: array_split of 2,708

@@ -234,12 +234,23 @@ def test_a_cuda_device_past_the_count_is_one_error():
 SCRIPT_TIMEOUT_S = 240
 
 
-@pytest.fixture(scope="module")
-def planetoid_root(tmp_path_factory) -> Path:
+def _raw_cora(root: Path) -> Path:
     """A Planetoid root holding Cora's raw files (PyG writes its processed files beside them)."""
-    root = tmp_path_factory.mktemp("planetoid")
     shutil.copytree(DATA / "planetoid" / "Cora" / "raw", root / "Cora" / "raw")
     return root
+
+
+@pytest.fixture(scope="module")
+def planetoid_root(tmp_path_factory) -> Path:
+    """The ports' and README loop's root (the first to run processes Cora: rank 0, then the others)."""
+    return _raw_cora(tmp_path_factory.mktemp("planetoid"))
+
+
+@pytest.fixture(scope="module")
+def pyg_root(tmp_path_factory) -> Path:
+    """PyG's scripts' own root: they run beside the ports, and two processes must not write one root's
+    processed files at once."""
+    return _raw_cora(tmp_path_factory.mktemp("planetoid_pyg"))
 
 
 def run_ranks(script: Path, world_size: int, env: dict[str, str], args: tuple[str, ...] = ()) -> str:
@@ -271,35 +282,39 @@ def losses_and_accuracies(out: str) -> tuple[list[float], dict[str, float]]:
     return losses, accs
 
 
-def test_the_port_trains_what_the_pyg_script_trains(planetoid_root):
-    env = {"PLANETOID_ROOT": str(planetoid_root), "EPOCHS": "15", "DROPOUT": "0"}
-    pyg = subprocess.run([sys.executable, str(ROOT / "examples" / "pyg_gcn.py")], cwd=ROOT, capture_output=True,
-                         text=True, timeout=SCRIPT_TIMEOUT_S, env=dict(os.environ, **env, OMP_NUM_THREADS="1"))
-    assert pyg.returncode == 0, pyg.stderr[-3000:]
-    ref_losses, ref_acc = losses_and_accuracies(pyg.stdout)
-    losses, acc = losses_and_accuracies(run_ranks(ROOT / "examples" / "pyg_port.py", 2, env))
+def port_and_pyg(roots: tuple[Path, Path], env: dict[str, str], args: tuple[str, ...] = ()) -> tuple[str, str]:
+    """Rank 0's output of examples/pyg_port.py at 2 ranks and examples/pyg_gcn.py's output, each with
+    ``args`` and ``env`` and its own of ``roots`` (PLANETOID_ROOT), run side by side; PyG's process is
+    killed (its session) if it outlives the deadline or the port fails."""
+    pyg = subprocess.Popen([sys.executable, str(ROOT / "examples" / "pyg_gcn.py"), *args], cwd=ROOT,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                           env=dict(os.environ, **env, PLANETOID_ROOT=str(roots[1]), OMP_NUM_THREADS="1"))
+    try:
+        port = run_ranks(ROOT / "examples" / "pyg_port.py", 2, dict(env, PLANETOID_ROOT=str(roots[0])), args)
+        ref, err = pyg.communicate(timeout=SCRIPT_TIMEOUT_S)
+    finally:
+        if pyg.poll() is None:
+            os.killpg(pyg.pid, signal.SIGKILL)
+            pyg.wait()
+    assert pyg.returncode == 0, (ref + err)[-3000:]
+    return port, ref
+
+
+def test_the_port_trains_what_the_pyg_script_trains(planetoid_root, pyg_root):
+    port, ref = port_and_pyg((planetoid_root, pyg_root), {"EPOCHS": "15", "DROPOUT": "0"})
+    ref_losses, ref_acc = losses_and_accuracies(ref)
+    losses, acc = losses_and_accuracies(port)
     assert len(ref_losses) == len(losses) == 15 and set(acc) == set(ref_acc) == {"train", "val", "test"}
     assert losses == pytest.approx(ref_losses, abs=1e-5)  # printed with 6 decimals
     assert acc == pytest.approx(ref_acc, abs=2e-3)  # 4 decimals; one node of 1000 is 1e-3
 
 
-def test_the_gdc_port_reaches_pygs_accuracy(planetoid_root):
+def test_the_gdc_port_reaches_pygs_accuracy(planetoid_root, pyg_root):
     """PyG's example with --use_gdc (T.GDC's weighted graph, GCNConv(normalize=False) called with
     data.edge_attr), whole: 200 epochs with dropout, which the port draws from other masks (keyed on node
     ids), so its test accuracy is PyG's within one point, not to the digit. PyG's run goes on beside the
     port's two ranks."""
-    env = {"PLANETOID_ROOT": str(planetoid_root)}
-    pyg = subprocess.Popen([sys.executable, str(ROOT / "examples" / "pyg_gcn.py"), "--use_gdc"], cwd=ROOT,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                           env=dict(os.environ, **env, OMP_NUM_THREADS="1"))
-    try:
-        port = run_ranks(ROOT / "examples" / "pyg_port.py", 2, env, ("--use_gdc",))
-        ref = pyg.communicate(timeout=SCRIPT_TIMEOUT_S)[0]
-    finally:
-        if pyg.poll() is None:
-            os.killpg(pyg.pid, signal.SIGKILL)
-            pyg.wait()
-    assert pyg.returncode == 0, ref[-3000:]
+    port, ref = port_and_pyg((planetoid_root, pyg_root), {}, ("--use_gdc",))
     (ref_losses, ref_acc), (losses, acc) = losses_and_accuracies(ref), losses_and_accuracies(port)
     assert len(ref_losses) == len(losses) == 200
     # GDC's Cora: about 0.8 (PyG's example); GDC's edges without their weights train to about 0.2

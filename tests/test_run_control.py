@@ -2,9 +2,11 @@
 default checkpoint folder. Stop signals: tests/test_stop_signals.py."""
 
 import json
+import shutil
 
 import pytest
-from cli import run_cli, train, train_here
+from cli import run_cli, train_here
+from cli_here import train_cli, train_error
 
 from netsparse_torch.checkpoint import differences, run_identity
 
@@ -16,6 +18,7 @@ def one_error_line(proc) -> str:
     return lines[0]
 
 
+# A fresh process: the config errors that main refuses before torch loads.
 @pytest.mark.parametrize("override, words", [
     ("lr=abc", ["lr must be a number", "'abc'"]),
     ("strategy=foo", ["unknown strategy 'foo'", "su", "sa", "twoface"]),
@@ -99,11 +102,11 @@ def test_run_identity_and_differences_by_hand():
 
 @pytest.fixture(scope="module")
 def checkpointed(tmp_path_factory):
-    """A 2-epoch run that checkpoints into its own run directory (the default folder)."""
-    tmp = tmp_path_factory.mktemp("ckpt")
-    proc, report = train(tmp, "dataset=cora", "world_size=2", "epochs=2", "checkpoint_every=1")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return tmp / "run"
+    """The run directory of a 2-epoch run that checkpoints into it (the default folder)."""
+    run = tmp_path_factory.mktemp("ckpt") / "run"
+    done = train_cli(run, "dataset=cora", "world_size=2", "epochs=2", "checkpoint_every=1")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return run
 
 
 def test_default_checkpoint_folder_is_in_the_run_directory(checkpointed):
@@ -117,22 +120,23 @@ def test_default_checkpoint_folder_is_in_the_run_directory(checkpointed):
 @pytest.mark.parametrize("override, key", [("lr=0.05", "lr: 0.01 -> 0.05"), ("hidden=32", "hidden: 16 -> 32"),
                                            ("world_size=3", "world_size: 2 -> 3")])
 def test_resume_of_another_run_is_one_error_naming_the_key(tmp_path, checkpointed, override, key):
-    proc, _ = train(tmp_path, "dataset=cora", "world_size=2", "epochs=4", "resume=true",
-                    f"checkpoint_dir={checkpointed / 'checkpoints'}", override)
-    assert proc.returncode == 2
-    line = one_error_line(proc)
+    line = train_error(tmp_path, "dataset=cora", "world_size=2", "epochs=4", "resume=true",
+                       f"checkpoint_dir={checkpointed / 'checkpoints'}", override)
     assert "another run" in line and key in line, line
 
 
 def test_resume_of_the_same_run_with_more_epochs_continues(tmp_path, checkpointed):
-    proc, report = train(tmp_path, "dataset=cora", "world_size=2", "epochs=3", "resume=true",
-                         f"hydra.run.dir={checkpointed}")
+    """A fresh process: rank 0's note heads the console (and the log)."""
+    run = shutil.copytree(checkpointed, tmp_path / "run")  # the other tests' run stays as it was
+    proc = run_cli("netsparse_torch.cli.train", "dataset=cora", "world_size=2", "epochs=3", "resume=true",
+                   f"hydra.run.dir={run}")
     assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads((run / "report.json").read_text())
     assert [e["epoch"] for e in report["epochs"]] == [0, 1, 2]
-    resumed = f"resumed from epoch 2/3 (checkpoint in {checkpointed / 'checkpoints'})"
-    assert proc.stdout.splitlines()[0] == resumed and resumed in (checkpointed / "train.log").read_text()
+    resumed = f"resumed from epoch 2/3 (checkpoint in {run / 'checkpoints'})"
+    assert proc.stdout.splitlines()[0] == resumed and resumed in (run / "train.log").read_text()
     # epochs 0-1 come from the checkpoint (their wall times too, which a retrained epoch would not repeat)
-    first = json.loads((checkpointed.parent / "report.json").read_text())
+    first = json.loads((checkpointed / "report.json").read_text())
     assert report["epochs"][:2] == first["epochs"]
     # and the resumed run is the uninterrupted one: same losses, same bytes moved
     full, _ = train_here(tmp_path / "full", "dataset=cora", "world_size=2", "epochs=3")
@@ -141,6 +145,4 @@ def test_resume_of_the_same_run_with_more_epochs_continues(tmp_path, checkpointe
 
 
 def test_resume_without_a_checkpoint_says_where_it_looked(tmp_path):
-    proc, _ = train(tmp_path, "dataset=cora", "resume=true")
-    assert proc.returncode == 2
-    assert "no checkpoint in" in one_error_line(proc)
+    assert f"no checkpoint in {tmp_path / 'checkpoints'}" in train_error(tmp_path, "dataset=cora", "resume=true")

@@ -4,7 +4,8 @@ from a partitioned dataset written by netsparse-partition."""
 import json
 
 import pytest
-from cli import run_cli, train_here
+from cli import train_here
+from cli_here import partition_cli
 from graphs import random_graph
 
 
@@ -52,10 +53,9 @@ def test_netsparse_strategy_reports_its_block(tmp_path):
 
 def test_partition_cli_then_train_from_the_shards(tmp_path):
     out = tmp_path / "cora-metis2"
-    proc = run_cli("netsparse_torch.cli.partition", "dataset=cora", "partition=metis", "parts=2", f"out={out}",
-                   f"hydra.run.dir={tmp_path / 'prun'}")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "edge cut" in proc.stdout and (out / "manifest.json").is_file()
+    done = partition_cli(tmp_path / "prun", "dataset=cora", "partition=metis", "parts=2", f"out={out}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "edge cut" in done.stdout and (out / "manifest.json").is_file()
     manifest = json.loads((out / "manifest.json").read_text())
     disk, printed = train_here(tmp_path, "dataset=partitioned", f"dataset.path={out}", "world_size=2", "epochs=3")
     mem, _ = train_here(tmp_path / "mem", "dataset=cora", "partition=metis", "world_size=2", "epochs=3")
