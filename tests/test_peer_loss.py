@@ -109,15 +109,15 @@ def lost_ranks(request, tmp_path_factory) -> dict[tuple[str, str], Future]:
     selected = {(item.callspec.params["launcher"], item.callspec.params["how"]) for item in request.session.items
                 if item.module is request.module and hasattr(item, "callspec")}
     cases = [c for c in CASES if c in selected]
+    cache = tmp_path_factory.getbasetemp() / "cache"  # tests/conftest.py's, which it sets per test
+    # Cora into the cache first: a torchrun worker that finds it unprocessed has PyG process it (and so
+    # imports PyG before init_process_group) while its peer reads the cache and imports PyG after it: at
+    # the first collective the peer waited longer than timeout_s=10 at load 12 (4 runs of 4).
+    with session_cache(tmp_path_factory):
+        load_dataset(OmegaConf.create({"name": "cora"}))
     turns = [threading.Event() for _ in range(len(cases) + 1)]
     turns[0].set()
     pool = ThreadPoolExecutor(max(1, len(cases)), thread_name_prefix="lost-rank")
-    cache = tmp_path_factory.getbasetemp() / "cache"  # tests/conftest.py's, which it sets per test
-    # Cora into the cache first: a torchrun worker that finds it unprocessed has PyG process it (and so
-    # imports PyG before init_process_group) while its peer reads the cache and imports PyG after: tens
-    # of seconds of skew at the first collective on a loaded machine, far beyond timeout_s.
-    with session_cache(tmp_path_factory):
-        load_dataset(OmegaConf.create({"name": "cora"}))
     futures = {(launcher, how): pool.submit(_lose_a_rank, tmp_path_factory.mktemp(f"{how}-{launcher}"), launcher,
                                             how, turns[i], turns[i + 1], cache)
                for i, (launcher, how) in enumerate(cases)}
