@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
-from contextlib import redirect_stdout
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -37,8 +37,18 @@ def datasets(tmp_path_factory) -> tuple[list[str], list[str]]:
     two-node run (``sum(PROCS)`` METIS shards written by netsparse-partition's job, in this process:
     its command line is tests/test_train_cli.py's, each rank reading its own)."""
     out = tmp_path_factory.mktemp("shards") / "cora-metis"
-    partition_here("dataset=cora", "partition=metis", f"parts={sum(PROCS)}", f"out={out}")
+    with session_cache(tmp_path_factory):
+        partition_here("dataset=cora", "partition=metis", f"parts={sum(PROCS)}", f"out={out}")
     return ["dataset=cora"], ["dataset=partitioned", f"dataset.path={out}"]
+
+
+@contextmanager
+def session_cache(tmp_path_factory):
+    """The pytest session's NETSPARSE_CACHE (tests/conftest.py) for a module-scoped fixture, which runs
+    before conftest's per-test one sets it."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("NETSPARSE_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+        yield
 
 
 def partition_here(*overrides: str) -> dict:
@@ -136,8 +146,9 @@ def two_nodes(out_dir: Path, overrides: list[str], attempts: int = 3) -> list[di
 def reference(tmp_path_factory, datasets) -> dict:
     """The single-process run (``sa``; with dropout on, every strategy trains the same model), as
     netsparse-train's job in this process."""
-    report, _ = train_here(tmp_path_factory.mktemp("single"), *datasets[0], "world_size=1", "strategy=sa",
-                           f"epochs={EPOCHS}")
+    with session_cache(tmp_path_factory):
+        report, _ = train_here(tmp_path_factory.mktemp("single"), *datasets[0], "world_size=1", "strategy=sa",
+                               f"epochs={EPOCHS}")
     return report
 
 

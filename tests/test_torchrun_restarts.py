@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from cli import ROOT, train_here
 from test_stop_signals import _completed_epochs, _kill_tagged
-from test_torchrun import TAG_VAR, _tagged_pids
+from test_torchrun import TAG_VAR, _tagged_pids, session_cache
 
 SCRIPT_TIMEOUT_S = 120
 DEADLINE_S = 300
@@ -156,7 +156,8 @@ def uninterrupted(tmp_path_factory) -> list[float]:
     """The losses of the same run, uninterrupted, at the same world size: netsparse-train's job in this
     process, on its own launcher (a run is the same model under either; one torch thread per rank, as
     OMP_NUM_THREADS=1 gives the torchrun workers)."""
-    report, _ = train_here(tmp_path_factory.mktemp("uninterrupted"), *TRAIN, "world_size=2", "threads=1")
+    with session_cache(tmp_path_factory):
+        report, _ = train_here(tmp_path_factory.mktemp("uninterrupted"), *TRAIN, "world_size=2", "threads=1")
     return [e["loss"] for e in report["epochs"]]
 
 
