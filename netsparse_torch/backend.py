@@ -614,7 +614,7 @@ def _alltoall_concatenated(gloo, outputs: list, inputs: list, opts) -> _StagedWo
     """The list form of all_to_all as gloo's single-tensor form on one host concatenation: gloo has no
     list form before torch 2.13 ("Backend gloo does not support alltoall"), and the host copy stages
     CUDA tensors as well."""
-    send = torch.cat([_host_copy(t).reshape(-1) for t in inputs])
+    send = torch.cat([t.detach().reshape(-1) for t in inputs]).cpu()  # one concatenation, then one transfer
     sizes = [t.numel() for t in outputs]
     recv = torch.empty(sum(sizes), dtype=send.dtype)
     work = gloo.alltoall_base(recv, send, sizes, [t.numel() for t in inputs], opts)

@@ -25,13 +25,13 @@ PROBE = f"try:\n    {CALL.replace('; ', chr(10) + '    ')}\nexcept ValueError:\n
 def compilers() -> dict:
     import torch
 
-    cxx = shutil.which("c++")
+    cxx = os.environ.get("CXX") or shutil.which("c++")  # what torch's extension build compiles with
     version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout.splitlines()[:1] if cxx else []
     config = torch.__config__.show()
     gcc = next((line.strip(" -") for line in config.splitlines() if line.strip(" -").startswith("GCC")), None)
     words = config.replace(",", " ").split()
     compiler = next((w.split("=", 1)[1] for w in words if w.startswith("CXX_COMPILER=")), None)
-    return {"c++": os.environ.get("CXX") or cxx, "c++_version": version[0] if version else None,
+    return {"c++": cxx, "c++_version": version[0] if version else None,
             "torch_built_with": [gcc, compiler]}
 
 
