@@ -28,7 +28,7 @@ from netsparse_torch.progress import Progress
 KARATE = DATA / "mtx_small" / "karate.mtx"
 
 
-def test_progress_lines_every_n_and_the_last():
+def test_progress_lines_every_n_and_the_last(tmp_path):
     out = io.StringIO()
     p = Progress(25, "epoch", every=10, stream=out, bar=False)
     for done in range(1, 26):
@@ -39,11 +39,12 @@ def test_progress_lines_every_n_and_the_last():
     q = Progress(5, "epoch", every=1, stream=quiet, bar=False, enabled=False)  # ranks other than 0
     q.update(5, "x")
     assert quiet.getvalue() == ""
-    resumed = io.StringIO()
-    r = Progress(6, "epoch", every=2, stream=resumed, bar=False, initial=3)
+    resumed, log = io.StringIO(), tmp_path / "train.log"
+    r = Progress(6, "epoch", every=2, stream=resumed, bar=False, initial=3, log=log)
+    r.note("resumed from epoch 3/6")  # on the console as in the log, above the epochs' lines
     for done in (4, 5, 6):
         r.update(done)
-    assert resumed.getvalue() == "epoch 4/6\nepoch 6/6\n"
+    assert resumed.getvalue() == log.read_text() == "resumed from epoch 3/6\nepoch 4/6\nepoch 6/6\n"
 
 
 def test_piped_training_prints_whole_lines_every_log_every(tmp_path):

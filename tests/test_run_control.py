@@ -5,8 +5,8 @@ import json
 import shutil
 
 import pytest
-from cli import run_cli, train_here
-from cli_here import train_cli, train_error
+from cli import run_cli
+from cli_here import train_cli, train_error, train_report
 
 from netsparse_torch.checkpoint import differences, run_identity
 
@@ -126,20 +126,23 @@ def test_resume_of_another_run_is_one_error_naming_the_key(tmp_path, checkpointe
 
 
 def test_resume_of_the_same_run_with_more_epochs_continues(tmp_path, checkpointed):
-    """A fresh process: rank 0's note heads the console (and the log)."""
     run = shutil.copytree(checkpointed, tmp_path / "run")  # the other tests' run stays as it was
-    proc = run_cli("netsparse_torch.cli.train", "dataset=cora", "world_size=2", "epochs=3", "resume=true",
-                   f"hydra.run.dir={run}")
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    earlier = (run / "train.log").read_text()
+    done = train_cli(run, "dataset=cora", "world_size=2", "epochs=3", "resume=true")
+    assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads((run / "report.json").read_text())
     assert [e["epoch"] for e in report["epochs"]] == [0, 1, 2]
     resumed = f"resumed from epoch 2/3 (checkpoint in {run / 'checkpoints'})"
-    assert proc.stdout.splitlines()[0] == resumed and resumed in (run / "train.log").read_text()
+    # Rank 0's note heads what this run added to the log, which reads like its console: Progress.note
+    # prints the line it logs (tests/test_logs.py), and the launcher said nothing before the summary.
+    log = (run / "train.log").read_text()
+    assert log.startswith(earlier) and log[len(earlier):].splitlines()[0] == resumed, log[len(earlier):]
+    assert done.stdout.startswith("netsparse-train: "), done.stdout[:2000]
     # epochs 0-1 come from the checkpoint (their wall times too, which a retrained epoch would not repeat)
     first = json.loads((checkpointed / "report.json").read_text())
     assert report["epochs"][:2] == first["epochs"]
     # and the resumed run is the uninterrupted one: same losses, same bytes moved
-    full, _ = train_here(tmp_path / "full", "dataset=cora", "world_size=2", "epochs=3")
+    full, _ = train_report(tmp_path / "full", "dataset=cora", "world_size=2", "epochs=3")
     assert [e["loss"] for e in report["epochs"]] == [e["loss"] for e in full["epochs"]]
     assert report["comm"]["feature_bytes"] == full["comm"]["feature_bytes"]
 

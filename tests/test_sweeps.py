@@ -170,9 +170,15 @@ def test_the_slurm_config_reaches_sbatch(tmp_path, monkeypatch):
 
 
 # -- training multiruns ------------------------------------------------------------------------------
-@pytest.mark.parametrize("launcher", [["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
-                                      ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10"]],
-                         ids=["joblib", "submitit_local"])
+# submitit_local's training job (~30 s: submitit's controller, the job's interpreter and its forkserver)
+# runs in make soak; make test keeps a training job's ranks in a launcher's job process (joblib, whose
+# loky start method is the one start_forkserver must undo) and submitit's jobs of a Hydra CLI (the
+# simulate sweeps above).
+@pytest.mark.parametrize("launcher", [
+    pytest.param(["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], id="joblib"),
+    pytest.param(["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=10"], id="submitit_local",
+                 marks=pytest.mark.soak),
+])
 def test_a_training_sweep_runs_on_a_launcher(tmp_path, launcher):
     """A joblib worker (another process, under loky's start method, which the standard library's forked
     ranks do not know) and a submitit job each start the ranks of their training job."""
