@@ -26,20 +26,25 @@ def train(tmp_path: Path, *overrides: str, timeout: float = 300):
     return proc, data
 
 
-def train_here(tmp_path: Path, *overrides: str) -> tuple[dict, str]:
+def train_here(tmp_path: Path, *overrides: str, curves: bool = False) -> tuple[dict, str]:
     """``netsparse-train``'s job (``run/job.py`` ``run``) in this process: its ranks fork from this
     pytest worker's forkserver, which imports torch and PyG once per worker instead of once per run
     with the launcher's own imports on top (~10 s of CPU per run on 2 cores). Returns the report as the
-    CLI writes it (strict JSON, read back) and the summary the job printed. Exit codes, one-line errors,
-    signals and Hydra's run directory belong to the CLI: test those with :func:`train`."""
+    CLI writes it (``write_json``: strict JSON, read back) and the summary the job printed. With
+    ``curves`` the job writes the report itself and draws curves.png beside it (matplotlib, ~0.5 s a
+    run, so only for the tests that check them). Exit codes, one-line errors, signals and Hydra's run
+    directory belong to the CLI: test those with :func:`train`."""
     from hydra import compose, initialize_config_dir
 
     from netsparse_torch.config_check import config_dir
+    from netsparse_torch.report import write_json
     from netsparse_torch.run.job import run
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     report = tmp_path / "report.json"
     printed = io.StringIO()
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"), redirect_stdout(printed):
-        run(compose(config_name="train", overrides=[f"report_path={report}", *overrides]))
+        returned = run(compose(config_name="train", overrides=[f"report_path={report}"] * curves + list(overrides)))
+    if not curves:
+        write_json(returned, report)
     return json.loads(report.read_text()), printed.getvalue()

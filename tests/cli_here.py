@@ -121,23 +121,3 @@ def train_error(run_dir: Path, *overrides: str, in_a_rank: bool = False) -> str:
     assert done.ranks_started == in_a_rank, done.stderr[-3000:]
     return error_line(done)
 
-
-def train_report(tmp_path: Path, *overrides: str) -> tuple[dict, str]:
-    """tests/cli.py's ``train_here`` without the curves: the job (``run/job.py`` ``run``) in this process
-    with no report path and no run directory, so no curves.png is drawn next to a report (matplotlib,
-    ~0.5 s a run; test_logs and test_resume check the curves of a CLI run). Returns the report ``run``
-    returned, written as the CLI writes it (``write_json``: strict JSON) to ``tmp_path`` and read back,
-    and the summary the job printed."""
-    import json
-
-    from hydra import compose, initialize_config_dir
-
-    from netsparse_torch.config_check import config_dir
-    from netsparse_torch.report import write_json
-    from netsparse_torch.run.job import run
-
-    printed = io.StringIO()
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"), redirect_stdout(printed):
-        report = run(compose(config_name="train", overrides=list(overrides)))
-    (path,) = write_json(report, tmp_path / "report.json")
-    return json.loads(path.read_text()), printed.getvalue()

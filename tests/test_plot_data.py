@@ -45,7 +45,7 @@ def _drawn_curves(report: dict) -> list[dict]:
 def trained(tmp_path_factory) -> tuple[dict, object]:
     """A short run that evaluates after every epoch (the bug: only the final point was drawn)."""
     out = tmp_path_factory.mktemp("train")
-    report, _ = train_here(out, "world_size=1", "epochs=5", "eval_every=1")
+    report, _ = train_here(out, "world_size=1", "epochs=5", "eval_every=1", curves=True)
     return report, out
 
 

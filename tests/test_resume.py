@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_here import error_line, train_cli, train_report
+from cli import train_here
+from cli_here import error_line, train_cli
 from test_run_control import _composed
 
 from netsparse_torch import checkpoint
@@ -109,10 +110,10 @@ def _metrics(run: Path) -> list[dict]:
 ], ids=["netsparse", "twoface", "switch"])
 def test_a_resumed_run_reports_what_the_uninterrupted_run_reports(tmp_path, overrides):
     common = ["dataset=cora", "world_size=2", "checkpoint_every=2", *overrides]
-    whole, _ = train_report(tmp_path / "whole", *common, f"epochs={EPOCHS}", f"checkpoint_dir={tmp_path / 'a'}")
+    whole, _ = train_here(tmp_path / "whole", *common, f"epochs={EPOCHS}", f"checkpoint_dir={tmp_path / 'a'}")
     ckpt = f"checkpoint_dir={tmp_path / 'b'}"
-    first, _ = train_report(tmp_path / "first", *common, f"epochs={STOP_AT}", ckpt)
-    resumed, _ = train_report(tmp_path / "resumed", *common, f"epochs={EPOCHS}", ckpt, "resume=true")
+    first, _ = train_here(tmp_path / "first", *common, f"epochs={STOP_AT}", ckpt)
+    resumed, _ = train_here(tmp_path / "resumed", *common, f"epochs={EPOCHS}", ckpt, "resume=true")
     assert resumed["attempts"] == [
         {"epochs": [0, STOP_AT], "resumed_from": None, "restart": 0, "redone": None},
         {"epochs": [STOP_AT, EPOCHS], "resumed_from": STOP_AT, "restart": 0, "redone": None}]

@@ -5,8 +5,8 @@ import json
 import shutil
 
 import pytest
-from cli import run_cli
-from cli_here import train_cli, train_error, train_report
+from cli import run_cli, train_here
+from cli_here import train_cli, train_error
 
 from netsparse_torch.checkpoint import differences, run_identity
 
@@ -142,7 +142,7 @@ def test_resume_of_the_same_run_with_more_epochs_continues(tmp_path, checkpointe
     first = json.loads((checkpointed / "report.json").read_text())
     assert report["epochs"][:2] == first["epochs"]
     # and the resumed run is the uninterrupted one: same losses, same bytes moved
-    full, _ = train_report(tmp_path / "full", "dataset=cora", "world_size=2", "epochs=3")
+    full, _ = train_here(tmp_path / "full", "dataset=cora", "world_size=2", "epochs=3")
     assert [e["loss"] for e in report["epochs"]] == [e["loss"] for e in full["epochs"]]
     assert report["comm"]["feature_bytes"] == full["comm"]["feature_bytes"]
 

@@ -4,13 +4,14 @@ from a partitioned dataset written by netsparse-partition."""
 import json
 
 import pytest
-from cli_here import partition_cli, train_report
+from cli import train_here
+from cli_here import partition_cli
 from graphs import random_graph
 
 
 @pytest.mark.slow
 def test_cora_gcn_two_ranks_reaches_paper_accuracy(tmp_path):
-    report, printed = train_report(tmp_path, "dataset=cora", "model=gcn", "world_size=2", "epochs=200")
+    report, printed = train_here(tmp_path, "dataset=cora", "model=gcn", "world_size=2", "epochs=200")
     assert report["final"]["test_acc"] >= 0.79
     # The report schema of the README.
     assert set(report["final"]) >= {"test_acc", "val_acc", "train_loss"}
@@ -25,7 +26,7 @@ def test_cora_gcn_two_ranks_reaches_paper_accuracy(tmp_path):
 
 
 def test_sage_su_nnz_partition_on_tolokers(tmp_path):
-    report, _ = train_report(tmp_path, "dataset=tolokers", "model=sage", "strategy=su", "partition=nnz",
+    report, _ = train_here(tmp_path, "dataset=tolokers", "model=sage", "strategy=su", "partition=nnz",
                            "world_size=3", "epochs=2", "hidden=8")
     nnz = report["partition"]["nnz"]
     assert sum(nnz) == report["dataset"]["nnz"] and max(nnz) < 0.5 * sum(nnz)
@@ -39,7 +40,7 @@ def test_sage_su_nnz_partition_on_tolokers(tmp_path):
 
 
 def test_netsparse_strategy_reports_its_block(tmp_path):
-    report, printed = train_report(tmp_path, "dataset=cora", "strategy=netsparse", "world_size=2", "epochs=2")
+    report, printed = train_here(tmp_path, "dataset=cora", "strategy=netsparse", "world_size=2", "epochs=2")
     ns = report["netsparse"]
     for key in ("idxs", "local", "filtered", "coalesced", "prs_issued", "packets", "prs_per_packet",
                 "header_bytes", "payload_bytes", "goodput", "wire_bytes"):
@@ -56,8 +57,8 @@ def test_partition_cli_then_train_from_the_shards(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "edge cut" in done.stdout and (out / "manifest.json").is_file()
     manifest = json.loads((out / "manifest.json").read_text())
-    disk, printed = train_report(tmp_path, "dataset=partitioned", f"dataset.path={out}", "world_size=2", "epochs=3")
-    mem, _ = train_report(tmp_path / "mem", "dataset=cora", "partition=metis", "world_size=2", "epochs=3")
+    disk, printed = train_here(tmp_path, "dataset=partitioned", f"dataset.path={out}", "world_size=2", "epochs=3")
+    mem, _ = train_here(tmp_path / "mem", "dataset=cora", "partition=metis", "world_size=2", "epochs=3")
     # The same shards in the same order: the same run, bit for bit.
     assert [e["loss"] for e in disk["epochs"]] == [e["loss"] for e in mem["epochs"]]
     p = disk["partition"]
@@ -83,7 +84,7 @@ def test_every_strategy_trains_from_a_partitioned_dataset(tmp_path):
     variants = {"sa": ["strategy=sa"], "su": ["strategy=su"], "twoface": ["strategy=twoface"], "ds": ["strategy=ds"],
                 "netsparse": ["strategy=netsparse"], "switch": ["fabric=switch", "cluster.rack_size=1"],
                 "modeled": ["strategy=sa", "cluster=leafspine128", "cluster.nodes=16", "cluster.rack_size=4"]}
-    reports = {name: train_report(tmp_path / name, *base, *extra)[0] for name, extra in variants.items()}
+    reports = {name: train_here(tmp_path / name, *base, *extra)[0] for name, extra in variants.items()}
     want = [e["loss"] for e in reports["sa"]["epochs"]]
     for name, r in reports.items():
         assert r["partition"]["mode"] == "metis", name
@@ -109,6 +110,6 @@ def test_normalize_features_is_pygs_transform():
 @pytest.mark.slow
 def test_cora_gat_two_ranks_reaches_pyg_example_accuracy(tmp_path):
     # PyG's examples/gat.py reaches about 0.81-0.83 on Cora.
-    report, _ = train_report(tmp_path, "dataset=cora", "model=gat", "world_size=2")
+    report, _ = train_here(tmp_path, "dataset=cora", "model=gat", "world_size=2")
     assert report["final"]["test_acc"] >= 0.80
     assert len(report["epochs"]) == 200 and report["strategy"] == "sa"
