@@ -120,6 +120,19 @@ def test_autograd_reuses_the_mask(dtype):
     torch.testing.assert_close(x.grad, g * m, rtol=0, atol=0)
 
 
+def test_backward_saves_no_mask():
+    """The mask is drawn again in the backward: what autograd keeps from the forward is the node ids
+    (which the graph holds anyway), not a tensor the size of x (for a paper-scale rank, 81 MB a layer)."""
+    x = torch.randn(1000, 16, requires_grad=True)
+    ids = torch.arange(1000)
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+        out = keyed_dropout(x, ids, 0.5, seed=1, epoch=0, layer=1)
+    assert [t.data_ptr() for t in saved] == [ids.data_ptr()], [tuple(t.shape) for t in saved]
+    out.backward(torch.ones_like(out))
+    torch.testing.assert_close(x.grad, out.detach() / x.detach(), rtol=1e-6, atol=0)
+
+
 def test_only_in_training_and_edge_probabilities():
     x = torch.randn(6, 5)
     ids = torch.arange(6)
