@@ -1,6 +1,7 @@
 """CUDA SpMM: the Triton kernel against cuSPARSE (``torch.sparse.mm``) with int32 and with int64 indices.
 
-    python benchmarks/gpu_kernels.py [--ks 16 32 64 128 256] [--chunks 32 64] [--graphs ...] [--reps 10]
+    python benchmarks/gpu_kernels.py [--ks 16 32 64 128 256] [--chunks 32 64] [--orders longest buckets]
+                                     [--graphs ...] [--reps 10]
                                      [--hbm-gbs GBS] [--out PATH]
     python benchmarks/gpu_kernels.py --device cpu --small      # the same code path on tiny inputs (CI)
 
@@ -11,7 +12,9 @@ band, 1M rows: :func:`hw_models.synthetic.banded`) and ``delaunay_n16`` (SuiteSp
 
 At every feature width K it times the forward product ``A x B`` and the backward product ``A^T x G``
 (on the cached transpose) with: ``triton-c<N>`` (the Triton kernel, rows of more than N nonzeros cut
-into chunks of N, for each ``--chunks`` N), ``cusparse-i32`` and ``cusparse-i64`` (``torch.sparse.mm``
+into chunks of N, for each ``--chunks`` N; segments longest first) and ``triton-c<N>-buckets`` (the
+same segments by length bucket, in row order inside one: ``make_plan(order="buckets")``, for each
+``--orders`` other than ``longest``), ``cusparse-i32`` and ``cusparse-i64`` (``torch.sparse.mm``
 on a CSR tensor with those index types) and ``auto`` (what ``kernels.spmm(a, B)`` picks, timed once per
 CSR). Times are milliseconds of GPU time (``netsparse_torch.kernels._choice.cuda_timer``: after
 warm-ups that absorb compilation and autotuning, the median of batches queued behind a sleeping
@@ -70,6 +73,8 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--small", action="store_true", help="tiny graphs (with --device cpu: the CI check)")
     p.add_argument("--ks", type=int, nargs="+", default=[16, 32, 64, 128, 256])
     p.add_argument("--chunks", type=int, nargs="+", default=[32, 64], help="long-row chunk sizes of the Triton kernel")
+    p.add_argument("--orders", nargs="+", default=["longest", "buckets"], choices=("longest", "buckets"),
+                   help="segment orders of the Triton kernel's plan")
     p.add_argument("--graphs", nargs="+", default=None, help="a subset of the graphs (default: all)")
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--hbm-gbs", type=float, default=None, help="peak HBM GB/s (default: by device name)")
@@ -133,7 +138,7 @@ def to_csr(m: sp.csr_matrix, device: torch.device):
     return kernels.CSR(crow, col, val, m.shape[1])
 
 
-def candidates(a, chunks: list[int], device: torch.device) -> dict[str, dict]:
+def candidates(a, chunks: list[int], orders: list[str], device: torch.device) -> dict[str, dict]:
     """{direction: {kind: fn(dense)}} for the CSR ``a`` (backward: its cached transpose)."""
     from netsparse_torch import kernels
     from netsparse_torch.kernels import _choice, _ops
@@ -143,8 +148,10 @@ def candidates(a, chunks: list[int], device: torch.device) -> dict[str, dict]:
     for direction, m in (("forward", a), ("backward", a.transposed())):
         kinds = {}
         for chunk in chunks:
-            plan = tk.make_plan(m.crow, m.col, long_row=chunk, chunk=chunk)
-            kinds[f"triton-c{chunk}"] = lambda X, m=m, plan=plan: tk.spmm(m.crow, m.col, m.val, X, plan)
+            for order in orders:
+                plan = tk.make_plan(m.crow, m.col, long_row=chunk, chunk=chunk, order=order)
+                name = f"triton-c{chunk}" + ("" if order == "longest" else f"-{order}")
+                kinds[name] = lambda X, m=m, plan=plan: tk.spmm(m.crow, m.col, m.val, X, plan)
         for bits, index in ((32, torch.int32), (64, torch.int64)):
             t = torch.sparse_csr_tensor(m.crow.to(index), m.col.to(index), m.val, (m.n_rows, m.n_cols))
             kinds[f"cusparse-i{bits}"] = lambda X, t=t: torch.sparse.mm(t, X)
@@ -164,7 +171,7 @@ def candidates(a, chunks: list[int], device: torch.device) -> dict[str, dict]:
 
 def bench_graph(name: str, cls: str, m: sp.csr_matrix, args, device: torch.device, peak_gbs) -> list[dict]:
     a = to_csr(m, device)
-    kinds = candidates(a, args.chunks, device)
+    kinds = candidates(a, args.chunks, args.orders, device)
     time_ms = timer(device, args.reps)
     rows = []
     for k in args.ks:

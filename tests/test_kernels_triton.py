@@ -104,6 +104,29 @@ def test_default_plan_on_a_row_over_256_nonzeros_with_empty_and_single_nonzero_r
     assert not out[[0, 3, 11]].any()
 
 
+def test_bucket_order_runs_rows_in_row_order_inside_a_length_bucket_with_the_same_bits():
+    """order="buckets": segments by ceil(log2(length)), longest bucket first, row order inside one, the
+    empty rows last; the product is the longest-first plan's to the bit (one program sums a segment)."""
+    crow, col, val, dense = power_law_csr(40, 50, hub=7)
+    longest = tk.make_plan(crow, col, long_row=3, chunk=4)
+    plan = tk.make_plan(crow, col, long_row=3, chunk=4, order="buckets")
+    length, dest = plan.seg_len.long(), plan.seg_dest.long()
+    bucket = torch.where(length > 0, torch.ceil(torch.log2(length.clamp(min=1).double())).long(), -1)
+    assert bucket.tolist() == sorted(bucket.tolist(), reverse=True)
+    for b in set(bucket.tolist()):
+        rows = dest[(bucket == b) & (dest >= 0)].tolist()
+        chunks = (-1 - dest[(bucket == b) & (dest < 0)]).tolist()
+        assert rows == sorted(rows) and chunks == sorted(chunks), b
+    def segments(pl):
+        return sorted(zip(pl.seg_dest.tolist(), pl.seg_start.tolist(), pl.seg_len.tolist(), strict=True))
+
+    assert segments(plan) == segments(longest)  # the same segments, only their order differs
+    B = torch.randn(50, 19, device=DEV)
+    assert torch.equal(tk.spmm(crow, col, val, B, plan), tk.spmm(crow, col, val, B, longest))
+    with pytest.raises(ValueError, match="order must be one of longest, buckets"):
+        tk.make_plan(crow, col, order="random")
+
+
 @settings(max_examples=12, deadline=None)
 @given(rows=st.integers(1, 12), cols=st.integers(1, 12), k=st.integers(1, 40), density=st.floats(0.0, 1.0),
        seed=st.integers(0, 2**16), double=st.booleans(), long_row=st.integers(0, 6), chunk=st.integers(1, 5))

@@ -70,7 +70,8 @@ SITE = Path("/tmp/netsparse-gpu-site")
 BUDGET_S = 480.0
 TEST_WORKERS = 8
 # Seconds each step spends beyond Triton compiles, on one H100 or H200. Measured on an H200 (16 cores,
-# 2026-11-28): the build about 40 s from clean, gpu_kernels 27-31 s in all; the tests and gpu_epoch are
+# 2026-11-28): the build about 40 s from clean, gpu_kernels 27-31 s in all (one segment order; both orders
+# time twice the Triton kinds, inside its cap of 98 s); the tests and gpu_epoch are
 # still estimates (their runs failed early). native_errors: one C++ call, and a debugger's backtrace if
 # it crashes.
 RUN_S = {"build": 90.0, "native_errors": 30.0, "tests": 120.0, "gpu_kernels": 40.0, "gpu_epoch": 60.0}

@@ -83,10 +83,18 @@ _DENSE_SPACE = [
 #   so a step does not wait on the index-then-B chain.
 #
 # The plan (the segments and their order) depends only on the pattern and is built once per CSR.
+# Two orders (``make_plan(order=)``): ``longest`` sorts the segments by length, which on a mesh, whose
+# rows have a few nearby degrees, interleaves rows from all over the matrix and loses the B rows that
+# neighbouring rows share in L2 (cuSPARSE, in row order, reached 1.4-1.5x the gather model's HBM bound
+# on the H200 at K >= 128 where our kernel did not); ``buckets`` groups segments by ceil(log2(length)),
+# longest bucket first, in row order inside a bucket: nearly longest first, and a mesh's rows in one
+# bucket in row order. Which is faster is the GPU's to say (benchmarks/gpu_kernels.py times both).
 # The thresholds are our own assumption, to be tuned on a GPU (benchmarks/gpu_kernels.py --chunks):
 # 64 nonzeros per chunk (the issue asked for 32-64), every row longer than one chunk cut.
 LONG_ROW = 64
 CHUNK = 64
+ORDERS = ("longest", "buckets")
+ORDER = "longest"
 
 # (BLOCK_ROWS, BLOCK_NNZ, BLOCK_K), warps, stages: about 2-4K accumulator values per program.
 _SEGMENTS_SPACE = [
@@ -142,7 +150,7 @@ _TUNING = {"key": ["K", "GRAPH_KEY"], "prune_configs_by": {"early_config_prune":
 def _spmm_segments_kernel(seg_start_ptr, seg_len_ptr, seg_dest_ptr, n_seg, col_ptr, val_ptr, b_ptr, out_ptr,
                           part_ptr, K, stride_bn, stride_bk, stride_on, GRAPH_KEY, BLOCK_ROWS: tl.constexpr,
                           BLOCK_NNZ: tl.constexpr, BLOCK_K: tl.constexpr):
-    """For the program's BLOCK_ROWS segments, longest first: the sum of val[p] * B[col[p], k-tile] over
+    """For the program's BLOCK_ROWS segments (in the plan's order): the sum of val[p] * B[col[p], k-tile] over
     each segment's nonzeros, stored at out[dest] (a whole row, dest >= 0) or part[-dest - 1] (a chunk of
     a long row). One program per (segment block, K tile), K tiles fastest, so program order is the
     segments' order."""
@@ -268,7 +276,7 @@ class SpMMPlan(NamedTuple):
     crow: torch.Tensor
     col: torch.Tensor
     seg_start: torch.Tensor  # the first nonzero of each segment (a whole row, or a chunk of a long row)
-    seg_len: torch.Tensor  # its nonzeros: non-increasing, the order the programs run in
+    seg_len: torch.Tensor  # its nonzeros, in the order the programs run (non-increasing: length or bucket)
     seg_dest: torch.Tensor  # its output row (>= 0), or -1 - its chunk's index in the partial sums
     long_rows: torch.Tensor  # the rows cut into chunks
     long_chunks: torch.Tensor  # long row i owns chunks long_chunks[i]:long_chunks[i + 1], in row order
@@ -281,12 +289,16 @@ class SpMMPlan(NamedTuple):
 
 
 def make_plan(crow: torch.Tensor, col: torch.Tensor, long_row: int = LONG_ROW, chunk: int = CHUNK,
-              index_dtype: torch.dtype | None = None) -> SpMMPlan:
+              index_dtype: torch.dtype | None = None, order: str = ORDER) -> SpMMPlan:
     """The program layout of ``A x B`` for the pattern ``(crow, col)`` (torch ops, on its device): rows
-    of more than ``long_row`` nonzeros cut into chunks of ``chunk``, every segment longest first.
-    ``index_dtype`` overrides the index width (int32 whenever the row count and nnz fit)."""
+    of more than ``long_row`` nonzeros cut into chunks of ``chunk``, the segments in ``order`` (see
+    ``ORDERS`` above: longest first, or by length bucket in row order). ``index_dtype`` overrides the
+    index width (int32 whenever the row count and nnz fit). The order changes no bit of the product:
+    each segment is summed by one program, whichever segments share it."""
     if long_row < 0 or chunk < 1:
         raise ValueError(f"make_plan: need long_row >= 0 and chunk >= 1, got {long_row} and {chunk}")
+    if order not in ORDERS:
+        raise ValueError(f"make_plan: order must be one of {', '.join(ORDERS)}; got {order!r}")
     n_rows, nnz = crow.numel() - 1, col.numel()
     idx = index_dtype or (torch.int32 if max(n_rows + 1, nnz) < 2**31 else torch.int64)
     crow = crow.long()
@@ -305,11 +317,19 @@ def make_plan(crow: torch.Tensor, col: torch.Tensor, long_row: int = LONG_ROW, c
     seg_start = torch.cat([crow[short], chunk_start])
     seg_len = torch.cat([deg[short], chunk_len])
     seg_dest = torch.cat([short, -1 - torch.arange(n_chunks, device=crow.device)])
-    order = torch.argsort(seg_len, descending=True, stable=True)
+    # Stable: equal keys keep row order (short rows first, then the chunks, each in row order).
+    key = seg_len if order == "longest" else _length_bucket(seg_len)
+    perm = torch.argsort(key, descending=True, stable=True)
     mean_len = nnz / max(seg_len.numel(), 1)
-    return SpMMPlan(crow.to(idx).contiguous(), col.to(idx).contiguous(), seg_start[order].to(idx),
-                    seg_len[order].to(idx), seg_dest[order].to(idx), long_rows.to(idx), long_chunks.to(idx),
+    return SpMMPlan(crow.to(idx).contiguous(), col.to(idx).contiguous(), seg_start[perm].to(idx),
+                    seg_len[perm].to(idx), seg_dest[perm].to(idx), long_rows.to(idx), long_chunks.to(idx),
                     int(chunk), 64 * int(math.log2(1.0 + mean_len)) + int(math.log2(1.0 + nnz)))
+
+
+def _length_bucket(lengths: torch.Tensor) -> torch.Tensor:
+    """ceil(log2(length)) for lengths >= 1, and -1 for empty rows (last: they only store zeros)."""
+    bucket = torch.ceil(torch.log2(lengths.clamp(min=1).double())).long()
+    return torch.where(lengths > 0, bucket, -1)
 
 
 @on_operands_device
