@@ -144,3 +144,19 @@ def test_a_lost_rank_is_one_line_naming_it_and_where_the_epochs_are(lost_ranks, 
         if launcher == "torchrun" and noise == "Traceback":
             continue  # torchrun's agent prints its own report of the failed worker
         assert noise not in err, err[-4000:]
+
+
+def test_a_rank_that_never_arrives_is_one_line_naming_the_timeout():
+    """Rank 0 of two waits for rank 1 at init_process_group (as a torchrun worker whose peer starts late
+    waits): after timeout_s, one line naming it and what to do, not the store's traceback."""
+    from netsparse_torch.run.launch import free_port
+
+    code = ("from netsparse_torch.errors import NetsparseError\n"
+            "from netsparse_torch.run.launch import init_rank\n"
+            "try:\n    init_rank(0, 2, 1.0)\nexcept NetsparseError as exc:\n    print(exc)\n")
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), TORCH_CPP_LOG_LEVEL="ERROR")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0 and done.stderr == "", done.stderr[-2000:]
+    (line,) = done.stdout.splitlines()
+    assert line.startswith("rank 0: the job's 2 ranks did not all meet within timeout_s=1 s (") and \
+        line.endswith("needs a larger timeout_s"), line

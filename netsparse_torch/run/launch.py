@@ -55,9 +55,18 @@ def free_port() -> int:
 
 
 def init_rank(rank: int, world_size: int, timeout_s: float, backend: str = "netsparse") -> None:
+    """Joins the job's process group; a peer that does not arrive within ``timeout_s`` is one error
+    line here, not the store's traceback (under torchrun each worker starts on its own, and on a loaded
+    host one can be seconds behind the others: its imports)."""
     keep_freed_memory(RANK_LARGEST_KEPT)
-    dist.init_process_group(backend, rank=rank, world_size=world_size,
-                            timeout=datetime.timedelta(seconds=timeout_s))
+    try:
+        dist.init_process_group(backend, rank=rank, world_size=world_size,
+                                timeout=datetime.timedelta(seconds=timeout_s))
+    except dist.DistStoreError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise NetsparseError(f"rank {rank}: the job's {world_size} ranks did not all meet within timeout_s="
+                             f"{timeout_s:g} s ({first}); a rank that starts late, on a loaded host or a slow "
+                             "file system, needs a larger timeout_s") from None
 
 
 @dataclass(frozen=True)
