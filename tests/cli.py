@@ -44,7 +44,8 @@ def train_here(tmp_path: Path, *overrides: str, curves: bool = False) -> tuple[d
     report = tmp_path / "report.json"
     printed = io.StringIO()
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"), redirect_stdout(printed):
-        returned = run(compose(config_name="train", overrides=[f"report_path={report}"] * curves + list(overrides)))
+        written = [f"report_path={report}"] if curves else []  # else the returned report, written below
+        returned = run(compose(config_name="train", overrides=[*written, *overrides]))
     if not curves:
         write_json(returned, report)
     return json.loads(report.read_text()), printed.getvalue()

@@ -120,4 +120,3 @@ def train_error(run_dir: Path, *overrides: str, in_a_rank: bool = False) -> str:
     done = train_cli(run_dir, *overrides)
     assert done.ranks_started == in_a_rank, done.stderr[-3000:]
     return error_line(done)
-

@@ -28,7 +28,6 @@ HOP = 1  # hop log row kind (csrc/sim/types.h HopRow)
 P8_TINY_RX = {"cluster": {"nodes": 8, "rack_size": 4}, "snic": {"rx_buffer_bytes": 1500}}
 
 
-
 def _run(a, params: dict, bin_ps):
     hw = HardwareParams.from_dict(params)
     return hw, simulate(a, definitions.workload(a, hw.cluster.nodes), hw, 16, log_hops=True,

@@ -47,7 +47,6 @@ WORKLOADS = {
 SENT, HOP, DELIVERED = 0, 1, 2  # row kinds of the hop log (csrc/sim/hop_log.h)
 
 
-
 def _run(workload: str, network: str, log_hops: bool = False):
     params, stage = WORKLOADS[workload]
     hw = HardwareParams.from_dict(params)

@@ -63,10 +63,15 @@ def init_rank(rank: int, world_size: int, timeout_s: float, backend: str = "nets
         dist.init_process_group(backend, rank=rank, world_size=world_size,
                                 timeout=datetime.timedelta(seconds=timeout_s))
     except dist.DistStoreError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise NetsparseError(f"rank {rank}: the job's {world_size} ranks did not all meet within timeout_s="
-                             f"{timeout_s:g} s ({first}); a rank that starts late, on a loaded host or a slow "
-                             "file system, needs a larger timeout_s") from None
+                             f"{timeout_s:g} s ({_first_line(exc)}); a rank that starts late, on a loaded host or a "
+                             "slow file system, needs a larger timeout_s") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of a distributed error's message (torch's carry C++ frames below it), or its type."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -164,8 +169,8 @@ def _torchrun_worker(fn: Callable, args: tuple, timeout_s: float, threads):
             raise PeerLostError(f"rank {rank}: lost {'; '.join(lost)}", [int(w.split()[1]) for w in lost]) from None
         raise_if_stopped()  # the agent's stop, one worker after another: reported as a stop (rank 0 keeps the epochs)
         if isinstance(exc, dist.DistError):
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise NetsparseError(f"rank {rank}: lost contact with another process of the job ({first})") from None
+            raise NetsparseError(f"rank {rank}: lost contact with another process of the job "
+                                 f"({_first_line(exc)})") from None
         raise
     finally:
         if heartbeat is not None:
