@@ -22,12 +22,16 @@ install: $(EXT)
 
 $(STAMP): pyproject.toml requirements.txt
 	@test -x $(PY) || python3 -m venv .venv
-	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
-	@$(PY) -c "import torch; print('torch==' + torch.__version__.split('+')[0])" > .venv/torch-constraint.txt
-	$(PY) -m pip install -q -c .venv/torch-constraint.txt -r requirements.txt
+	@$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q --no-compile torch==2.13.0
+	@$(PY) -c "from importlib.metadata import version; print('torch==' + version('torch').split('+')[0])" \
+	  > .venv/torch-constraint.txt
+	$(PY) -m pip install -q --no-compile -c .venv/torch-constraint.txt -r requirements.txt
+	@# Byte-compiled here on every core (pip compiles on one: ~60 s of the install), and the package itself,
+	@# which an editable install leaves uncompiled: where PYTHONDONTWRITEBYTECODE is set (as here) every
+	@# process would otherwise compile the modules it imports again. As pip does, the dependencies' few files
+	@# in a newer Python's syntax (torch's py312 tests) are skipped; the package's must compile.
+	@$(PY) -m compileall -q -j 0 .venv/lib > /dev/null 2>&1 || true
 	NETSPARSE_NO_EXTENSION=1 $(PY) -m pip install -q -c .venv/torch-constraint.txt --no-build-isolation --no-deps -e .
-	@# pip byte-compiles what it installs, but not an editable package; where PYTHONDONTWRITEBYTECODE is set
-	@# (as here) every process would compile the package's ~150 modules again (~0.5 s of CPU each time).
 	@$(PY) -m compileall -q netsparse_torch hw_models > /dev/null
 	@touch $@
 
