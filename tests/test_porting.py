@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+import torch_geometric
 from conftest import DATA, ROOT
 from graphs import edge_index, random_graph
 from torch.nn.parallel import DistributedDataParallel
@@ -283,13 +284,18 @@ def losses_and_accuracies(out: str) -> tuple[list[float], dict[str, float]]:
     return losses, accs
 
 
+def start_pyg(root: Path, env: dict[str, str], args: tuple[str, ...]) -> subprocess.Popen:
+    """examples/pyg_gcn.py with ``args`` on the Planetoid ``root``, on one thread, in its own session."""
+    return subprocess.Popen([sys.executable, str(ROOT / "examples" / "pyg_gcn.py"), *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=dict(os.environ, **env, PLANETOID_ROOT=str(root), OMP_NUM_THREADS="1"))
+
+
 def port_and_pyg(roots: tuple[Path, Path], env: dict[str, str], args: tuple[str, ...] = ()) -> tuple[str, str]:
     """Rank 0's output of examples/pyg_port.py at 2 ranks and examples/pyg_gcn.py's output, each with
     ``args`` and ``env`` and its own of ``roots`` (PLANETOID_ROOT), run side by side; PyG's process is
     killed (its session) if it outlives the deadline or the port fails."""
-    pyg = subprocess.Popen([sys.executable, str(ROOT / "examples" / "pyg_gcn.py"), *args], cwd=ROOT,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                           env=dict(os.environ, **env, PLANETOID_ROOT=str(roots[1]), OMP_NUM_THREADS="1"))
+    pyg = start_pyg(roots[1], env, args)
     try:
         port = run_ranks(ROOT / "examples" / "pyg_port.py", 2, dict(env, PLANETOID_ROOT=str(roots[0])), args)
         ref, err = pyg.communicate(timeout=SCRIPT_TIMEOUT_S)
@@ -319,8 +325,6 @@ PYG_GDC = ROOT / "tests" / "golden" / "pyg_gcn_gdc.json"
 
 
 def versions() -> dict[str, str]:
-    import torch_geometric
-
     return {"torch": torch.__version__, "torch_geometric": torch_geometric.__version__}
 
 
@@ -331,22 +335,28 @@ def test_the_gdc_port_reaches_pygs_accuracy(planetoid_root, pyg_root):
     recorded = json.loads(PYG_GDC.read_text())
     if recorded["versions"] == versions():
         port = run_ranks(ROOT / "examples" / "pyg_port.py", 2, {"PLANETOID_ROOT": str(planetoid_root)}, ("--use_gdc",))
-        ref_losses, ref_acc = [None] * recorded["epochs"], recorded["accuracy"]
+        ref_epochs, ref_acc = recorded["epochs"], recorded["accuracy"]
     else:
         port, ref = port_and_pyg((planetoid_root, pyg_root), {}, ("--use_gdc",))
         ref_losses, ref_acc = losses_and_accuracies(ref)
+        ref_epochs = len(ref_losses)
     losses, acc = losses_and_accuracies(port)
-    assert len(ref_losses) == len(losses) == 200
+    assert ref_epochs == len(losses) == 200
     # GDC's Cora: about 0.8 (PyG's example); GDC's edges without their weights train to about 0.2
     assert ref_acc["test"] > 0.75 and abs(acc["test"] - ref_acc["test"]) <= 0.01, (acc, ref_acc)
 
 
 def record_pyg_gdc(root: Path) -> dict:
     """Runs PyG's example with --use_gdc (as the test would) and returns what :data:`PYG_GDC` holds."""
-    env = dict(os.environ, PLANETOID_ROOT=str(_raw_cora(root)), OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, "examples/pyg_gcn.py", "--use_gdc"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=SCRIPT_TIMEOUT_S, check=True)
-    losses, acc = losses_and_accuracies(done.stdout)
+    pyg = start_pyg(_raw_cora(root), {}, ("--use_gdc",))
+    try:
+        out, err = pyg.communicate(timeout=SCRIPT_TIMEOUT_S)
+    finally:
+        if pyg.poll() is None:
+            os.killpg(pyg.pid, signal.SIGKILL)
+            pyg.wait()
+    assert pyg.returncode == 0, err[-3000:]
+    losses, acc = losses_and_accuracies(out)
     return {"command": "OMP_NUM_THREADS=1 PLANETOID_ROOT=<a copy of Cora's raw files> "
                        ".venv/bin/python examples/pyg_gcn.py --use_gdc",
             "recorded_by": "python tests/test_porting.py", "versions": versions(), "epochs": len(losses),
