@@ -36,25 +36,11 @@ def train_cli(run_dir: Path, *overrides: str) -> Done:
     from unittest import mock
 
     from netsparse_torch.cli import train as cli
-    from netsparse_torch.cli.hydra_app import hydra_errors
-    from netsparse_torch.config_keys import TRAIN, check_command_line
-    from netsparse_torch.errors import NetsparseError
     from netsparse_torch.run import job
 
-    def main(args: list[str]) -> None:
-        try:  # a wrong key or group choice, before Hydra
-            check_command_line(args, TRAIN)
-        except NetsparseError as exc:
-            cli.fail(exc)
-        try:
-            with hydra_errors():
-                cli._hydra_main()
-        except NetsparseError as exc:  # one of Hydra's own errors before the run
-            cli.say_error(exc)
-            sys.exit(2)
-
     with mock.patch.object(job, "launch", wraps=job.launch) as launch:
-        done = _here("netsparse-train", main, [*overrides, f"hydra.run.dir={run_dir}"])
+        done = _here("netsparse-train", lambda _: sys.exit(cli.run_command()),
+                     [*overrides, f"hydra.run.dir={run_dir}"])
     done.ranks_started = launch.called
     return done
 

@@ -114,6 +114,12 @@ def stopped_line(stop: Interrupted) -> str:
 
 
 def main() -> None:
+    exit_now(run_command())
+
+
+def run_command() -> int:
+    """``netsparse-train`` on ``sys.argv``'s command line, in this process: says every line and returns the
+    exit status (``main`` exits with it at once; tests/cli_here.py runs it without a fresh interpreter)."""
     from netsparse_torch.report.provenance import remember_command
 
     args = sys.argv[1:]
@@ -124,9 +130,10 @@ def main() -> None:
         if "--help" in args or "-h" in args:
             with hydra_errors():
                 print(help_text(TRAIN, [a for a in args if not a.startswith("-")], __doc__))
-            return
+            return 0
     except NetsparseError as exc:
-        fail(exc)
+        say_error(exc)
+        return 2
     stopped = None
     try:
         with stop_on_signals(), hydra_errors():  # SIGTERM/SIGINT: every rank and switch stopped on the way out
@@ -135,9 +142,9 @@ def main() -> None:
         stopped = stop
     except NetsparseError as exc:  # one of Hydra's own errors before the run, or a multirun job's (job_failed)
         say_error(exc)
-        exit_now(2)
+        return 2
     except SystemExit as done:  # fail(): the error line is out
-        exit_now(done.code if isinstance(done.code, int) else 1)
+        return done.code if isinstance(done.code, int) else 1
     if stopped is not None:
         gc.collect()  # the unwound frames held the ranks' queues: free their semaphores before exit
         # Below rank 0's progress bar, which nobody closed. Under torchrun a rank stopped because another
@@ -145,8 +152,8 @@ def main() -> None:
         # An error is said even without agreement (two lines beat none); a stop only with it: a rank
         # stopped in the middle of importing torch is one that another rank's failure stopped.
         say(stopped_line(stopped), lead="\n" if sys.stderr.isatty() else "", unsure=False)
-        exit_now(stopped.exit_code)
-    exit_now(0)
+        return stopped.exit_code
+    return 0
 
 
 def exit_now(code: int) -> NoReturn:
