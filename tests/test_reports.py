@@ -7,7 +7,8 @@ import subprocess
 
 import numpy as np
 import pytest
-from cli import ROOT, run_cli, train
+from cli import ROOT, run_cli
+from cli_here import train_cli
 from conftest import DATA
 from hydra import compose, initialize_config_dir
 
@@ -33,8 +34,8 @@ def test_strict_json_values():
 
 
 def test_epochs_zero_writes_strict_json_with_provenance(tmp_path):
-    proc, _ = train(tmp_path, "world_size=2", "epochs=0", timeout=900)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    done = train_cli(tmp_path / "run", "world_size=2", "epochs=0")
+    assert done.returncode == 0, done.stderr[-2000:]
     text = (tmp_path / "run" / "report.json").read_text()
     report = json.loads(text, parse_constant=_no_constants)  # NaN/Infinity would raise here
     assert report["final"]["train_loss"] is None and report["epochs"] == []
