@@ -35,10 +35,15 @@ def _load_cora_into(cache: str) -> tuple[int, int]:
 
 
 def test_planetoid_cache_survives_concurrent_first_use(tmp_path):
-    """As under torchrun: several processes fill the same empty cache at once."""
+    """As under torchrun: several processes fill the same empty cache at once. They fork from this
+    worker's forkserver (the launcher's, torch and PyG imported once) rather than start three fresh
+    interpreters."""
     import multiprocessing as mp
 
-    with mp.get_context("spawn").Pool(3) as pool:
+    from netsparse_torch.run.forkserver import start_forkserver
+
+    start_forkserver()
+    with mp.get_context("forkserver").Pool(3) as pool:
         results = pool.map(_load_cora_into, [str(tmp_path)] * 3)
     assert results == [(10556, 49216)] * 3
 
