@@ -39,7 +39,7 @@ PropertyCache::PropertyCache(const CacheConfig& cfg) : cfg_(cfg), present_(!cfg.
 }
 
 int64_t PropertyCache::bytes() const {
-  const int64_t lines = static_cast<int64_t>(tag_.capacity() * (sizeof(uint64_t) * 2 + sizeof(uint32_t)));
+  const int64_t lines = static_cast<int64_t>(lines_ * sizeof(uint64_t) * 2 + sets_.capacity() * sizeof(SetState));
   const int64_t data = data_ ? cfg_.size_bytes : 0;
   return lines + data + present_.bytes() + static_cast<int64_t>(held_data_.capacity());
 }
@@ -58,21 +58,22 @@ void PropertyCache::invalidate(int64_t prop_bytes) {
   }
   n_sets_ = cfg_.size_bytes / line_bytes_ / cfg_.ways;
   const size_t lines = static_cast<size_t>(n_sets_ * cfg_.ways);
-  if (tag_.size() < lines) {
-    tag_.resize(lines);
-    line_epoch_.assign(lines, 0);
-    stamp_.resize(lines);
+  if (lines_ < lines) {
+    tag_.reset(new uint64_t[lines]);
+    stamp_.reset(new uint64_t[lines]);
+    lines_ = lines;
   }
+  if (sets_.size() < static_cast<size_t>(n_sets_)) sets_.resize(static_cast<size_t>(n_sets_));
   if (++epoch_ == 0) {  // wrapped: really clear
-    std::fill(line_epoch_.begin(), line_epoch_.end(), 0);
+    std::fill(sets_.begin(), sets_.end(), SetState{});
     epoch_ = 1;
   }
 }
 
 int64_t PropertyCache::find(uint64_t key, int64_t set) const {
-  const int64_t base = set * cfg_.ways;
-  for (int64_t w = 0; w < cfg_.ways; ++w)  // tag first: a miss then never loads the epoch line
-    if (tag_[base + w] == key && line_epoch_[base + w] == epoch_) return base + w;
+  const int64_t base = set * cfg_.ways, n = filled(set);
+  for (int64_t w = 0; w < n; ++w)
+    if (tag_[base + w] == key) return base + w;
   return -1;
 }
 
@@ -144,10 +145,12 @@ bool PropertyCache::insert(uint64_t idx, const uint8_t* data) {
     int64_t l = find(key, set);
     if (l < 0) {  // invalid way first (lowest), else the least recently used
       const int64_t base = set * cfg_.ways;
-      int64_t victim = -1;
-      for (int64_t w = 0; w < cfg_.ways && victim < 0; ++w)
-        if (line_epoch_[base + w] != epoch_) victim = base + w;
-      if (victim < 0) {
+      SetState& st = sets_[set];
+      if (st.epoch != epoch_) st = SetState{epoch_, 0};
+      int64_t victim;
+      if (st.filled < cfg_.ways) {
+        victim = base + st.filled++;
+      } else {
         victim = base;
         for (int64_t w = 1; w < cfg_.ways; ++w)
           if (stamp_[base + w] < stamp_[victim]) victim = base + w;
@@ -155,7 +158,6 @@ bool PropertyCache::insert(uint64_t idx, const uint8_t* data) {
       }
       l = victim;
       tag_[l] = key;
-      line_epoch_[l] = epoch_;
       ++inserts;
     }
     stamp_[l] = ++clock_;

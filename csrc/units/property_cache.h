@@ -62,15 +62,24 @@ class PropertyCache {
   int64_t hits = 0, misses = 0, inserts = 0, evictions = 0;
 
  private:
-  int64_t find(uint64_t key, int64_t set) const;  // way or -1
+  // A set's valid lines this epoch. Ways fill lowest first and are only ever invalidated all at once,
+  // so the valid ways of a set are always ways [0, filled): a lookup scans only those tags, and a
+  // line's tag and stamp are never read before they are written (their arrays are not zeroed).
+  struct SetState {
+    uint32_t epoch = 0;  // of an older epoch: the set is empty, so a whole invalidate is O(1)
+    uint32_t filled = 0;
+  };
+  int64_t find(uint64_t key, int64_t set) const;  // line or -1
+  int64_t filled(int64_t set) const { return sets_[set].epoch == epoch_ ? sets_[set].filled : 0; }
   bool insert_unbounded(uint64_t idx, const uint8_t* data);
   CacheConfig cfg_;
   int64_t prop_bytes_ = 0, line_bytes_ = 0, n_chunks_ = 0, n_sets_ = 0;
-  uint32_t epoch_ = 1;  // lines of an older epoch are invalid: a whole invalidate is O(1)
+  uint32_t epoch_ = 1;
   uint64_t clock_ = 0;  // LRU stamp
-  std::vector<uint64_t> tag_;
-  std::vector<uint32_t> line_epoch_;
-  std::vector<uint64_t> stamp_;
+  size_t lines_ = 0;    // lines held in tag_ and stamp_
+  std::unique_ptr<uint64_t[]> tag_;
+  std::unique_ptr<uint64_t[]> stamp_;
+  std::vector<SetState> sets_;
   std::unique_ptr<uint8_t[]> data_;
   IdxSet present_;             // unbounded: the present idxs, each with its slot in held_data_
   std::vector<uint8_t> held_data_;

@@ -18,7 +18,10 @@ NodeMap::NodeMap(std::vector<int64_t> b) : bounds(std::move(b)) {
 }
 
 void IdxFilter::reset(int64_t n_cols, bool track_slots) {
-  bits_.assign(static_cast<size_t>((n_cols + 63) / 64), 0);
+  const size_t words = static_cast<size_t>((n_cols + 63) / 64);
+  if (bits_.size() != words) bits_ = ZeroedArray<uint64_t>(words);
+  else if (any_set_) std::fill(bits_.begin(), bits_.end(), 0);
+  any_set_ = false;
   if (!track_slots) {
     std::vector<int64_t>().swap(slot_);  // release the per-column slots
   } else if (slot_.size() != static_cast<size_t>(n_cols)) {

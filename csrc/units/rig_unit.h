@@ -36,6 +36,7 @@
 
 #include "units/errors.h"
 #include "units/protocol.h"
+#include "units/zeroed.h"
 
 namespace netsparse::units {
 
@@ -67,12 +68,14 @@ class IdxFilter {
   bool test(uint64_t idx) const { return (bits_[idx >> 6] >> (idx & 63)) & 1u; }
   void set(uint64_t idx, int64_t slot) {
     bits_[idx >> 6] |= uint64_t{1} << (idx & 63);
+    any_set_ = true;
     if (!slot_.empty()) slot_[idx] = slot;
   }
   int64_t slot(uint64_t idx) const { return slot_.empty() ? 0 : slot_[idx]; }
 
  private:
-  std::vector<uint64_t> bits_;
+  ZeroedArray<uint64_t> bits_;
+  bool any_set_ = false;  // a reset with no bit set since the last one clears nothing
   std::vector<int64_t> slot_;
 };
 
