@@ -30,7 +30,7 @@ void ConcatConfig::validate() const {
 Concatenator::Concatenator(const ConcatConfig& cfg) : cfg_(cfg) {
   cfg_.validate();
   queues_.resize(2 * cfg_.n_dests);
-  storage_ = ZeroedArray<uint8_t>(static_cast<size_t>(2 * cfg_.n_dests * max_packet_bytes()));
+  storage_.resize(static_cast<size_t>(2 * cfg_.n_dests * max_packet_bytes()));
   out_.resize(2 * cfg_.n_dests);
   fifo_.resize(64);
   begin(0);

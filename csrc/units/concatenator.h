@@ -19,7 +19,6 @@
 
 #include "units/errors.h"
 #include "units/protocol.h"
-#include "units/zeroed.h"
 
 namespace netsparse::units {
 
@@ -133,7 +132,7 @@ class Concatenator {
   int64_t max_prs_[2] = {0, 0};
   int64_t now_ = INT64_MIN;
   std::vector<Queue> queues_;
-  ZeroedArray<uint8_t> storage_;  // one packet buffer per queue
+  std::vector<uint8_t> storage_;  // one packet buffer per queue
   std::vector<std::vector<uint8_t>> out_;
   std::vector<PacketRecord> log_;
   std::vector<FifoEntry> fifo_;  // circular

@@ -19,7 +19,7 @@ NodeMap::NodeMap(std::vector<int64_t> b) : bounds(std::move(b)) {
 
 void IdxFilter::reset(int64_t n_cols, bool track_slots) {
   const size_t words = static_cast<size_t>((n_cols + 63) / 64);
-  if (bits_.size() != words) bits_ = ZeroedArray<uint64_t>(words);
+  if (bits_.size() != words) bits_.assign(words, 0);
   else if (any_set_) std::fill(bits_.begin(), bits_.end(), 0);
   any_set_ = false;
   if (!track_slots) {

@@ -36,7 +36,6 @@
 
 #include "units/errors.h"
 #include "units/protocol.h"
-#include "units/zeroed.h"
 
 namespace netsparse::units {
 
@@ -74,7 +73,7 @@ class IdxFilter {
   int64_t slot(uint64_t idx) const { return slot_.empty() ? 0 : slot_[idx]; }
 
  private:
-  ZeroedArray<uint64_t> bits_;
+  std::vector<uint64_t> bits_;
   bool any_set_ = false;  // a reset with no bit set since the last one clears nothing
   std::vector<int64_t> slot_;
 };
