@@ -12,6 +12,8 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -284,27 +286,34 @@ def losses_and_accuracies(out: str) -> tuple[list[float], dict[str, float]]:
     return losses, accs
 
 
-def start_pyg(root: Path, env: dict[str, str], args: tuple[str, ...]) -> subprocess.Popen:
-    """examples/pyg_gcn.py with ``args`` on the Planetoid ``root``, on one thread, in its own session."""
-    return subprocess.Popen([sys.executable, str(ROOT / "examples" / "pyg_gcn.py"), *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env=dict(os.environ, **env, PLANETOID_ROOT=str(root), OMP_NUM_THREADS="1"))
-
-
-def port_and_pyg(roots: tuple[Path, Path], env: dict[str, str], args: tuple[str, ...] = ()) -> tuple[str, str]:
-    """Rank 0's output of examples/pyg_port.py at 2 ranks and examples/pyg_gcn.py's output, each with
-    ``args`` and ``env`` and its own of ``roots`` (PLANETOID_ROOT), run side by side; PyG's process is
-    killed (its session) if it outlives the deadline or the port fails."""
-    pyg = start_pyg(roots[1], env, args)
+@contextmanager
+def pyg_script(root: Path, env: dict[str, str], args: tuple[str, ...]) -> Iterator[subprocess.Popen]:
+    """examples/pyg_gcn.py with ``args`` on the Planetoid ``root``, on one thread, in its own session, which
+    is killed if the script still runs when the block ends (a deadline passed, or the port failed)."""
+    pyg = subprocess.Popen([sys.executable, str(ROOT / "examples" / "pyg_gcn.py"), *args], cwd=ROOT,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                           env=dict(os.environ, **env, PLANETOID_ROOT=str(root), OMP_NUM_THREADS="1"))
     try:
-        port = run_ranks(ROOT / "examples" / "pyg_port.py", 2, dict(env, PLANETOID_ROOT=str(roots[0])), args)
-        ref, err = pyg.communicate(timeout=SCRIPT_TIMEOUT_S)
+        yield pyg
     finally:
         if pyg.poll() is None:
             os.killpg(pyg.pid, signal.SIGKILL)
             pyg.wait()
-    assert pyg.returncode == 0, (ref + err)[-3000:]
-    return port, ref
+
+
+def pyg_output(pyg: subprocess.Popen) -> str:
+    """What PyG's script printed, once it ended well."""
+    out, err = pyg.communicate(timeout=SCRIPT_TIMEOUT_S)
+    assert pyg.returncode == 0, (out + err)[-3000:]
+    return out
+
+
+def port_and_pyg(roots: tuple[Path, Path], env: dict[str, str], args: tuple[str, ...] = ()) -> tuple[str, str]:
+    """Rank 0's output of examples/pyg_port.py at 2 ranks and examples/pyg_gcn.py's output, each with
+    ``args`` and ``env`` and its own of ``roots`` (PLANETOID_ROOT), run side by side."""
+    with pyg_script(roots[1], env, args) as pyg:
+        port = run_ranks(ROOT / "examples" / "pyg_port.py", 2, dict(env, PLANETOID_ROOT=str(roots[0])), args)
+        return port, pyg_output(pyg)
 
 
 def test_the_port_trains_what_the_pyg_script_trains(planetoid_root, pyg_root):
@@ -348,15 +357,8 @@ def test_the_gdc_port_reaches_pygs_accuracy(planetoid_root, pyg_root):
 
 def record_pyg_gdc(root: Path) -> dict:
     """Runs PyG's example with --use_gdc (as the test would) and returns what :data:`PYG_GDC` holds."""
-    pyg = start_pyg(_raw_cora(root), {}, ("--use_gdc",))
-    try:
-        out, err = pyg.communicate(timeout=SCRIPT_TIMEOUT_S)
-    finally:
-        if pyg.poll() is None:
-            os.killpg(pyg.pid, signal.SIGKILL)
-            pyg.wait()
-    assert pyg.returncode == 0, err[-3000:]
-    losses, acc = losses_and_accuracies(out)
+    with pyg_script(_raw_cora(root), {}, ("--use_gdc",)) as pyg:
+        losses, acc = losses_and_accuracies(pyg_output(pyg))
     return {"command": "OMP_NUM_THREADS=1 PLANETOID_ROOT=<a copy of Cora's raw files> "
                        ".venv/bin/python examples/pyg_gcn.py --use_gdc",
             "recorded_by": "python tests/test_porting.py", "versions": versions(), "epochs": len(losses),
