@@ -255,3 +255,17 @@ def test_edge_mask_keep_rate():
         sigma = math.sqrt(p * (1 - p) / kept.numel())
         assert abs(kept.mean().item() - (1 - p)) < 5 * sigma
         assert (kept.mean(0) - (1 - p)).abs().max().item() < 5 * math.sqrt(p * (1 - p) / a.nnz)
+
+
+def test_the_torch_backend_puts_no_beta_warning_on_the_console():
+    """torch warns once per process, so this runs in a fresh one: the torch backend's edge softmax and SpMM,
+    and CSR.to_torch, leave stderr empty with every warning shown."""
+    import subprocess
+    import sys
+
+    code = ("import torch\nfrom netsparse_torch import kernels as K\n"
+            "a = K.CSR(torch.tensor([0, 2, 3]), torch.tensor([0, 1, 1]), torch.ones(3), 2)\n"
+            "x = torch.randn(2, 4)\nK.spmm(a, x, backend='torch'); a.to_torch()\n"
+            "K.edge_softmax(a, torch.randn(2, 1), torch.randn(2, 1), backend='torch')\n")
+    done = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stderr == "", done.stderr[-3000:]

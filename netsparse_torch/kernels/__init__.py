@@ -218,7 +218,7 @@ class CSR:
 
     def to_torch(self) -> torch.Tensor:
         """The same matrix as a ``torch.sparse_csr_tensor`` (differentiable in ``val``)."""
-        return torch.sparse_csr_tensor(self.crow, self.col, self.val, (self.n_rows, self.n_cols))
+        return _ops.csr_tensor(self.crow, self.col, self.val, (self.n_rows, self.n_cols))
 
 
 def _check_dense(op: str, name: str, t: torch.Tensor) -> None:
@@ -255,7 +255,7 @@ def spmm(*args: torch.Tensor | CSR, backend: str = "auto") -> torch.Tensor:
     requested, backend = backend, resolve_backend(backend, B.device)
     val = a.val if a.val.dtype == B.dtype else a.val.to(B.dtype)
     if backend == "torch":
-        return torch.sparse.mm(torch.sparse_csr_tensor(a.crow, a.col, val, (a.n_rows, a.n_cols)), B)
+        return torch.sparse.mm(_ops.csr_tensor(a.crow, a.col, val, (a.n_rows, a.n_cols)), B)
     if requested == "auto" and backend == "triton":  # CUDA: the faster of Triton and cuSPARSE, per direction
         fwd = _choice.auto_spmm_backend(a, "forward", B, lambda b: _ops.spmm_csr(b, a, val.detach(), B.detach()))
         return _autograd.SpMM.apply(a, val, B, fwd, "auto")
@@ -362,7 +362,7 @@ def edge_softmax(a: CSR, src: torch.Tensor, dst: torch.Tensor, negative_slope: f
 def _edge_softmax_torch(a: CSR, mult: torch.Tensor, src: torch.Tensor, dst: torch.Tensor, slope: float) -> torch.Tensor:
     rows = torch.repeat_interleave(torch.arange(a.n_rows, device=src.device), a.crow.diff())
     e = torch.nn.functional.leaky_relu(src.index_select(0, a.col) + dst.index_select(0, rows), slope)
-    top = torch.full_like(dst, float("-inf")).index_reduce(0, rows, e.detach(), "amax")
+    top = torch.full_like(dst, float("-inf")).scatter_reduce(0, rows.unsqueeze(1).expand_as(e), e.detach(), "amax")
     w = mult.unsqueeze(1) * (e - top.index_select(0, rows)).exp()
     total = torch.zeros_like(dst).index_add(0, rows, w)
     return w / total.index_select(0, rows)

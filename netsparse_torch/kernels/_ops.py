@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import warnings
 
 import torch
 
@@ -34,12 +35,21 @@ def triton_module(device: torch.device):
     return triton_kernels
 
 
+def csr_tensor(crow: torch.Tensor, col: torch.Tensor, val: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
+    """A ``torch.sparse_csr_tensor`` of a pattern that :class:`~netsparse_torch.kernels.CSR` already checked.
+    torch would warn once per process that its CSR support is in beta and that its invariant checks are
+    off unless chosen: both are choices made here, not the user's, so a run's console does not show them."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta", category=UserWarning)
+        return torch.sparse_csr_tensor(crow, col, val, shape, check_invariants=False)
+
+
 def spmm(backend: str, crow, col, val, B: torch.Tensor, plan=None) -> torch.Tensor:
     """``A x B`` (``plan``: the Triton program layout of the pattern, built per call when None)."""
     if backend == "cpp":
         return _C.spmm(crow, col, val, B)
     if backend == "torch":
-        return torch.sparse.mm(torch.sparse_csr_tensor(crow, col, val, (crow.numel() - 1, B.size(0))), B)
+        return torch.sparse.mm(csr_tensor(crow, col, val, (crow.numel() - 1, B.size(0))), B)
     return triton_module(B.device).spmm(crow, col, val, B, plan)
 
 
