@@ -112,9 +112,9 @@ def test_cusparse_gets_int32_indices_where_they_fit(monkeypatch):
     seen = []
     real = torch.sparse_csr_tensor
 
-    def spy(c, k, v, size):
+    def spy(c, k, v, size, **kwargs):
         seen.append((c.dtype, k.dtype))
-        return real(c, k, v, size)
+        return real(c, k, v, size, **kwargs)
 
     monkeypatch.setattr(torch, "sparse_csr_tensor", spy)
     B = torch.randn(8, 3)
