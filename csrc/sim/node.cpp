@@ -275,8 +275,9 @@ void Nodes::assign(uint32_t node, uint32_t unit, int64_t t_host) {
 // (breakdown.h, PrScan); once per command, never per PR.
 void Nodes::age_scans(uint32_t node, uint32_t unit) {
   const Path& pa = node_[node]->clients[unit].path;
-  const size_t slot = ctx_.unit_slot(node, unit);
-  for (PrScan& sc : ctx_.scans[slot]) {
+  PrScan* const ss = ctx_.scans.data() + ctx_.unit_slot(node, unit) * ctx_.entries;
+  for (size_t id = 0; id < ctx_.entries; ++id) {
+    PrScan& sc = ss[id];
     if (sc.issued == PrScan::kOlder) continue;
     const int64_t at = ctx_.snic.ps(pa.cmd_c + sc.issued);  // as issued() had it
     sc.issued = PrScan::kOlder;
@@ -315,18 +316,11 @@ void Nodes::issued(uint32_t node, uint32_t unit, const PR& pr, int64_t pr_cycle,
   if (pa.fr - pa.cmd_c >= int64_t{PrScan::kOlder})
     throw units::ConfigInvalid("simulator: a RIG command scanned for 2^32 SNIC cycles; use a smaller batch");
   const size_t slot = ctx_.unit_slot(node, unit);
-  std::vector<PrJourney>& js = ctx_.trace[slot];
-  std::vector<PrScan>& ss = ctx_.scans[slot];
-  if (pr.id >= js.size()) {  // a unit's ids reach its most PRs in flight: Table 5's 256 in one allocation
-    const size_t n = std::min<size_t>(static_cast<size_t>(cfg_.pending_entries),
-                                      std::max<size_t>({pr.id + 1, 2 * js.size(), 256}));
-    js.resize(n);
-    ss.resize(n);
-  }
-  PrJourney& tr = js[pr.id];
+  ctx_.hold_entry(pr.id);
+  PrJourney& tr = ctx_.journey(slot, pr.id);
   tr = PrJourney{};
   tr.mark = pr_ps;
-  PrScan& sc = ss[pr.id];
+  PrScan& sc = ctx_.scan(slot, pr.id);
   sc.issued = static_cast<uint32_t>(pr_cycle - pa.cmd_c);
   for (int b = 0; b < kScanBounds; ++b) sc.scan[b] = static_cast<uint32_t>(pa.scan[b]);
 }
