@@ -380,8 +380,17 @@ void Nodes::write_back(uint32_t p, int64_t t) {
   n.writes.pop_front();
   const PacketView v = ctx_.pkts.view(p);
   Packet& pk = ctx_.pkts[p];
+  // The responses' Pending PR Table entries and filter words are scattered lines: each PR's are asked
+  // for a few PRs ahead, so the misses overlap.
+  constexpr int64_t kAhead = 4;
+  const auto ahead = [&](int64_t i) {
+    const PR pr = v.pr(i);
+    if (pr.src_tid < cfg_.client_units) n.rig.clients()[pr.src_tid].prefetch_response(n.rig.context(), pr);
+  };
+  for (int64_t i = 0; i < std::min<int64_t>(v.n_prs, kAhead); ++i) ahead(i);
   ctx_.fold_packet(pk, v, t);
   for (int64_t i = 0; i < v.n_prs; ++i) {
+    if (i + kAhead < v.n_prs) ahead(i + kAhead);
     const PR pr = v.pr(i);
     if (pr.src != host || pr.src_tid >= cfg_.client_units)
       throw units::InternalError("simulator: response delivered to the wrong node or unit");
