@@ -151,6 +151,9 @@ Nodes::Nodes(SimContext& ctx, Workload& work, NetworkApi& net) : ctx_(ctx), cfg_
     // node serves from one zero array.
     const int64_t owned_bytes = (cb[p + 1] - cb[p]) * cfg.prop_bytes;
     nd->rig.begin_kernel(cfg.prop_bytes, halo_.data(), cfg.prop_bytes, local_.data(), owned_bytes);
+    // Every node finds a PR's owner in the one copy of the same bounds: each RigNode's own copy is a
+    // KiB that the other nodes' events evict, and the owner search missed in it on most PRs.
+    nd->rig.context().map = &ctx.map;
     nd->clients.resize(cfg.client_units);
     for (RigClientUnit& ru : nd->rig.clients()) ru.set_overlap(cfg.overlap_commands);
     nd->paths.resize(cfg.client_units);
