@@ -45,8 +45,8 @@ void Nodes::command_path(uint32_t node, uint32_t unit, int64_t t, bool scan_only
   int64_t add[kBounds] = {};
   if (!scan_only && pa.last_resp >= 0 && pa.last_resp_t >= ctx_.snic.ps(pa.fr)) {  // a response came last
     const size_t slot = ctx_.unit_slot(node, unit);
-    const PrJourney& tr = ctx_.trace[slot][pa.last_resp];
-    const PrScan& sc = ctx_.scans[slot][pa.last_resp];
+    const PrJourney& tr = ctx_.journey(slot, pa.last_resp);
+    const PrScan& sc = ctx_.scan(slot, pa.last_resp);
     if (sc.issued == PrScan::kOlder) {  // an older command's PR (overlapping commands): its journey spans this one
       int64_t piece[kBounds] = {};
       int64_t rest = pa.last_resp_t - sc.older_at() - pa.last_resp_rx;
@@ -83,9 +83,9 @@ void Nodes::command_path(uint32_t node, uint32_t unit, int64_t t, bool scan_only
 void Nodes::stalled_on(const Path& pa, uint32_t node, uint32_t unit, int64_t cycles) {
   if (pa.last_resp < 0) return;
   const size_t slot = ctx_.unit_slot(node, unit);
-  const PrJourney& tr = ctx_.trace[slot][pa.last_resp];
+  const PrJourney& tr = ctx_.journey(slot, pa.last_resp);
   // its issue to within a ps (a diagnostic: no exact clock conversion on this path)
-  const PrScan& sc = ctx_.scans[slot][pa.last_resp];
+  const PrScan& sc = ctx_.scan(slot, pa.last_resp);
   const double issued = sc.issued == PrScan::kOlder ? static_cast<double>(sc.older_at())
                                                     : static_cast<double>(pa.cmd_c + sc.issued) * 1000.0 / ctx_.snic.ghz;
   const double total = static_cast<double>(pa.last_resp_t) - issued;

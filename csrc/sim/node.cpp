@@ -151,6 +151,9 @@ Nodes::Nodes(SimContext& ctx, Workload& work, NetworkApi& net) : ctx_(ctx), cfg_
     // node serves from one zero array.
     const int64_t owned_bytes = (cb[p + 1] - cb[p]) * cfg.prop_bytes;
     nd->rig.begin_kernel(cfg.prop_bytes, halo_.data(), cfg.prop_bytes, local_.data(), owned_bytes);
+    // Every node finds a PR's owner in the one copy of the same bounds: each RigNode's own copy is a
+    // KiB that the other nodes' events evict, and the owner search missed in it on most PRs.
+    nd->rig.context().map = &ctx.map;
     nd->clients.resize(cfg.client_units);
     for (RigClientUnit& ru : nd->rig.clients()) ru.set_overlap(cfg.overlap_commands);
     nd->paths.resize(cfg.client_units);
@@ -275,8 +278,9 @@ void Nodes::assign(uint32_t node, uint32_t unit, int64_t t_host) {
 // (breakdown.h, PrScan); once per command, never per PR.
 void Nodes::age_scans(uint32_t node, uint32_t unit) {
   const Path& pa = node_[node]->clients[unit].path;
-  const size_t slot = ctx_.unit_slot(node, unit);
-  for (PrScan& sc : ctx_.scans[slot]) {
+  PrScan* const ss = ctx_.scans.data() + ctx_.unit_slot(node, unit) * ctx_.entries;
+  for (size_t id = 0; id < ctx_.entries; ++id) {
+    PrScan& sc = ss[id];
     if (sc.issued == PrScan::kOlder) continue;
     const int64_t at = ctx_.snic.ps(pa.cmd_c + sc.issued);  // as issued() had it
     sc.issued = PrScan::kOlder;
@@ -315,18 +319,11 @@ void Nodes::issued(uint32_t node, uint32_t unit, const PR& pr, int64_t pr_cycle,
   if (pa.fr - pa.cmd_c >= int64_t{PrScan::kOlder})
     throw units::ConfigInvalid("simulator: a RIG command scanned for 2^32 SNIC cycles; use a smaller batch");
   const size_t slot = ctx_.unit_slot(node, unit);
-  std::vector<PrJourney>& js = ctx_.trace[slot];
-  std::vector<PrScan>& ss = ctx_.scans[slot];
-  if (pr.id >= js.size()) {  // a unit's ids reach its most PRs in flight: Table 5's 256 in one allocation
-    const size_t n = std::min<size_t>(static_cast<size_t>(cfg_.pending_entries),
-                                      std::max<size_t>({pr.id + 1, 2 * js.size(), 256}));
-    js.resize(n);
-    ss.resize(n);
-  }
-  PrJourney& tr = js[pr.id];
+  ctx_.hold_entry(pr.id);
+  PrJourney& tr = ctx_.journey(slot, pr.id);
   tr = PrJourney{};
   tr.mark = pr_ps;
-  PrScan& sc = ss[pr.id];
+  PrScan& sc = ctx_.scan(slot, pr.id);
   sc.issued = static_cast<uint32_t>(pr_cycle - pa.cmd_c);
   for (int b = 0; b < kScanBounds; ++b) sc.scan[b] = static_cast<uint32_t>(pa.scan[b]);
 }
@@ -386,8 +383,17 @@ void Nodes::write_back(uint32_t p, int64_t t) {
   n.writes.pop_front();
   const PacketView v = ctx_.pkts.view(p);
   Packet& pk = ctx_.pkts[p];
+  // The responses' Pending PR Table entries and filter words are scattered lines: each PR's are asked
+  // for a few PRs ahead, so the misses overlap.
+  constexpr int64_t kAhead = 4;
+  const auto ahead = [&](int64_t i) {
+    const PR pr = v.pr(i);
+    if (pr.src_tid < cfg_.client_units) n.rig.clients()[pr.src_tid].prefetch_response(n.rig.context(), pr);
+  };
+  for (int64_t i = 0; i < std::min<int64_t>(v.n_prs, kAhead); ++i) ahead(i);
   ctx_.fold_packet(pk, v, t);
   for (int64_t i = 0; i < v.n_prs; ++i) {
+    if (i + kAhead < v.n_prs) ahead(i + kAhead);
     const PR pr = v.pr(i);
     if (pr.src != host || pr.src_tid >= cfg_.client_units)
       throw units::InternalError("simulator: response delivered to the wrong node or unit");

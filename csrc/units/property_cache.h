@@ -58,6 +58,13 @@ class PropertyCache {
   // A property already present is left unchanged (no LRU update).
   bool insert(uint64_t idx, const uint8_t* data);
   bool contains(uint64_t idx) const;
+  // A hint: asks for the set state and first tags a lookup or insert of idx reads first.
+  void prefetch(uint64_t idx) const {
+    if (n_sets_ == 0) return;
+    const uint64_t key = idx * static_cast<uint64_t>(n_chunks_), set = key % static_cast<uint64_t>(n_sets_);
+    __builtin_prefetch(&sets_[set]);
+    __builtin_prefetch(&tag_[set * static_cast<uint64_t>(cfg_.ways)]);
+  }
 
   int64_t hits = 0, misses = 0, inserts = 0, evictions = 0;
 

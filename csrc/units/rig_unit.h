@@ -71,6 +71,10 @@ class IdxFilter {
     if (!slot_.empty()) slot_[idx] = slot;
   }
   int64_t slot(uint64_t idx) const { return slot_.empty() ? 0 : slot_[idx]; }
+  // A hint: asks for the word of idx's bit ahead of a set() or test() (no state changes).
+  void prefetch(uint64_t idx) const {
+    if ((idx >> 6) < bits_.size()) __builtin_prefetch(&bits_[idx >> 6]);
+  }
 
  private:
   std::vector<uint64_t> bits_;
@@ -143,6 +147,13 @@ class RigClientUnit {
   template <class Emit, class Timing = NoTiming>
   void issue(const RigContext& c, Emit&& emit, int64_t max_prs = INT64_MAX, Timing&& timing = Timing{});
   void on_response(const RigContext& c, const PR& pr, const uint8_t* payload);
+  // A hint: asks for the lines on_response(c, pr) reads first (its Pending PR Table entry, the idx's
+  // home slot and Idx Filter word), so that the misses of a packet's responses overlap.
+  void prefetch_response(const RigContext& c, const PR& pr) const {
+    if (pr.id < entries_.size()) __builtin_prefetch(&entries_[pr.id]);
+    if (c.coalesce_on && !table_.empty()) __builtin_prefetch(&table_[hash(pr.idx)]);
+    c.filter->prefetch(pr.idx);
+  }
 
   RigCounters counters;
 

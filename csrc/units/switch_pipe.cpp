@@ -1,6 +1,7 @@
 // Switch middle pipe (paper §6.2.1).
 #include "units/switch_pipe.h"
 
+#include <algorithm>
 #include <string>
 
 #include "units/errors.h"
@@ -20,6 +21,8 @@ void SwitchPipe::begin_kernel(int64_t prop_bytes) {
 
 void SwitchPipe::process(const uint8_t* buf, int64_t n, int64_t now) {
   const int64_t n_dests = concat_.config().n_dests;
+  // A packet's PRs look up scattered sets: each set is asked for a few PRs ahead, so the misses overlap.
+  constexpr int64_t kAhead = 4;
   for_each_packet(buf, n, concat_.max_packet_bytes(), [&](const PacketView& v) {
     if (v.len != cache_.prop_bytes())
       throw WrongPropertySize("packet len " + std::to_string(v.len) + " differs from the kernel's property size " +
@@ -30,7 +33,9 @@ void SwitchPipe::process(const uint8_t* buf, int64_t n, int64_t now) {
     if (v.type == kReadType) {
       ++counters.read_packets;
       counters.read_prs += v.n_prs;
+      for (int64_t i = 0; i < std::min<int64_t>(v.n_prs, kAhead); ++i) cache_.prefetch(v.pr(i).idx);
       for (int64_t i = 0; i < v.n_prs; ++i) {
+        if (i + kAhead < v.n_prs) cache_.prefetch(v.pr(i + kAhead).idx);
         const PR pr = v.pr(i);
         if (cache_.lookup(pr.idx, scratch_.data())) {
           if (pr.src >= n_dests)
@@ -45,7 +50,9 @@ void SwitchPipe::process(const uint8_t* buf, int64_t n, int64_t now) {
     } else {
       ++counters.response_packets;
       counters.response_prs += v.n_prs;
+      for (int64_t i = 0; i < std::min<int64_t>(v.n_prs, kAhead); ++i) cache_.prefetch(v.pr(i).idx);
       for (int64_t i = 0; i < v.n_prs; ++i) {
+        if (i + kAhead < v.n_prs) cache_.prefetch(v.pr(i + kAhead).idx);
         const PR pr = v.pr(i);
         if (cache_.insert(pr.idx, v.payload(i))) ++counters.inserted;
         concat_.push(kResponseType, v.dest, pr, v.payload(i), now);
