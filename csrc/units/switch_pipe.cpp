@@ -30,32 +30,24 @@ void SwitchPipe::process(const uint8_t* buf, int64_t n, int64_t now) {
     if (v.dest >= n_dests)
       throw UnknownDestination("packet destination " + std::to_string(v.dest) + " out of range [0, " +
                                std::to_string(n_dests) + ")");
-    if (v.type == kReadType) {
-      ++counters.read_packets;
-      counters.read_prs += v.n_prs;
-      for (int64_t i = 0; i < std::min<int64_t>(v.n_prs, kAhead); ++i) cache_.prefetch(v.pr(i).idx);
-      for (int64_t i = 0; i < v.n_prs; ++i) {
-        if (i + kAhead < v.n_prs) cache_.prefetch(v.pr(i + kAhead).idx);
-        const PR pr = v.pr(i);
-        if (cache_.lookup(pr.idx, scratch_.data())) {
-          if (pr.src >= n_dests)
-            throw BadSource("read PR source " + std::to_string(pr.src) + " out of range");
-          ++counters.hits;
-          concat_.push(kResponseType, pr.src, pr, scratch_.data(), now);
-        } else {
-          ++counters.misses;
-          concat_.push(kReadType, v.dest, pr, nullptr, now);
-        }
-      }
-    } else {
-      ++counters.response_packets;
-      counters.response_prs += v.n_prs;
-      for (int64_t i = 0; i < std::min<int64_t>(v.n_prs, kAhead); ++i) cache_.prefetch(v.pr(i).idx);
-      for (int64_t i = 0; i < v.n_prs; ++i) {
-        if (i + kAhead < v.n_prs) cache_.prefetch(v.pr(i + kAhead).idx);
-        const PR pr = v.pr(i);
+    const bool read = v.type == kReadType;
+    ++(read ? counters.read_packets : counters.response_packets);
+    (read ? counters.read_prs : counters.response_prs) += v.n_prs;
+    for (int64_t i = 0; i < std::min<int64_t>(v.n_prs, kAhead); ++i) cache_.prefetch(v.pr(i).idx);
+    for (int64_t i = 0; i < v.n_prs; ++i) {
+      if (i + kAhead < v.n_prs) cache_.prefetch(v.pr(i + kAhead).idx);
+      const PR pr = v.pr(i);
+      if (!read) {  // a response: cached on its way to the requester
         if (cache_.insert(pr.idx, v.payload(i))) ++counters.inserted;
         concat_.push(kResponseType, v.dest, pr, v.payload(i), now);
+      } else if (cache_.lookup(pr.idx, scratch_.data())) {  // a read the cache answers: back to its source
+        if (pr.src >= n_dests)
+          throw BadSource("read PR source " + std::to_string(pr.src) + " out of range");
+        ++counters.hits;
+        concat_.push(kResponseType, pr.src, pr, scratch_.data(), now);
+      } else {
+        ++counters.misses;
+        concat_.push(kReadType, v.dest, pr, nullptr, now);
       }
     }
   });
