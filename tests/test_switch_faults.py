@@ -42,6 +42,41 @@ def test_cli_serves_and_logs_a_one_line_summary_on_sigterm():
     assert [ln for ln in err.splitlines() if "switch spine stopped: packets in=0" in ln]
 
 
+def test_cli_installs_its_stop_handlers_before_it_says_it_listens(monkeypatch):
+    """Whoever starts the switch may stop it as soon as it reads the "listening" line (the test above does,
+    after one health call): a SIGTERM before the handlers would end it with rc -15 and no summary, which
+    a loaded host showed. In order: the handlers, the start, the line."""
+    import threading
+
+    from netsparse_torch import switch_service
+    from netsparse_torch.cli import switch as cli
+
+    order = []
+
+    class Server:
+        address = "127.0.0.1:1"
+
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def start(self):
+            order.append("start")
+
+        def stop(self):
+            order.append("stop")
+
+    class StopAtOnce(threading.Event):
+        def wait(self, timeout=None):
+            return True
+
+    monkeypatch.setattr(switch_service, "SwitchServer", Server)
+    monkeypatch.setattr(cli.threading, "Event", StopAtOnce)
+    monkeypatch.setattr(cli.signal, "signal", lambda sig, handler: order.append(sig))
+    monkeypatch.setattr("builtins.print", lambda *args, **kwargs: order.append("line"))
+    assert cli.main(["--role", "spine"]) == 0
+    assert order == [signal.SIGINT, signal.SIGTERM, "start", "line", "stop"]
+
+
 def test_killed_switch_fails_its_clients_and_a_restart_serves_again():
     server = SwitchServer("tor")
     port = None

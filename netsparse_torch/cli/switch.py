@@ -88,11 +88,13 @@ def main(argv: list[str] | None = None) -> int:
                               tls_key=_read(args.tls_key), tls_ca=_read(args.tls_ca), queue_depth=args.queue_depth)
     except (NetsparseError, OSError, RuntimeError, ValueError) as e:
         fail(PROG, e)
-    server.start()
-    print(f"netsparse-switch {args.role} listening on {server.address}", flush=True)
+    # The handlers come before the "listening" line: whoever starts the switch may stop it as soon as it
+    # reads that line, and a SIGTERM before them would end the process without its summary (rc -15).
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
+    server.start()
+    print(f"netsparse-switch {args.role} listening on {server.address}", flush=True)
     try:
         if request is not None:
             ControlClient(server.address, token=token).configure(request)
