@@ -3,6 +3,8 @@ a loop-by-loop Python reference and hand-worked cases: edge_softmax (scores + pe
 spmm_heads, sddmm_heads, their gradients, and the keyed attention dropout mask."""
 
 import math
+import subprocess
+import sys
 
 import devices
 import pytest
@@ -260,9 +262,6 @@ def test_edge_mask_keep_rate():
 def test_the_torch_backend_puts_no_beta_warning_on_the_console():
     """torch warns once per process, so this runs in a fresh one: the torch backend's edge softmax and SpMM,
     and CSR.to_torch, leave stderr empty with every warning shown."""
-    import subprocess
-    import sys
-
     code = ("import torch\nfrom netsparse_torch import kernels as K\n"
             "a = K.CSR(torch.tensor([0, 2, 3]), torch.tensor([0, 1, 1]), torch.ones(3), 2)\n"
             "x = torch.randn(2, 4)\nK.spmm(a, x, backend='torch'); a.to_torch()\n"

@@ -255,7 +255,7 @@ def spmm(*args: torch.Tensor | CSR, backend: str = "auto") -> torch.Tensor:
     requested, backend = backend, resolve_backend(backend, B.device)
     val = a.val if a.val.dtype == B.dtype else a.val.to(B.dtype)
     if backend == "torch":
-        return torch.sparse.mm(_ops.csr_tensor(a.crow, a.col, val, (a.n_rows, a.n_cols)), B)
+        return _ops.spmm("torch", a.crow, a.col, val, B)
     if requested == "auto" and backend == "triton":  # CUDA: the faster of Triton and cuSPARSE, per direction
         fwd = _choice.auto_spmm_backend(a, "forward", B, lambda b: _ops.spmm_csr(b, a, val.detach(), B.detach()))
         return _autograd.SpMM.apply(a, val, B, fwd, "auto")
