@@ -101,3 +101,35 @@ def test_improved_changes_the_gcn_output_only_with_edge_weights_as_in_pyg():
     pyg = GCNConv(graph.num_features, 5, improved=True)
     pyg.load_state_dict(plain.state_dict())
     torch.testing.assert_close(improved(graph.x, dg), pyg(graph.x, edges), atol=1e-5, rtol=0)
+
+
+LOCAL_MESSAGE_PASSING = [(DistGCNConv, "propagate"), (DistSAGEConv, "propagate"), (DistGATConv, "propagate"),
+                         (DistGATConv, "edge_updater")]
+
+
+@pytest.mark.parametrize("layer,method", LOCAL_MESSAGE_PASSING, ids=[f"{c.__name__}.{m}" for c, m in
+                                                                     LOCAL_MESSAGE_PASSING])
+def test_pygs_local_message_passing_is_refused(layer, method):
+    """conv.propagate(edge_index, ...) would aggregate the rank's own edges only: one error naming it."""
+    graph = random_graph()
+    conv = layer(graph.num_features, 5)
+    with pytest.raises(ConfigError, match=rf"{layer.__name__}: {method}\(\) is not supported: .* forward\(x, dg\)"):
+        getattr(conv, method)(edge_index(graph), x=graph.x)
+
+
+def test_building_the_layers_leaves_no_pyg_template_behind(tmp_path, monkeypatch):
+    """PyG renders a MessagePassing subclass's propagate (and edge_updater) from a Jinja template into a
+    temporary .py file it never deletes, once per process: every rank of every run would leave its files
+    in /tmp. The distributed layers never call them, so nothing is rendered."""
+    import copy
+    import sys
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    graph = random_graph()
+    for layer in (DistGCNConv, DistSAGEConv, DistGATConv):
+        conv = copy.deepcopy(layer(graph.num_features, 5))  # a copy (__setstate__) sets the templates again
+        assert conv(graph.x, DistGraph(graph, 0, 1, "rows", "sa")).shape[0] == graph.num_nodes
+    rendered = [m for m in sys.modules
+                if m.startswith("netsparse_torch.") and m.endswith(("_propagate", "_edge_updater"))]
+    assert rendered == [] and list(tmp_path.iterdir()) == []

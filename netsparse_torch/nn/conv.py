@@ -60,6 +60,8 @@ class DistGCNConv(GCNConv):
         - **output:** this rank's node features :math:`(|\mathcal{V}_r|, F_{out})`
     """
 
+    propagate = options.local_message_passing("DistGCNConv", "propagate")
+
     def __init__(self, in_channels: int, out_channels: int, improved: bool = False, cached: bool = False,
                  add_self_loops: bool | None = None, normalize: bool = True, bias: bool = True, **kwargs):
         options.gcn(normalize, add_self_loops, kwargs)
@@ -117,6 +119,8 @@ class DistSAGEConv(SAGEConv):
           :class:`DistGraph` and a keyword-only traffic ``tag``
         - **output:** this rank's node features :math:`(|\mathcal{V}_r|, F_{out})`
     """
+
+    propagate = options.local_message_passing("DistSAGEConv", "propagate")
 
     def __init__(self, in_channels: int, out_channels: int, aggr: str = "mean", normalize: bool = False,
                  root_weight: bool = True, project: bool = False, bias: bool = True, **kwargs):

@@ -89,6 +89,9 @@ class DistGATConv(GATConv):
           else :math:`(|\mathcal{V}_r|, C)`
     """
 
+    propagate = options.local_message_passing("DistGATConv", "propagate")
+    edge_updater = options.local_message_passing("DistGATConv", "edge_updater")
+
     def __init__(self, in_channels: int, out_channels: int, heads: int = 1, concat: bool = True,
                  negative_slope: float = 0.2, dropout: float = 0.0, add_self_loops: bool = True,
                  edge_dim: int | None = None, fill_value: float | torch.Tensor | str = "mean", bias: bool = True,

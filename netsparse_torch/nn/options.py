@@ -32,6 +32,20 @@ def no_message_passing_options(layer: str, kwargs: dict) -> None:
                 "MessagePassing; remove these arguments")
 
 
+def local_message_passing(layer: str, method: str):
+    """The layer's ``propagate`` (and GAT's ``edge_updater``): PyG's message passing over a local
+    ``edge_index`` would aggregate this rank's edges only, so a call is refused. Defined in the layer's
+    own class body, it also stops PyG from rendering its Jinja template of the method in every process
+    that builds the layer: PyG writes each render to a temporary ``.py`` file that it never deletes."""
+
+    def refused(self, *args, **kwargs):
+        _refuse(layer, f"{method}()", "PyG's message passing over an edge_index would aggregate this rank's "
+                "edges only; the layer aggregates over every rank in forward(x, dg)")
+
+    refused.__name__ = refused.__qualname__ = method
+    return refused
+
+
 def one_input(layer: str, in_channels) -> None:
     """Bipartite ``(source, target)`` channel pairs: a DistGraph is square, one feature matrix."""
     if not isinstance(in_channels, int) or isinstance(in_channels, bool):
