@@ -133,3 +133,19 @@ def test_building_the_layers_leaves_no_pyg_template_behind(tmp_path, monkeypatch
     rendered = [m for m in sys.modules
                 if m.startswith("netsparse_torch.") and m.endswith(("_propagate", "_edge_updater"))]
     assert rendered == [] and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("layer", [DistGCNConv, DistSAGEConv, DistGATConv], ids=lambda c: c.__name__)
+def test_a_pyg_call_with_edge_index_or_the_whole_graphs_features_is_one_clear_error(layer):
+    """conv(x, edge_index), PyG's call, and conv(data.x, dg) on a rank that holds part of the graph each
+    name what to pass instead, before any aggregation starts."""
+    graph = random_graph()
+    conv = layer(graph.num_features, 5)
+    with pytest.raises(ConfigError, match=rf"{layer.__name__}: forward takes the rank's DistGraph where PyG's layer "
+                                          r"takes edge_index \(got a Tensor of shape \(2, \d+\)\): .*conv\(dg.x, dg\)"):
+        conv(graph.x, edge_index(graph))
+    dg = DistGraph(graph, 0, 1, "rows", "sa")
+    for x in (torch.cat([graph.x, graph.x]), graph.x[:, 0]):
+        with pytest.raises(ConfigError, match=rf"{layer.__name__}: x must be rank 0's rows, a \({graph.num_nodes}, "
+                                              r"features\) tensor, got .*: pass dg.x"):
+            conv(x, dg)

@@ -70,6 +70,7 @@ class DistGCNConv(GCNConv):
 
     def forward(self, x: torch.Tensor, graph: DistGraph, edge_weight=None, *,  # type: ignore[override]
                 tag: str = "") -> torch.Tensor:
+        options.layer_input("DistGCNConv", x, graph)
         if not self.normalize:
             norm = "sum"
         else:  # as PyG's add_remaining_self_loops, which drops the fill value of a call without weights
@@ -131,6 +132,7 @@ class DistSAGEConv(SAGEConv):
 
     def forward(self, x: torch.Tensor, graph: DistGraph, edge_weight=None, *,  # type: ignore[override]
                 tag: str = "") -> torch.Tensor:
+        options.layer_input("DistSAGEConv", x, graph)
         options.no_edge_input("DistSAGEConv", "edge weights", edge_weight, "PyG's SAGEConv takes none (every edge "
                               "counts once in its mean or sum); call conv(x, dg)")
         x_root = x

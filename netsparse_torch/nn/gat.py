@@ -110,6 +110,7 @@ class DistGATConv(GATConv):
 
     def forward(self, x: torch.Tensor, graph: DistGraph, edge_attr=None, *,  # type: ignore[override]
                 tag: str = "", epoch: int | None = None) -> torch.Tensor:
+        options.layer_input("DistGATConv", x, graph)
         options.no_edge_input("DistGATConv", "edge features (edge_attr)", edge_attr, "they need edge_dim, which the "
                               "distributed attention refuses (PyG's GATConv without edge_dim ignores them); call "
                               "conv(x, dg)")

@@ -10,6 +10,8 @@ the normalised adjacency are cached anyway) are accepted.
 
 from __future__ import annotations
 
+import torch
+
 from netsparse_torch.errors import ConfigError
 
 
@@ -30,6 +32,22 @@ def no_message_passing_options(layer: str, kwargs: dict) -> None:
         names = ", ".join(f"{k}={v!r}" for k, v in sorted(kwargs.items()))
         _refuse(layer, names, "the aggregation is the distributed SpMM of the DistGraph, not PyG's "
                 "MessagePassing; remove these arguments")
+
+
+def layer_input(layer: str, x, graph) -> None:
+    """``forward(x, dg)``'s inputs: PyG's ``edge_index`` where the layer takes the rank's DistGraph, or
+    features that are not the rank's rows (the whole graph's ``data.x``), are one error saying what to pass."""
+    if torch.is_tensor(graph) or not hasattr(graph, "propagate"):
+        got = f"a {type(graph).__name__}" + (f" of shape {tuple(graph.shape)}" if torch.is_tensor(graph) else "")
+        raise ConfigError(f"{layer}: forward takes the rank's DistGraph where PyG's layer takes edge_index (got "
+                          f"{got}): build dg = DistGraph(data) once and call conv(dg.x, dg)")
+    if not isinstance(getattr(graph, "rows", None), slice):
+        return  # a stand-in of the DistGraph (netsparse_torch.modeled's probe)
+    rows = graph.rows.stop - graph.rows.start
+    if not torch.is_tensor(x) or x.dim() != 2 or x.size(0) != rows:
+        shape = tuple(x.shape) if torch.is_tensor(x) else type(x).__name__
+        raise ConfigError(f"{layer}: x must be rank {graph.rank}'s rows, a ({rows}, features) tensor, got {shape}: "
+                          "pass dg.x, or the whole graph's features indexed by dg.node_ids")
 
 
 def local_message_passing(layer: str, method: str):
