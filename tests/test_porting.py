@@ -213,6 +213,23 @@ def test_bad_input_is_one_error():
         DistGraph(empty).accuracy(torch.zeros(41, 3), "test")
 
 
+def test_a_launched_process_without_a_process_group_is_one_error(monkeypatch):
+    """Under torchrun (WORLD_SIZE > 1) a script that forgot init_process_group would build a one-rank graph
+    on every process, and each would train the whole graph: refused, unless rank and world size are given."""
+    import torch.distributed as dist
+
+    assert not dist.is_initialized()
+    data = skewed_data()
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    with pytest.raises(ConfigError, match=r"this process is rank 1 of a 2-process job \(WORLD_SIZE=2\) but "
+                                          r"torch.distributed is not initialized.*init_process_group\(\) first"):
+        DistGraph(data)
+    assert DistGraph(data, 0, 1).world_size == 1  # a graph of this process alone, asked for
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert DistGraph(data).world_size == 1
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the machine without CUDA (the CPU twin of gpu-check)")
 @pytest.mark.parametrize("device", ["cuda", "cuda:3", torch.device("cuda", 0)])
 def test_a_cuda_device_without_cuda_is_one_error(device):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +47,17 @@ def _as_source(data) -> tuple[Source, tuple[str, torch.Tensor] | None]:
         return from_pyg(data), pyg_edge_weight(data)
     raise ConfigError(f"DistGraph takes a PyG Data, a netsparse_torch.graph.Graph, a partitioned dataset "
                       f"(its directory or PartitionedDataset) or a Shard; got {type(data).__name__}")
+
+
+def _check_not_launched() -> None:
+    """A process of a launched job (torchrun's WORLD_SIZE > 1) that has not initialised torch.distributed
+    would build a one-rank graph and train all of it, as would each of its peers: one error instead."""
+    size = os.environ.get("WORLD_SIZE", "")
+    if size.isdigit() and int(size) > 1:
+        raise ConfigError(f"this process is rank {os.environ.get('RANK', '?')} of a {size}-process job (WORLD_SIZE="
+                          f"{size}) but torch.distributed is not initialized, so DistGraph would hold the whole "
+                          "graph on every process: call torch.distributed.init_process_group() first (or pass "
+                          "rank= and world_size= for a graph of this process alone)")
 
 
 def graph_device(device: torch.device | str | None, cuda_count: int | None = None) -> torch.device:
@@ -105,6 +117,8 @@ class DistGraph:
                  verify: bool = True, group=None, device: torch.device | str | None = None, check_steps: int = 3):
         device = graph_device(device)  # before any collective: a missing GPU fails every rank alike
         initialized = dist.is_available() and dist.is_initialized()
+        if not initialized and (rank is None or world_size is None):
+            _check_not_launched()
         rank = (dist.get_rank(group) if initialized else 0) if rank is None else rank
         world_size = (dist.get_world_size(group) if initialized else 1) if world_size is None else world_size
         source, pyg_weights = _as_source(data)
