@@ -124,6 +124,29 @@ def test_partitioned_dataset_with_another_world_size(tmp_path):
     says(line, "2 parts but world_size=3")
 
 
+def test_a_world_size_that_disagrees_with_torchrun_is_one_line(tmp_path, monkeypatch):
+    """Under torchrun the job's size is torchrun's; world_size=4 with two processes would be dropped
+    silently. The rank speaks through the job's store (the first error wins), hosted here as the agent
+    hosts it."""
+    import datetime
+
+    import torch.distributed as dist
+
+    from netsparse_torch.run.launch import free_port
+
+    port = free_port()
+    store = dist.TCPStore("127.0.0.1", port, is_master=True, timeout=datetime.timedelta(seconds=30))
+    for key, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                       "MASTER_PORT": str(port)}.items():
+        monkeypatch.setenv(key, value)
+    try:
+        line = train_error(tmp_path, "dataset=cora", "epochs=1", "world_size=4")
+    finally:
+        del store
+    assert line == ("netsparse-train: error: world_size=4 disagrees with torchrun's WORLD_SIZE=2 (--nnodes x "
+                    "--nproc-per-node): drop world_size=, which torchrun sets, or start 4 processes")
+
+
 def test_partitioned_dataset_without_path_or_manifest(tmp_path):
     says(train_error(tmp_path / "a", "dataset=partitioned"), "dataset.path")
     says(train_error(tmp_path / "b", "dataset=partitioned", f"dataset.path={tmp_path}"),

@@ -23,7 +23,7 @@ from netsparse_torch.cli.failure import error_line
 from netsparse_torch.cli.hydra_app import help_text, hydra_errors, job_failed, task
 from netsparse_torch.config_check import check_values, config_dir, omp_threads
 from netsparse_torch.config_keys import TRAIN, check_command_line
-from netsparse_torch.errors import NetsparseError
+from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.progress import append_line, hydra_log_file
 from netsparse_torch.report.metrics import check_logger
 from netsparse_torch.run.forkserver import start_forkserver, stop_forkserver
@@ -38,10 +38,10 @@ _log = None
 def _hydra_main(cfg: DictConfig) -> None:
     global _log
     _log = hydra_log_file()
-    if under_torchrun():
-        cfg.world_size = int(os.environ["WORLD_SIZE"])
     try:
         with task():
+            if under_torchrun():
+                cfg.world_size = torchrun_world_size()
             hardware = check_values(cfg)  # torch-free checks first: one line before torch and PyG load
             check_logger(str(cfg.get("logger") or "none"))
             if not under_torchrun():
@@ -53,6 +53,20 @@ def _hydra_main(cfg: DictConfig) -> None:
             run(cfg, hardware)  # the run's one HardwareParams, built once
     except NetsparseError as exc:
         job_failed(TRAIN.prog, exc, lambda _, e: fail(e))
+
+
+def torchrun_world_size() -> int:
+    """Under torchrun the job's size is its WORLD_SIZE; a world_size= on the command line that says
+    otherwise would be dropped without a word: one error instead."""
+    from hydra.core.hydra_config import HydraConfig
+
+    size = int(os.environ["WORLD_SIZE"])
+    for override in HydraConfig.get().overrides.task:
+        key, _, value = override.lstrip("+").partition("=")
+        if key == "world_size" and value.strip() != str(size):
+            raise ConfigError(f"world_size={value} disagrees with torchrun's WORLD_SIZE={size} (--nnodes x "
+                              f"--nproc-per-node): drop world_size=, which torchrun sets, or start {value} processes")
+    return size
 
 
 def fail(exc: NetsparseError) -> NoReturn:
