@@ -97,11 +97,14 @@ def mechanisms_up_to(stage: str) -> dict[str, bool]:
 
 
 def check_mechanisms(mechanisms: dict[str, bool] | None) -> dict[str, bool]:
-    """All mechanisms on by default; unknown names raise ``ConfigError``."""
+    """All mechanisms on by default; unknown names, and values other than true and false (``bool("off")``
+    would switch a mechanism on), raise ``ConfigError``."""
     out = dict.fromkeys(STAGES, True)
     for name, on in (mechanisms or {}).items():
         if name not in out:
             raise ConfigError(f"unknown NetSparse mechanism {name!r}; choose from {', '.join(STAGES)}")
+        if not isinstance(on, (bool, np.bool_)):
+            raise ConfigError(f"mechanisms.{name} must be true or false, got {on!r}")
         out[name] = bool(on)
     return out
 

@@ -148,6 +148,9 @@ def test_mechanism_toggles_and_kernels():
     assert A.gathered_k(64, "spmv") == 1 and A.gathered_k(64, "sddmm") == 64
     with pytest.raises(ConfigError, match="unknown NetSparse mechanism"):
         A.analyze(_small(), p, mechanisms={"cache": True})
+    for value in ("false", "maybe", 0, None):  # bool() would switch a mechanism on, or off, silently
+        with pytest.raises(ConfigError, match=rf"mechanisms.filter must be true or false, got {value!r}"):
+            A.analyze(_small(), p, simulator=fake, mechanisms={"filter": value})
     with pytest.raises(ConfigError, match="unknown kernel"):
         A.analyze(_small(), p, kernel="spgemm")
 
