@@ -26,7 +26,8 @@ NUMBERS: dict[str, tuple[type, str, object]] = {
     "dropout": (float, "in [0, 1)", lambda v: 0 <= v < 1),
     "timeout_s": (float, "> 0", lambda v: v > 0),
 }
-FLAGS = ("resume", "normalize_features")
+FLAGS = ("resume", "normalize_features", "strategy.options.filter", "strategy.options.coalesce", "fabric.cache",
+         "fabric.concatenation")
 
 
 def config_dir() -> str:
@@ -69,8 +70,9 @@ def check_values(cfg):
         if not ok(value):
             raise ConfigError(f"{key} must be {rule}, got {value}")
     for key in FLAGS:
-        if key in cfg and not isinstance(cfg[key], bool):
-            raise ConfigError(f"{key} must be true or false, got {cfg[key]!r}")
+        value = _select(cfg, key)
+        if value is not None and not isinstance(value, bool):  # bool("maybe") would switch it on
+            raise ConfigError(f"{key} must be true or false, got {value!r}")
     if "threads" in cfg:
         check_threads(cfg.threads)
     if cfg.get("patience", 0) > 0 and cfg.get("eval_every", 0) == 0:
@@ -83,6 +85,15 @@ def check_values(cfg):
 
         return train_hardware(cfg)
     return None
+
+
+def _select(cfg, dotted: str):
+    """``cfg``'s value at the dotted key, or None where a part is missing (a dict or a DictConfig)."""
+    for part in dotted.split("."):
+        if cfg is None or not hasattr(cfg, "get"):
+            return None
+        cfg = cfg.get(part)
+    return cfg
 
 
 METIS_MAX_NNZ = 5_000_000

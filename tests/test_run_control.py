@@ -47,6 +47,11 @@ def _composed(*overrides: str):
     ("hidden=0", "hidden must be >= 1, got 0"),
     ("dropout=1.0", "dropout must be in [0, 1), got 1.0"),
     ("resume=maybe", "resume must be true or false, got 'maybe'"),
+    ("strategy=netsparse strategy.options.coalesce=maybe",
+     "strategy.options.coalesce must be true or false, got 'maybe'"),
+    ("strategy=netsparse strategy.options.filter=1", "strategy.options.filter must be true or false, got 1"),
+    ("fabric=switch fabric.cache=maybe", "fabric.cache must be true or false, got 'maybe'"),
+    ("fabric=switch fabric.concatenation=0", "fabric.concatenation must be true or false, got 0"),
     ("patience=3", "patience=3 needs evaluations during training: set eval_every=N"),
     ("partition=foo", "unknown partition 'foo'; choose one of rows, nnz, metis"),
 ])
@@ -56,7 +61,7 @@ def test_value_checks(override, message):
 
     check_values(_composed())  # the defaults pass
     with pytest.raises(ConfigError) as err:
-        check_values(_composed(override))
+        check_values(_composed(*override.split()))
     assert message in str(err.value)
 
 
