@@ -37,10 +37,14 @@ def _one_of(name: str, value: Any, choices: tuple[str, ...]) -> None:
 
 
 class _Validated:
-    """Checks every numeric field of a dataclass against its ``zero_ok`` / ``inf_ok`` metadata."""
+    """Checks every numeric field of a dataclass against its ``zero_ok`` / ``inf_ok`` metadata, and that
+    every flag is a bool."""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            if f.type == "bool" and not isinstance(getattr(self, f.name), bool):  # bool("maybe") is True
+                raise ConfigError(f"{type(self).__name__}.{f.name} must be true or false, got "
+                                  f"{getattr(self, f.name)!r}")
             if "zero_ok" not in f.metadata:
                 continue
             value = getattr(self, f.name)

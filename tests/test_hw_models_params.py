@@ -96,6 +96,10 @@ def test_other_bad_input():
         P.HardwareParams.from_dict({"snic": {"rig_units": 2.5}})
     with pytest.raises(ConfigError, match="must be a number"):
         P.HardwareParams.from_dict({"link": {"bandwidth_gbps": "fast"}})
+    for flag in ("netsparse_in_tor", "netsparse_in_spine"):  # bool() would read "maybe" and "false" as on
+        for value in ("maybe", "false", 1):
+            with pytest.raises(ConfigError, match=rf"SwitchParams.{flag} must be true or false, got {value!r}"):
+                P.HardwareParams.from_dict({"switch": {flag: value}})
     with pytest.raises(ConfigError, match="mtu_bytes"):
         P.HeaderParams(mtu_bytes=79)
     with pytest.raises(ConfigError, match="hyperx_shape"):
