@@ -147,6 +147,15 @@ def test_a_world_size_that_disagrees_with_torchrun_is_one_line(tmp_path, monkeyp
                     "--nproc-per-node): drop world_size=, which torchrun sets, or start 4 processes")
 
 
+def test_a_report_path_that_cannot_be_written_is_one_line_before_the_ranks(tmp_path):
+    """It was a FileNotFoundError traceback with exit 1, after the whole training."""
+    (tmp_path / "a_file").write_text("")
+    target = tmp_path / "a_file" / "r.json"
+    line = train_error(tmp_path / "run", "dataset=cora", "epochs=1", f"report_path={target}")
+    assert line.startswith(f"netsparse-train: error: report_path: cannot write {target} (") and \
+        line.endswith("): choose another report_path"), line
+
+
 def test_partitioned_dataset_without_path_or_manifest(tmp_path):
     says(train_error(tmp_path / "a", "dataset=partitioned"), "dataset.path")
     says(train_error(tmp_path / "b", "dataset=partitioned", f"dataset.path={tmp_path}"),

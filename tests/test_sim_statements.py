@@ -55,6 +55,19 @@ def test_a_report_of_other_settings_is_never_overwritten(tmp_path):
     simulate.run(_cfg(*SMALL, f"report_dir={tmp_path}", "tag=_x", "rig_units=4"))  # the same run: rewritten
 
 
+@pytest.mark.parametrize("key", ["report_path", "report_dir"])
+def test_a_report_that_cannot_be_written_is_one_error_before_the_simulation(tmp_path, monkeypatch, key):
+    """A report path under a file (or /proc) failed with a traceback after the whole simulation."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    target = blocker / ("r.json" if key == "report_path" else "reports")
+    monkeypatch.setattr(simulate, "model", lambda *a, **k: pytest.fail("simulated before the path was checked"))
+    with pytest.raises(ConfigError, match=rf"^{key}: cannot write {target}\S* \(.+\): choose another {key}$"):
+        simulate.run(_cfg(*SMALL, f"{key}={target}"))
+    with pytest.raises(ConfigError, match=rf"^report_path={tmp_path} is a directory: give a file path"):
+        simulate.run(_cfg(*SMALL, f"report_path={tmp_path}"))
+
+
 def test_a_rerun_of_a_sweep_skips_its_finished_points(tmp_path, capsys):
     cfg = _cfg(*SMALL, f"report_dir={tmp_path / 'r'}")
     first = simulate.run(cfg, tmp_path / "job0", ["rig_units=4"], multirun=True)

@@ -163,3 +163,15 @@ def test_write_json_writes_and_returns_each_file_once(tmp_path):
     same = tmp_path / "sweep" / ".." / "report.json"  # the run directory's report, spelled another way
     assert write_json({"x": 1}, p, None, str(p), other, same) == [p, other]
     assert json.loads(other.read_text()) == json.loads(p.read_text()) == {"x": 1}
+
+
+def test_write_json_says_which_path_failed_and_where_the_report_is(tmp_path):
+    from netsparse_torch.errors import ConfigError
+    from netsparse_torch.report import write_json
+
+    good = tmp_path / "report.json"
+    (tmp_path / "a_file").write_text("")
+    bad = tmp_path / "a_file" / "r.json"
+    with pytest.raises(ConfigError, match=rf"^cannot write the report to {bad}: .+; the report is in {good}$"):
+        write_json({"x": 1}, good, bad)
+    assert json.loads(good.read_text()) == {"x": 1}

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
 from hw_models.files import write_text_atomic
+from netsparse_torch.errors import ConfigError
 from netsparse_torch.report.provenance import provenance
 
 #: The per-rank summary of the report: partition sizes, the rank's peak RSS (getrusage, bytes), and its
@@ -106,17 +108,38 @@ def strict(value):
 
 def write_json(report: dict, *paths: Path | str | None) -> list[Path]:
     """Write ``report`` as strict JSON (:func:`strict`; no ``NaN``/``Infinity`` tokens) to each path; the
-    paths written, each once (``report_path`` may name the run directory's own ``report.json``)."""
+    paths written, each once (``report_path`` may name the run directory's own ``report.json``). A path
+    that cannot be written is one ConfigError naming it and those written before it."""
     text = json.dumps(strict(report), indent=2, allow_nan=False, default=float)
-    written = []
+    written: list[Path] = []
     for p in paths:
         if p is None or Path(p).resolve() in {w.resolve() for w in written}:
             continue
         p = Path(p)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(p, text)  # a sweep's reader (collect, a rerun's skip) never sees half a report
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(p, text)  # a sweep's reader (collect, a rerun's skip) never sees half a report
+        except OSError as exc:
+            kept = f"; the report is in {', '.join(map(str, written))}" if written else ""
+            raise ConfigError(f"cannot write the report to {p}: {exc.strerror or exc}{kept}") from None
         written.append(p)
     return written
+
+
+def check_writable(path: Path | str | None, key: str) -> None:
+    """A report file the run will write, tried before the run (its folder made, a file made and removed
+    there): a path that cannot be written is one ConfigError now, not a traceback after the run."""
+    if path is None:
+        return
+    p = Path(str(path))
+    if p.is_dir():
+        raise ConfigError(f"{key}={p} is a directory: give a file path (e.g. {p / 'report.json'})")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=p.parent, prefix=f".{p.name}.", suffix=".probe"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{key}: cannot write {p} ({exc.strerror or exc}): choose another {key}") from None
 
 
 def summary_lines(report: dict) -> list[str]:

@@ -26,7 +26,7 @@ from netsparse_torch.graph import load_dataset
 from netsparse_torch.modeled import add_modeled, check_cluster
 from netsparse_torch.partition import PartitionedDataset, partition_dataset, partition_settings
 from netsparse_torch.progress import echo, hydra_log_file
-from netsparse_torch.report import build_train_report, summary_lines, write_json
+from netsparse_torch.report import build_train_report, check_writable, summary_lines, write_json
 from netsparse_torch.report.analog import scaled_modeled_lines
 from netsparse_torch.report.curves import save_curves
 from netsparse_torch.report.metrics import check_logger
@@ -64,6 +64,7 @@ def run(cfg: DictConfig, hardware: HardwareParams | None = None) -> dict | None:
     whole-graph model runs in a process of its own after training.
     """
     hardware = check_config(cfg, hardware)  # the run's one hardware: RIG nodes, switches, modeled block, report
+    check_writable(cfg.get("report_path"), "report_path")  # now, not after the training
     device_kind(cfg.get("device", "auto"))  # device=cuda without a GPU: one line before any rank starts
     out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
     continue_after_restart(cfg, out_dir, hydra_log_file())  # torchrun --max-restarts: go on from the checkpoint

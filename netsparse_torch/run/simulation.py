@@ -24,8 +24,8 @@ from hw_models.pattern import Pattern, as_pattern
 from hw_models.synthetic import generate
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.progress import iterate
+from netsparse_torch.report import check_writable, write_json
 from netsparse_torch.report import link_stats as link_report
-from netsparse_torch.report import write_json
 from netsparse_torch.report.identity import differences, identity, report_identity, report_stem
 from netsparse_torch.report.provenance import provenance
 from netsparse_torch.report.sim_figures import save_figures, write_breakdown_csv
@@ -129,6 +129,8 @@ def run(cfg: DictConfig, out_dir: Path | None = None, overrides: list[str] | tup
     _refuse_overwrite(dir_path, ident)
     if multirun and cfg.get("report_path"):  # every job of a sweep would write this one path
         _refuse_overwrite(Path(str(cfg.report_path)), ident)
+    check_writable(cfg.get("report_path"), "report_path")  # now, not after a simulation of minutes
+    check_writable(dir_path, "report_dir")
     report = model(cfg, params, k, links)
     report["wall_clock_s"] = time.perf_counter() - t0
     report["config"] = config
