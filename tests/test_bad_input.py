@@ -156,6 +156,14 @@ def test_a_report_path_that_cannot_be_written_is_one_line_before_the_ranks(tmp_p
         line.endswith("): choose another report_path"), line
 
 
+def test_a_partition_out_that_cannot_be_written_is_one_line_before_the_work(tmp_path):
+    (tmp_path / "a_file").write_text("")
+    line = error_line(partition_cli(tmp_path / "run", "dataset=cora", "parts=2", f"out={tmp_path / 'a_file'}"),
+                      "netsparse-partition")
+    assert line.startswith(f"netsparse-partition: error: out: cannot write {tmp_path / 'a_file'}/manifest.json (") \
+        and line.endswith("): choose another out"), line
+
+
 def test_partitioned_dataset_without_path_or_manifest(tmp_path):
     says(train_error(tmp_path / "a", "dataset=partitioned"), "dataset.path")
     says(train_error(tmp_path / "b", "dataset=partitioned", f"dataset.path={tmp_path}"),

@@ -20,6 +20,7 @@ from netsparse_torch.cli.hydra_app import job_failed, run_app, task
 from netsparse_torch.config_check import check_paper_dataset, config_dir
 from netsparse_torch.config_keys import PARTITION
 from netsparse_torch.errors import ConfigError, NetsparseError
+from netsparse_torch.report import check_writable
 
 
 def run(cfg: DictConfig) -> dict:
@@ -30,6 +31,7 @@ def run(cfg: DictConfig) -> dict:
         raise ConfigError(f"parts must be an integer >= 1, got {cfg.parts!r}")
     if (cfg.get("dataset") or {}).get("name") == "paper":
         check_paper_dataset(cfg.dataset, str(cfg.partition))
+    check_writable(Path(cfg.out) / "manifest.json", "out")  # a file or /proc: one line before the work
     # The loaders and partitioners (torch, scipy) load once the settings above are known to be good.
     from netsparse_torch.graph import load_dataset
     from netsparse_torch.partition.analog import partition_dataset
