@@ -83,3 +83,30 @@ def test_netsparse_switch_that_cannot_bind_exits_2(capsys):
         switch.main(["--role", "tor", "--host", "203.0.113.1", "--port", "5"])  # TEST-NET-3: never local
     assert done.value.code == 2
     _said_once(capsys.readouterr().err, "netsparse-switch")
+
+
+def test_an_output_the_system_refuses_is_one_line_naming_it(capsys, tmp_path):
+    """An output under a file (or /proc): the file named, as cp names it, not a traceback."""
+    from netsparse_torch.cli.failure import failing
+
+    blocked = tmp_path / "a_file" / "out.png"
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(SystemExit) as done, failing("netsparse-compare"):
+        blocked.write_text("x")
+    assert done.value.code == 2
+    _said_once(capsys.readouterr().err, "netsparse-compare")
+    with pytest.raises(RuntimeError), failing("netsparse-compare"):  # not an OSError: not ours to word
+        raise RuntimeError("a bug")
+
+
+def test_calibrate_checks_its_out_before_measuring(capsys, monkeypatch, tmp_path):
+    from netsparse_torch.run import launch
+
+    (tmp_path / "a_file").write_text("")
+    monkeypatch.setattr(launch, "launch", lambda *a, **k: pytest.fail("measured before --out was checked"))
+    with pytest.raises(SystemExit) as done:
+        calibrate.main(["--out", str(tmp_path / "a_file" / "tf.json")])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    _said_once(err, "netsparse-calibrate")
+    assert f"--out: cannot write {tmp_path / 'a_file' / 'tf.json'} (" in err

@@ -18,6 +18,7 @@ from pathlib import Path
 from hw_models.twoface.cost import Coefficients
 from netsparse_torch.calibration import OVERLAP_PROBE, fit, measure, overlap_of
 from netsparse_torch.cli.failure import fail, failing
+from netsparse_torch.report import check_writable
 
 
 def default_out() -> Path:
@@ -51,14 +52,15 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.repeats < 1:
         fail(ap.prog, f"--repeats must be >= 1, got {args.repeats}")
+    out = args.out or default_out()
     with failing(ap.prog, ValueError):
+        check_writable(out, "--out")  # before the measurements, not after them
         samples = launch(measure, 2, (args.repeats,), timeout_s=600)
         probe = samples.pop("overlap")
         coeffs, errors = fit(samples)
-    overlap = overlap_of(probe)
-    path = coeffs.save(args.out or default_out(),
-                       {"overlap": overlap, "overlap_probe": {**OVERLAP_PROBE, **probe},
-                        "fit_rel_rms_error": errors, "backend": "gloo", "samples": samples}).resolve()
+        overlap = overlap_of(probe)
+        path = coeffs.save(out, {"overlap": overlap, "overlap_probe": {**OVERLAP_PROBE, **probe},
+                                 "fit_rel_rms_error": errors, "backend": "gloo", "samples": samples}).resolve()
     for name, value in coeffs.to_dict().items():
         print(f"  {name:8s} = {value:.3e}   (Two-Face Table 3: {getattr(Coefficients(), name):.3e})")
     print("  fit error (relative RMS): " + ", ".join(f"{k} {v:.1%}" for k, v in errors.items()))

@@ -29,8 +29,14 @@ def fail(prog: str, what: object) -> NoReturn:
 
 @contextlib.contextmanager
 def failing(prog: str, *errors: type[BaseException]) -> Iterator[None]:
-    """Around a CLI's work: a :class:`NetsparseError` (or one of ``errors``) is :func:`fail`'s line."""
+    """Around a CLI's work: a :class:`NetsparseError` (or one of ``errors``) is :func:`fail`'s line, and so
+    is a file the system refuses (an output under a missing or read-only folder, a full disk): named, as
+    ``cp`` names it, instead of a traceback."""
     try:
         yield
     except (NetsparseError, *errors) as exc:
         fail(prog, exc)
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        fail(prog, f"{exc.filename}: {exc.strerror or exc}: choose another path, or make it writable")
