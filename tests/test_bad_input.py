@@ -156,6 +156,13 @@ def test_a_report_path_that_cannot_be_written_is_one_line_before_the_ranks(tmp_p
         line.endswith("): choose another report_path"), line
 
 
+def test_a_checkpoint_dir_that_cannot_be_written_is_one_line_before_the_ranks(tmp_path):
+    (tmp_path / "a_file").write_text("")
+    target = tmp_path / "a_file" / "checkpoints"
+    line = train_error(tmp_path / "run", "dataset=cora", "epochs=1", "checkpoint_every=1", f"checkpoint_dir={target}")
+    assert line.startswith(f"netsparse-train: error: checkpoint_dir: cannot write {target} ("), line
+
+
 def test_a_partition_out_that_cannot_be_written_is_one_line_before_the_work(tmp_path):
     (tmp_path / "a_file").write_text("")
     line = error_line(partition_cli(tmp_path / "run", "dataset=cora", "parts=2", f"out={tmp_path / 'a_file'}"),

@@ -110,3 +110,19 @@ def test_calibrate_checks_its_out_before_measuring(capsys, monkeypatch, tmp_path
     err = capsys.readouterr().err
     _said_once(err, "netsparse-calibrate")
     assert f"--out: cannot write {tmp_path / 'a_file' / 'tf.json'} (" in err
+
+
+def test_a_run_directory_hydra_cannot_make_is_one_line(capsys, monkeypatch, tmp_path):
+    """Hydra makes the run's directory before the task: under a file it raised FileExistsError, rc 1."""
+    from conftest import DATA
+
+    (tmp_path / "a_file").write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["netsparse-simulate", f"matrix={DATA / 'mtx_small' / 'karate.mtx'}", "nodes=4",
+                                      f"hydra.run.dir={tmp_path / 'a_file' / 'run'}"])
+    with pytest.raises(SystemExit) as done:
+        simulate.main()
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    _said_once(err, "netsparse-simulate")
+    assert "Hydra cannot make the run's directory or its log there; choose another hydra.run.dir" in err

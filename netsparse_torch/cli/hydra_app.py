@@ -128,6 +128,11 @@ def hydra_errors() -> Iterator[None]:
         if getattr(exc, _TASK, False):
             raise
         raise ConfigError(hydra_message(exc)) from None
+    except OSError as exc:  # Hydra making the run's directory or its log file there
+        if getattr(exc, _TASK, False) or exc.filename is None:
+            raise
+        raise ConfigError(f"{exc.filename}: {exc.strerror or exc}: Hydra cannot make the run's directory or its "
+                          "log there; choose another hydra.run.dir (hydra.sweep.dir for a sweep)") from None
     finally:
         sys.stderr = stderr
         if before is None:

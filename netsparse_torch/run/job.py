@@ -69,6 +69,8 @@ def run(cfg: DictConfig, hardware: HardwareParams | None = None) -> dict | None:
     out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
     continue_after_restart(cfg, out_dir, hydra_log_file())  # torchrun --max-restarts: go on from the checkpoint
     checkpoint.prepare(cfg, out_dir)  # default folder in the run's directory; resume=true: the same run?
+    if int(cfg.checkpoint_every) > 0:
+        check_writable(cfg.checkpoint_dir, "checkpoint_dir", folder=True)
     t0 = time.perf_counter()
     data = load_dataset(cfg.dataset)
     partitioning = None
