@@ -4,6 +4,7 @@ interpreter for ``netsparse-train``, which exits through ``os._exit``."""
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -126,3 +127,17 @@ def test_a_run_directory_hydra_cannot_make_is_one_line(capsys, monkeypatch, tmp_
     err = capsys.readouterr().err
     _said_once(err, "netsparse-simulate")
     assert "Hydra cannot make the run's directory or its log there; choose another hydra.run.dir" in err
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"port": 99999}, "port must be 0 (a free port) or 1-65535, got 99999"),  # gRPC bound 34463
+    ({"port": -5}, "port must be 0 (a free port) or 1-65535, got -5"),  # gRPC bound 65531
+    ({"queue_depth": 0}, "queue_depth must be a whole number >= 1"),  # an unbounded queue.Queue
+])
+def test_a_switch_port_or_queue_the_service_would_reinterpret_is_refused(kwargs, words):
+    """netsparse-switch says these in its one line (its ConfigErrors, above); the service refuses them."""
+    from netsparse_torch.errors import ConfigError
+    from netsparse_torch.switch_service import SwitchServer
+
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        SwitchServer("tor", **kwargs)

@@ -25,7 +25,7 @@ import numpy as np
 
 from hw_models import units
 from hw_models import units as _units
-from netsparse_torch.errors import PacketError
+from netsparse_torch.errors import ConfigError, PacketError
 from netsparse_torch.switch_service.control import PortCounters, SwitchConfig, SwitchCounters, counters_message
 
 log = logging.getLogger("netsparse.switch")
@@ -60,6 +60,10 @@ class SwitchCore:
                  stall_timeout_s: float = 30.0):
         if role not in ("tor", "spine"):
             raise ValueError(f"role must be 'tor' or 'spine', got {role!r}")
+        if isinstance(queue_depth, bool) or not isinstance(queue_depth, int) or queue_depth < 1:
+            # queue.Queue(maxsize=0) has no bound: the switch would lose its backpressure without a word
+            raise ConfigError(f"queue_depth must be a whole number >= 1 (frames per bounded queue), got "
+                              f"{queue_depth!r}")
         self.role = role
         self.queue_depth = queue_depth
         self.max_frame_bytes = max_frame_bytes

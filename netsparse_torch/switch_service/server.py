@@ -19,6 +19,7 @@ from concurrent import futures
 
 import grpc
 
+from netsparse_torch.errors import ConfigError
 from netsparse_torch.switch_service._proto import MTU_KEY, NODE_KEY, TOKEN_KEY, pb, pb_grpc
 from netsparse_torch.switch_service.control import ConfigInvalid, config_from_request
 from netsparse_torch.switch_service.core import UPLINK, FrameRejected, Port, SwitchCore
@@ -186,6 +187,9 @@ class SwitchServer:
     def __init__(self, role: str, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
                  tls_cert: bytes | None = None, tls_key: bytes | None = None, tls_ca: bytes | None = None,
                  queue_depth: int = 64, max_workers: int = 64, stall_timeout_s: float = 30.0):
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            # gRPC would bind the port modulo 65536 (99999 -> 34463) and say nothing
+            raise ConfigError(f"port must be 0 (a free port) or 1-65535, got {port!r}")
         self.core = SwitchCore(role, queue_depth=queue_depth, stall_timeout_s=stall_timeout_s)
         self.auth = _Auth(token, self.core)
         self.token, self.tls_ca = token, tls_ca
