@@ -14,14 +14,17 @@ from hw_models.errors import ConfigError
 ROW_MODES = ("rows", "nnz")
 
 
-def row_bounds(n: int, world_size: int, mode: str = "rows", indptr: np.ndarray | None = None) -> np.ndarray:
-    """Block boundaries ``b`` of length ``world_size + 1``: part ``p`` owns rows ``[b[p], b[p+1])``."""
+def row_bounds(n: int, world_size: int, mode: str = "rows", indptr: np.ndarray | None = None,
+               parts: tuple[str, str] = ("world_size", "ranks")) -> np.ndarray:
+    """Block boundaries ``b`` of length ``world_size + 1``: part ``p`` owns rows ``[b[p], b[p+1])``.
+    ``parts``: the key that set the count and what a part is, for the errors (the simulator's nodes)."""
+    key, noun = parts
     if mode not in ROW_MODES:
         raise ConfigError(f"unknown partition {mode!r} for row blocks; choose one of {', '.join(ROW_MODES)}")
     if world_size < 1:
-        raise ConfigError(f"world_size must be >= 1, got {world_size}")
+        raise ConfigError(f"{key} must be >= 1, got {world_size}")
     if world_size > n:
-        raise ConfigError(f"world_size={world_size} is larger than the graph's {n} rows; use at most {n} ranks")
+        raise ConfigError(f"{key}={world_size} is larger than the graph's {n} rows; use at most {n} {noun}")
     if mode == "rows":  # numpy.array_split sizes without materialising range(n)
         base, extra = divmod(n, world_size)
         sizes = np.full(world_size, base, dtype=np.int64)

@@ -108,8 +108,8 @@ class Workload:
 
 def bounds(a: Pattern, nodes: int, partition: str = "rows") -> tuple[np.ndarray, np.ndarray]:
     """``(row_bounds, col_bounds)`` of ``a`` over ``nodes`` (see the module docstring)."""
-    rb = row_bounds(a.n_rows, nodes, partition, a.indptr)
-    cb = rb if a.n_rows == a.n_cols else row_bounds(a.n_cols, nodes, "rows")
+    rb = row_bounds(a.n_rows, nodes, partition, a.indptr, parts=("nodes", "nodes"))
+    cb = rb if a.n_rows == a.n_cols else row_bounds(a.n_cols, nodes, "rows", parts=("nodes", "nodes"))
     return rb, cb
 
 

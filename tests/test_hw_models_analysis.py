@@ -207,7 +207,8 @@ def test_cli_shortcuts_reach_the_parameters():
 @pytest.mark.parametrize(("overrides", "error", "match"), [
     (["matrix=/nonexistent/x.mtx"], DatasetNotFoundError, "not found"),
     (["matrix=" + str(DATA / "README.md")], GraphInputError, "not a readable Matrix Market"),
-    ([f"matrix={KARATE}", "nodes=35", "rack_size=5"], ConfigError, "larger than the graph"),
+    ([f"matrix={KARATE}", "nodes=35", "rack_size=5"], ConfigError,
+     r"^nodes=35 is larger than the graph's 34 rows; use at most 34 nodes$"),  # the simulator's key, not world_size
     ([f"matrix={KARATE}", "rig_units=-2"], ConfigError, "rig_units must be > 0"),
     ([f"matrix={KARATE}", "k=0"], ConfigError, "k must be >= 1"),
     ([f"matrix={KARATE}", "topology=torus"], ConfigError, "unknown topology 'torus'"),
