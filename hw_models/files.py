@@ -1,14 +1,17 @@
 """Files that parallel jobs of a sweep share (the analog cache, partitioned datasets, reports): written
 under a temporary name and renamed, so no reader sees half a file, and generated under a lock, so two
-jobs never make the same file twice."""
+jobs never make the same file twice; and the outputs a run will write, tried before it runs."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from hw_models.errors import ConfigError
 
 
 @contextlib.contextmanager
@@ -36,3 +39,21 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     tmp = temporary(path)
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def check_writable(path: Path | str | None, key: str, folder: bool = False) -> None:
+    """A file (or, with ``folder``, a folder) the run will write, tried before the run (the folder made, a
+    file made and removed there): a path that cannot be written is one ConfigError now, not a traceback
+    after the run."""
+    if path is None:
+        return
+    p = Path(str(path))
+    if p.is_dir() and not folder:
+        raise ConfigError(f"{key}={p} is a directory: give a file path (e.g. {p / 'report.json'})")
+    where = p if folder else p.parent
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=where, prefix=f".{p.name}.", suffix=".probe"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{key}: cannot write {p} ({exc.strerror or exc}): choose another {key}") from None

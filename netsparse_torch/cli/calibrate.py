@@ -15,10 +15,10 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from hw_models.files import check_writable
 from hw_models.twoface.cost import Coefficients
 from netsparse_torch.calibration import OVERLAP_PROBE, fit, measure, overlap_of
 from netsparse_torch.cli.failure import fail, failing
-from netsparse_torch.report import check_writable
 
 
 def default_out() -> Path:

@@ -16,11 +16,11 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from hw_models.files import check_writable
 from netsparse_torch.cli.hydra_app import job_failed, run_app, task
 from netsparse_torch.config_check import check_paper_dataset, config_dir
 from netsparse_torch.config_keys import PARTITION
 from netsparse_torch.errors import ConfigError, NetsparseError
-from netsparse_torch.report import check_writable
 
 
 def run(cfg: DictConfig) -> dict:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -124,24 +123,6 @@ def write_json(report: dict, *paths: Path | str | None) -> list[Path]:
             raise ConfigError(f"cannot write the report to {p}: {exc.strerror or exc}{kept}") from None
         written.append(p)
     return written
-
-
-def check_writable(path: Path | str | None, key: str, folder: bool = False) -> None:
-    """A file (or, with ``folder``, a folder) the run will write, tried before the run (the folder made, a
-    file made and removed there): a path that cannot be written is one ConfigError now, not a traceback
-    after the run."""
-    if path is None:
-        return
-    p = Path(str(path))
-    if p.is_dir() and not folder:
-        raise ConfigError(f"{key}={p} is a directory: give a file path (e.g. {p / 'report.json'})")
-    where = p if folder else p.parent
-    try:
-        where.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=where, prefix=f".{p.name}.", suffix=".probe"):
-            pass
-    except OSError as exc:
-        raise ConfigError(f"{key}: cannot write {p} ({exc.strerror or exc}): choose another {key}") from None
 
 
 def summary_lines(report: dict) -> list[str]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from hw_models.files import check_writable
 from hw_models.params import HardwareParams
 from netsparse_torch import checkpoint
 from netsparse_torch.comm import STRATEGIES
@@ -26,7 +27,7 @@ from netsparse_torch.graph import load_dataset
 from netsparse_torch.modeled import add_modeled, check_cluster
 from netsparse_torch.partition import PartitionedDataset, partition_dataset, partition_settings
 from netsparse_torch.progress import echo, hydra_log_file
-from netsparse_torch.report import build_train_report, check_writable, summary_lines, write_json
+from netsparse_torch.report import build_train_report, summary_lines, write_json
 from netsparse_torch.report.analog import scaled_modeled_lines
 from netsparse_torch.report.curves import save_curves
 from netsparse_torch.report.metrics import check_logger

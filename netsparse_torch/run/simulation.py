@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from hw_models import analogs, analysis, compute
 from hw_models.analysis import analyze, default_simulator
+from hw_models.files import check_writable
 from hw_models.hardware import simulate_hardware
 from hw_models.mtx import read_mtx
 from hw_models.params import HardwareParams
@@ -24,8 +25,8 @@ from hw_models.pattern import Pattern, as_pattern
 from hw_models.synthetic import generate
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.progress import iterate
-from netsparse_torch.report import check_writable, write_json
 from netsparse_torch.report import link_stats as link_report
+from netsparse_torch.report import write_json
 from netsparse_torch.report.identity import differences, identity, report_identity, report_stem
 from netsparse_torch.report.provenance import provenance
 from netsparse_torch.report.sim_figures import save_figures, write_breakdown_csv
