@@ -27,7 +27,7 @@ NUMBERS: dict[str, tuple[type, str, object]] = {
     "timeout_s": (float, "> 0", lambda v: v > 0),
 }
 FLAGS = ("resume", "normalize_features", "strategy.options.filter", "strategy.options.coalesce", "fabric.cache",
-         "fabric.concatenation")
+         "fabric.concatenation", "dataset.weighted", "dataset.verify")
 
 
 def config_dir() -> str:

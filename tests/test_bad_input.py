@@ -163,6 +163,15 @@ def test_a_checkpoint_dir_that_cannot_be_written_is_one_line_before_the_ranks(tm
     assert line.startswith(f"netsparse-train: error: checkpoint_dir: cannot write {target} ("), line
 
 
+def test_a_weighted_flag_bool_would_read_as_on_is_one_line(tmp_path):
+    """dataset.weighted=maybe took a real-valued file's values as weights (bool("maybe") is True)."""
+    karate = DATA / "mtx_small" / "karate.mtx"
+    done = partition_cli(tmp_path / "run", "dataset=mtx", f"dataset.path={karate}", "dataset.weighted=maybe",
+                         "parts=2", f"out={tmp_path / 'out'}")
+    line = error_line(done, "netsparse-partition")
+    assert line == "netsparse-partition: error: dataset.weighted must be true or false, got 'maybe'"
+
+
 def test_a_partition_out_that_cannot_be_written_is_one_line_before_the_work(tmp_path):
     (tmp_path / "a_file").write_text("")
     line = error_line(partition_cli(tmp_path / "run", "dataset=cora", "parts=2", f"out={tmp_path / 'a_file'}"),

@@ -52,6 +52,8 @@ def _composed(*overrides: str):
     ("strategy=netsparse strategy.options.filter=1", "strategy.options.filter must be true or false, got 1"),
     ("fabric=switch fabric.cache=maybe", "fabric.cache must be true or false, got 'maybe'"),
     ("fabric=switch fabric.concatenation=0", "fabric.concatenation must be true or false, got 0"),
+    ("dataset=mtx dataset.weighted=maybe", "dataset.weighted must be true or false, got 'maybe'"),
+    ("dataset=partitioned dataset.verify=no", "dataset.verify must be true or false, got 'no'"),
     ("patience=3", "patience=3 needs evaluations during training: set eval_every=N"),
     ("partition=foo", "unknown partition 'foo'; choose one of rows, nnz, metis"),
 ])

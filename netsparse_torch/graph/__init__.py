@@ -55,8 +55,10 @@ def load_dataset(cfg):
     if name == "mtx":
         if not cfg.get("path"):
             raise ConfigError("dataset=mtx needs dataset.path=<file.mtx or .mtx.gz>")
-        return load_mtx(Path(cfg.path), int(cfg.num_features), int(cfg.num_classes), seed,
-                        weighted=bool(cfg.get("weighted", False)))
+        weighted = cfg.get("weighted", False)
+        if not isinstance(weighted, bool):  # bool("maybe") would weigh the edges
+            raise ConfigError(f"dataset.weighted must be true or false, got {weighted!r}")
+        return load_mtx(Path(cfg.path), int(cfg.num_features), int(cfg.num_classes), seed, weighted=weighted)
     if name == "synthetic":
         params = dict(cfg.get("params") or {})
         adj = generate(str(cfg.shape), int(cfg.num_nodes), seed=seed, **params)
