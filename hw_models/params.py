@@ -30,6 +30,13 @@ def _p(default: Any, *, zero_ok: bool = False, inf_ok: bool = False) -> Any:
     return field(default=default, metadata={"zero_ok": zero_ok, "inf_ok": inf_ok})
 
 
+def check_flag(name: str, value: Any) -> None:
+    """A switch given as anything but true or false is one ConfigError: ``bool("maybe")`` and ``bool("false")``
+    are both True, so reading it with ``bool()`` would switch it on without a word."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name} must be true or false, got {value!r}")
+
+
 def _one_of(name: str, value: Any, choices: tuple[str, ...]) -> None:
     """A field that names one of ``choices`` (one-line error naming them)."""
     if value not in choices:
@@ -42,9 +49,8 @@ class _Validated:
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            if f.type == "bool" and not isinstance(getattr(self, f.name), bool):  # bool("maybe") is True
-                raise ConfigError(f"{type(self).__name__}.{f.name} must be true or false, got "
-                                  f"{getattr(self, f.name)!r}")
+            if f.type == "bool":
+                check_flag(f"{type(self).__name__}.{f.name}", getattr(self, f.name))
             if "zero_ok" not in f.metadata:
                 continue
             value = getattr(self, f.name)

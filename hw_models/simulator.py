@@ -30,7 +30,7 @@ from hw_models.compute import KERNELS
 from hw_models.errors import ConfigError
 from hw_models.link_stats import LinkSeries, cxx_bin_ps, from_simulator, link_names
 from hw_models.native import sim as _sim
-from hw_models.params import HardwareParams
+from hw_models.params import HardwareParams, check_flag
 from hw_models.pattern import Pattern, as_pattern
 from hw_models.topology import Topology, build_topology
 from hw_models.unit_args import cxx_batch, cxx_cache_bytes, cxx_delay, rig_split
@@ -103,9 +103,8 @@ def check_mechanisms(mechanisms: dict[str, bool] | None) -> dict[str, bool]:
     for name, on in (mechanisms or {}).items():
         if name not in out:
             raise ConfigError(f"unknown NetSparse mechanism {name!r}; choose from {', '.join(STAGES)}")
-        if not isinstance(on, (bool, np.bool_)):
-            raise ConfigError(f"mechanisms.{name} must be true or false, got {on!r}")
-        out[name] = bool(on)
+        out[name] = bool(on) if isinstance(on, np.bool_) else on
+        check_flag(f"mechanisms.{name}", out[name])
     return out
 
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
+from hw_models.params import check_flag
 from netsparse_torch.errors import ConfigError
 
 #: The config groups of configs/train.yaml (one YAML per choice in ``configs/<group>/``).
@@ -70,9 +73,9 @@ def check_values(cfg):
         if not ok(value):
             raise ConfigError(f"{key} must be {rule}, got {value}")
     for key in FLAGS:
-        value = _select(cfg, key)
-        if value is not None and not isinstance(value, bool):  # bool("maybe") would switch it on
-            raise ConfigError(f"{key} must be true or false, got {value!r}")
+        value = OmegaConf.select(cfg, key)
+        if value is not None:
+            check_flag(key, value)
     if "threads" in cfg:
         check_threads(cfg.threads)
     if cfg.get("patience", 0) > 0 and cfg.get("eval_every", 0) == 0:
@@ -85,15 +88,6 @@ def check_values(cfg):
 
         return train_hardware(cfg)
     return None
-
-
-def _select(cfg, dotted: str):
-    """``cfg``'s value at the dotted key, or None where a part is missing (a dict or a DictConfig)."""
-    for part in dotted.split("."):
-        if cfg is None or not hasattr(cfg, "get"):
-            return None
-        cfg = cfg.get(part)
-    return cfg
 
 
 METIS_MAX_NNZ = 5_000_000

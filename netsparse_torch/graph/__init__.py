@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hw_models.mtx import default_data_root, read_mtx
+from hw_models.params import check_flag
 from hw_models.synthetic import generate
 from netsparse_torch.errors import ConfigError
 from netsparse_torch.graph.graph import EdgeWeights, Graph, csr_from_edges, edge_weights
@@ -56,8 +57,7 @@ def load_dataset(cfg):
         if not cfg.get("path"):
             raise ConfigError("dataset=mtx needs dataset.path=<file.mtx or .mtx.gz>")
         weighted = cfg.get("weighted", False)
-        if not isinstance(weighted, bool):  # bool("maybe") would weigh the edges
-            raise ConfigError(f"dataset.weighted must be true or false, got {weighted!r}")
+        check_flag("dataset.weighted", weighted)  # bool("maybe") would weigh the edges
         return load_mtx(Path(cfg.path), int(cfg.num_features), int(cfg.num_classes), seed, weighted=weighted)
     if name == "synthetic":
         params = dict(cfg.get("params") or {})

@@ -20,7 +20,7 @@ from hw_models.analysis import analyze, default_simulator
 from hw_models.files import check_writable
 from hw_models.hardware import simulate_hardware
 from hw_models.mtx import read_mtx
-from hw_models.params import HardwareParams
+from hw_models.params import HardwareParams, check_flag
 from hw_models.pattern import Pattern, as_pattern
 from hw_models.synthetic import generate
 from netsparse_torch.errors import ConfigError
@@ -99,8 +99,8 @@ SWITCHES = ("ablation", "rerun", "plots")
 def check_switches(cfg: DictConfig) -> None:
     for key in SWITCHES:
         value = cfg.get(key)
-        if value is not None and not isinstance(value, bool):
-            raise ConfigError(f"{key} must be true or false, got {value!r}")
+        if value is not None:
+            check_flag(key, value)
 
 
 def _container(node) -> object:
