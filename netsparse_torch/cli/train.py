@@ -41,7 +41,7 @@ def _hydra_main(cfg: DictConfig) -> None:
     try:
         with task():
             if under_torchrun():
-                cfg.world_size = torchrun_world_size()
+                cfg.world_size = torchrun_world_size(cfg)
             hardware = check_values(cfg)  # torch-free checks first: one line before torch and PyG load
             check_logger(str(cfg.get("logger") or "none"))
             if not under_torchrun():
@@ -55,17 +55,17 @@ def _hydra_main(cfg: DictConfig) -> None:
         job_failed(TRAIN.prog, exc, lambda _, e: fail(e))
 
 
-def torchrun_world_size() -> int:
+def torchrun_world_size(cfg: DictConfig) -> int:
     """Under torchrun the job's size is its WORLD_SIZE; a world_size= on the command line that says
-    otherwise would be dropped without a word: one error instead."""
+    otherwise (``cfg`` holds it as Hydra parsed it) would be dropped without a word: one error instead."""
     from hydra.core.hydra_config import HydraConfig
 
     size = int(os.environ["WORLD_SIZE"])
-    for override in HydraConfig.get().overrides.task:
-        key, _, value = override.lstrip("+").partition("=")
-        if key == "world_size" and value.strip() != str(size):
-            raise ConfigError(f"world_size={value} disagrees with torchrun's WORLD_SIZE={size} (--nnodes x "
-                              f"--nproc-per-node): drop world_size=, which torchrun sets, or start {value} processes")
+    given = any(o.lstrip("+").split("=", 1)[0] == "world_size" for o in HydraConfig.get().overrides.task)
+    if given and cfg.world_size != size:
+        raise ConfigError(f"world_size={cfg.world_size} disagrees with torchrun's WORLD_SIZE={size} (--nnodes x "
+                          f"--nproc-per-node): drop world_size=, which torchrun sets, or start {cfg.world_size} "
+                          "processes")
     return size
 
 
