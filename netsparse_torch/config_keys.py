@@ -31,6 +31,9 @@ class Cli:
     file_groups: tuple[str, ...] = ()
     """Groups whose choice may be a YAML file instead (``hw=path/to/file.yaml``): the command line's
     ``<group>=<file>`` becomes ``<group>_file=<absolute path>`` (:func:`file_choices`), a key of the config."""
+    paths: tuple[str, ...] = ()
+    """Keys that name a file or folder: a relative one is relative to the directory the command ran in
+    (:func:`netsparse_torch.cli.hydra_app.from_launch_dir`)."""
 
 
 # -- the keys each CLI reads that no YAML lists --------------------------------------------------------
@@ -109,10 +112,15 @@ def hardware_keys(prefix: str) -> set[str]:
     return keys
 
 
-TRAIN = Cli("netsparse-train", "train", GROUPS, train_open_keys, add_groups=("experiment",))
+#: The dataset's files (``dataset.path``: an .mtx file or a partitioned dataset's folder; ``root``: the data
+#: folder; ``cache_dir``: processed Planetoid files).
+DATASET_PATHS = ("dataset.path", "dataset.root", "dataset.cache_dir")
+TRAIN = Cli("netsparse-train", "train", GROUPS, train_open_keys, add_groups=("experiment",),
+            paths=(*DATASET_PATHS, "strategy.profile", "strategy.options.profile", "report_path",
+                   "checkpoint_dir"))
 SIMULATE = Cli("netsparse-simulate", "simulate", ("hw", "assumption"), simulate_open_keys, add_groups=("experiment",),
-               file_groups=("hw",))
-PARTITION = Cli("netsparse-partition", "partition", ("dataset",), dataset_params)
+               file_groups=("hw",), paths=("analog_cache", "report_path", "report_dir"))
+PARTITION = Cli("netsparse-partition", "partition", ("dataset",), dataset_params, paths=(*DATASET_PATHS, "out"))
 
 
 # -- the check -----------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import NoReturn
 
 from netsparse_torch.cli.failure import fail
@@ -90,6 +90,20 @@ def job_failed(prog: str, exc: NetsparseError, say: Callable[[str, NetsparseErro
     job = HydraConfig.get().job
     exc.args = (f"job {job.num} ({' '.join(HydraConfig.get().overrides.task)}): {exc}",)
     raise exc
+
+
+def from_launch_dir(cfg, keys: Iterable[str]) -> None:
+    """Each of ``keys`` (dotted) that holds a relative path made absolute from the directory the command ran
+    in (Hydra's ``to_absolute_path``): a job that Hydra moved into its run directory
+    (``hydra.job.chdir=true``) or that a launcher started elsewhere reads and writes where the user meant,
+    and its report names the file it read."""
+    from hydra.utils import to_absolute_path
+    from omegaconf import OmegaConf
+
+    for key in keys:
+        value = OmegaConf.select(cfg, key)
+        if isinstance(value, str) and value and not os.path.isabs(value):
+            OmegaConf.update(cfg, key, to_absolute_path(value), merge=False)
 
 
 @contextlib.contextmanager

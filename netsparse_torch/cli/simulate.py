@@ -18,7 +18,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from netsparse_torch.cli.hydra_app import job_failed, run_app, task
+from netsparse_torch.cli.hydra_app import from_launch_dir, job_failed, run_app, task
 from netsparse_torch.config_check import config_dir
 from netsparse_torch.config_keys import SIMULATE
 from netsparse_torch.errors import NetsparseError
@@ -30,7 +30,9 @@ def _hydra_main(cfg: DictConfig) -> None:
     try:
         with task():
             from netsparse_torch.malloc import keep_freed_memory
-            from netsparse_torch.run.simulation import run  # hw_models and scipy: after the command line's check
+            from netsparse_torch.run.simulation import is_matrix_file, run  # hw_models and scipy: after the check
+
+            from_launch_dir(cfg, (*SIMULATE.paths, *(["matrix"] if is_matrix_file(cfg.matrix) else [])))
 
             keep_freed_memory()  # again in a launcher's worker process (a joblib worker, a submitit job)
 

@@ -20,7 +20,7 @@ import hydra
 from omegaconf import DictConfig
 
 from netsparse_torch.cli.failure import error_line
-from netsparse_torch.cli.hydra_app import help_text, hydra_errors, job_failed, task
+from netsparse_torch.cli.hydra_app import from_launch_dir, help_text, hydra_errors, job_failed, task
 from netsparse_torch.config_check import check_values, config_dir, omp_threads
 from netsparse_torch.config_keys import TRAIN, check_command_line
 from netsparse_torch.errors import ConfigError, NetsparseError
@@ -40,6 +40,7 @@ def _hydra_main(cfg: DictConfig) -> None:
     _log = hydra_log_file()
     try:
         with task():
+            from_launch_dir(cfg, TRAIN.paths)
             if under_torchrun():
                 cfg.world_size = torchrun_world_size(cfg)
             hardware = check_values(cfg)  # torch-free checks first: one line before torch and PyG load

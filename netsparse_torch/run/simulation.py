@@ -57,6 +57,12 @@ def load_matrix(cfg: DictConfig) -> tuple[Pattern, str]:
     return as_pattern(read_mtx(Path(spec))), name
 
 
+def is_matrix_file(spec) -> bool:
+    """Whether ``matrix`` names a Matrix Market file (not ``paper:<name>``, ``synthetic`` or unset)."""
+    spec = "" if spec is None else str(spec)
+    return bool(spec) and not (spec.startswith("paper:") or spec == "synthetic" or spec.startswith("synthetic:"))
+
+
 def matrix_name(cfg: DictConfig) -> str:
     """The report's short name of ``cfg.matrix``, known before it is built: ``paper-arabic@0.05``,
     ``synthetic-road-50000`` or a Matrix Market file's name without its extensions."""
