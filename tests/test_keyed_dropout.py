@@ -151,7 +151,7 @@ class _IdentityGraph:
     """Stands in for a DistGraph that owns the rows ``start..stop`` and aggregates nothing."""
 
     def __init__(self, start: int, stop: int):
-        self.rows = slice(start, stop)
+        self.row_range = slice(start, stop)
         self.node_ids = torch.arange(start, stop)  # original ids = row ids here
         self.device_node_ids = self.node_ids  # a CPU graph
         self.edge_weight = None  # unweighted, as a DistGraph built without weights

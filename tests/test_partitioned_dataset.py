@@ -177,3 +177,23 @@ def test_metis_rows_map_back_to_original_ids():
     out = launch(_per_node_back_in_original_order, 3, (g,), timeout_s=60)
     assert not torch.equal(out["node_ids"], torch.arange(out["node_ids"].numel()))  # rank 0's rows were renumbered
     assert torch.equal(out["x"], g.x) and torch.equal(out["y"], g.y) and torch.equal(out["test"], g.test_mask)
+
+
+def _whole_graph_tensors_indexed_by_rows(rank, world_size, graph):
+    from netsparse_torch.nn import DistGraph
+
+    renumbered = {}
+    for partition in sorted(MODES):  # metis first
+        dg = DistGraph(graph, rank, world_size, partition)
+        # A PyG port's data.y[dg.rows]: with metis the partition's row block would pick other nodes.
+        assert torch.equal(graph.x[dg.rows], dg.x), partition
+        assert torch.equal(graph.y[dg.rows], dg.y), partition
+        assert torch.equal(graph.test_mask[dg.rows], dg.mask("test")), partition
+        renumbered[partition] = not isinstance(dg.rows, slice)
+        assert dg.row_range.stop - dg.row_range.start == dg.x.size(0)
+    return renumbered
+
+
+def test_rows_index_the_whole_graphs_tensors_under_every_partition():
+    renumbered = launch(_whole_graph_tensors_indexed_by_rows, 3, (random_graph(),), timeout_s=60)
+    assert renumbered == {"rows": False, "nnz": False, "metis": True}  # rank 0's metis rows are other nodes

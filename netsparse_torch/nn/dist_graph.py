@@ -100,7 +100,8 @@ class DistGraph:
     remote rows, the C++ kernel aggregates.
 
     Rows are numbered in the partition's order (``metis`` renumbers nodes so that each rank's rows are
-    the contiguous block ``rows``); ``node_ids`` are their original ids.
+    the contiguous block ``row_range``); ``node_ids`` are their original ids, and ``rows`` indexes the
+    whole graph's per-node tensors (``data.y[dg.rows]`` is ``dg.y``).
 
     The training loop's distributed steps are methods (:mod:`netsparse_torch.nn.training`):
     :meth:`loss` (this rank's share of the global mean), :meth:`sync_gradients` (sum over ranks, also
@@ -130,9 +131,11 @@ class DistGraph:
         self.rank, self.world_size, self.group = rank, world_size, group
         self.bounds = self.shard.bounds
         r0, r1 = int(self.bounds[rank]), int(self.bounds[rank + 1])
-        self.rows = slice(r0, r1)
+        #: This rank's rows in the partition's numbering (global row ids of the plan and the strategy).
+        self.row_range = slice(r0, r1)
         #: Original (pre-permutation) node ids of this rank's rows, a LongTensor.
         self.node_ids = torch.as_tensor(np.asarray(self.shard.node_ids), dtype=torch.long)
+        self._renumbered = not torch.equal(self.node_ids, torch.arange(r0, r1))
         self.plan = build_plan(self.shard.adj, self.bounds, rank, world_size, group).to(self.device)
         self.strategy: Strategy = make_strategy(strategy, self.plan, group, **(strategy_options or {}))
         self._adjacency: dict[str, CSR] = {}
@@ -196,6 +199,14 @@ class DistGraph:
         if name not in self._node_data:
             self._node_data[name] = host.to(self.device)
         return self._node_data[name]
+
+    @property
+    def rows(self) -> slice | torch.Tensor:
+        """This rank's nodes as an index into the whole graph's per-node tensors, so that ``data.y[dg.rows]``
+        is ``dg.y``: the slice of its rows where the partition keeps the original numbering (``rows``,
+        ``nnz``), else :attr:`node_ids` (``metis`` renumbers, so the slice would pick other nodes).
+        The rows in the partition's numbering: :attr:`row_range`."""
+        return self.node_ids if self._renumbered else self.row_range
 
     @property
     def x(self) -> torch.Tensor:
@@ -270,8 +281,8 @@ class DistGraph:
         ``world_size > 1`` every rank calls it together: each asks the owners of its remote ids
         (three all_to_alls, O(len(ids)) per rank)."""
         ids = np.asarray(ids, dtype=np.int64)
-        r0 = self.rows.start
-        own = (ids >= r0) & (ids < self.rows.stop)
+        r0 = self.row_range.start
+        own = (ids >= r0) & (ids < self.row_range.stop)
         out = np.empty(ids.size, dtype=np.int64)
         node_ids = self.node_ids.numpy()
         out[own] = node_ids[ids[own] - r0]

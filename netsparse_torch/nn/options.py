@@ -41,9 +41,9 @@ def layer_input(layer: str, x, graph) -> None:
         got = f"a {type(graph).__name__}" + (f" of shape {tuple(graph.shape)}" if torch.is_tensor(graph) else "")
         raise ConfigError(f"{layer}: forward takes the rank's DistGraph where PyG's layer takes edge_index (got "
                           f"{got}): build dg = DistGraph(data) once and call conv(dg.x, dg)")
-    if not isinstance(getattr(graph, "rows", None), slice):
+    if not isinstance(getattr(graph, "row_range", None), slice):
         return  # a stand-in of the DistGraph (netsparse_torch.modeled's probe)
-    rows = graph.rows.stop - graph.rows.start
+    rows = graph.row_range.stop - graph.row_range.start
     if not torch.is_tensor(x) or x.dim() != 2 or x.size(0) != rows:
         shape = tuple(x.shape) if torch.is_tensor(x) else type(x).__name__
         raise ConfigError(f"{layer}: x must be rank {graph.rank}'s rows, a ({rows}, features) tensor, got {shape}: "

@@ -67,7 +67,7 @@ def split_size(dg: DistGraph, split: str) -> int:
 
 
 def _check_rows(dg: DistGraph, out: torch.Tensor, what: str) -> None:
-    rows = dg.rows.stop - dg.rows.start
+    rows = dg.row_range.stop - dg.row_range.start
     if out.dim() != 2 or out.size(0) != rows:
         raise ConfigError(f"{what}: out has shape {tuple(out.shape)}, expected ({rows}, classes): "
                           "pass the model's output on dg.x, this rank's rows")
