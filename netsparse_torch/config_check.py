@@ -15,7 +15,7 @@ from netsparse_torch.errors import ConfigError
 #: The config groups of configs/train.yaml (one YAML per choice in ``configs/<group>/``).
 GROUPS = ("dataset", "model", "strategy", "fabric", "cluster", "hw")
 
-#: Top-level keys and their types; the range each must satisfy and how to say it.
+#: Keys (dotted) and their types; the range each must satisfy and how to say it.
 NUMBERS: dict[str, tuple[type, str, object]] = {
     "world_size": (int, ">= 1", lambda v: v >= 1),
     "hidden": (int, ">= 1", lambda v: v >= 1),
@@ -28,7 +28,9 @@ NUMBERS: dict[str, tuple[type, str, object]] = {
     "weight_decay": (float, ">= 0", lambda v: v >= 0),
     "dropout": (float, "in [0, 1)", lambda v: 0 <= v < 1),
     "timeout_s": (float, "> 0", lambda v: v > 0),
+    "fabric.queue_depth": (int, ">= 1", lambda v: v >= 1),  # fabric=switch's frames per bounded queue
 }
+_ABSENT = object()
 FLAGS = ("resume", "normalize_features", "strategy.options.filter", "strategy.options.coalesce", "fabric.cache",
          "fabric.concatenation", "dataset.weighted", "dataset.verify")
 
@@ -63,9 +65,9 @@ def check_values(cfg):
         if str(cfg.partition) not in known:
             raise ConfigError(f"unknown partition {cfg.partition!r}; choose one of {', '.join(known)}")
     for key, (kind, rule, ok) in NUMBERS.items():
-        if key not in cfg:
+        value = OmegaConf.select(cfg, key, default=_ABSENT)
+        if value is _ABSENT:
             continue
-        value = cfg[key]
         wrong = isinstance(value, bool) or not isinstance(value, int | float)
         if wrong or (kind is int and not isinstance(value, int)):
             what = "an integer" if kind is int else "a number"

@@ -54,6 +54,8 @@ def _composed(*overrides: str):
     ("fabric=switch fabric.concatenation=0", "fabric.concatenation must be true or false, got 0"),
     ("dataset=mtx dataset.weighted=maybe", "dataset.weighted must be true or false, got 'maybe'"),
     ("dataset=partitioned dataset.verify=no", "dataset.verify must be true or false, got 'no'"),
+    ("fabric=switch fabric.queue_depth=2.5", "fabric.queue_depth must be an integer >= 1, got 2.5"),  # was 2
+    ("fabric=switch fabric.queue_depth=0", "fabric.queue_depth must be >= 1, got 0"),
     ("patience=3", "patience=3 needs evaluations during training: set eval_every=N"),
     ("partition=foo", "unknown partition 'foo'; choose one of rows, nnz, metis"),
 ])

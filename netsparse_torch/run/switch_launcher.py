@@ -79,7 +79,7 @@ class SwitchService:
                               "addresses, fabric.switches={spine:host:port,tors:[host:port,...]}")
         if given is None:
             self.local = LocalSwitches(ws, rs, _INITIAL_PROP_BYTES, host=str(cfg.fabric.get("host", "127.0.0.1")),
-                                       token=self.token, queue_depth=int(cfg.fabric.get("queue_depth", 64)),
+                                       token=self.token, queue_depth=cfg.fabric.get("queue_depth", 64),
                                        **_switch_options(cfg, hardware))
             self.spec = self.local.spec()
             with open_dict(cfg):
