@@ -13,7 +13,7 @@ from conftest import DATA
 from graphs import random_graph
 from torch_geometric.data import Data
 
-from netsparse_torch.errors import GraphInputError
+from netsparse_torch.errors import ConfigError, GraphInputError
 from netsparse_torch.graph import from_pyg
 from netsparse_torch.partition import partition_graph, write_partitioned
 
@@ -41,6 +41,42 @@ def test_out_of_range_indices():
                 edge_index=torch.tensor([[0, 1, 2], [1, 2, 4]]))
     with pytest.raises(GraphInputError, match="target node index 4 outside"):
         from_pyg(data)
+
+
+_CLASSES = torch.tensor([0, 1, 0, 1])
+
+
+@pytest.mark.parametrize("fields, words", [
+    ({"y": torch.tensor([0.3, 1.7, 2.2, 0.9])}, "y holds real values (e.g. 0.3"),  # were classes 0, 1, 2, 0
+    ({"y": torch.tensor([[0.0, 1], [1, 0], [1, 1], [0, 0]])}, "y has shape [4, 2] (several targets per node)"),
+    ({"y": None}, "the Data has no labels y"),
+    ({"x": None}, "the Data has no node features x"),
+    ({"train_mask": torch.ones(4, 10, dtype=torch.bool)}, "train_mask has shape [4, 10], one column per split"),
+    ({"train_mask": torch.tensor([0, 1, 2, 3])}, "train_mask is a torch.int64 tensor of shape [4], not a mask"),
+    ({"val_mask": torch.tensor([2])}, "index_to_mask(idx, size=4)"),
+])
+def test_pyg_labels_and_masks_that_would_be_misread_are_one_error(fields, words):
+    """y and the masks as a PyG port may hold them: each was taken silently (real targets truncated to
+    classes, node indices read as a mask, one split's column per node), or failed elsewhere."""
+    base = {"x": torch.randn(4, 2), "y": _CLASSES, "edge_index": torch.tensor([[0, 1, 2], [1, 2, 3]]),
+            "train_mask": torch.tensor([True, True, False, False])}
+    data = Data(**{k: v for k, v in {**base, **fields}.items() if v is not None})
+    with pytest.raises(GraphInputError) as err:
+        from_pyg(data)
+    assert words in str(err.value), err.value
+
+
+def test_a_pyg_datas_own_masks_are_kept_and_a_missing_split_selects_no_node():
+    """Only train_mask given: it was replaced, with the other two, by a random 60/20/20 split."""
+    from netsparse_torch.nn import DistGraph
+
+    train = torch.tensor([True, True, False, False])
+    data = Data(x=torch.randn(4, 2), y=_CLASSES.float(), edge_index=torch.tensor([[0, 1], [1, 2]]), train_mask=train)
+    dg = DistGraph(data, rank=0, world_size=1)
+    assert torch.equal(dg.mask("train"), train) and not dg.mask("test").any()
+    assert torch.equal(dg.y, _CLASSES)  # a float tensor of whole classes is read as classes
+    with pytest.raises(ConfigError, match=r"split 'test' has no nodes .* set data.test_mask"):
+        dg.accuracy(torch.randn(4, 2), "test")
 
 
 def _npz(path, features):

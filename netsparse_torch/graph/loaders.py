@@ -48,7 +48,8 @@ def pyg_edge_weight(data, name: str = "pyg") -> tuple[str, torch.Tensor] | None:
 
 def from_pyg(data, name: str = "pyg") -> Graph:
     """A PyG ``Data`` object (``x``, ``y``, ``edge_index``, optional masks and edge weights:
-    :func:`pyg_edge_weight`) as a :class:`Graph`."""
+    :func:`pyg_edge_weight`) as a :class:`Graph`. ``y`` are class labels (:func:`pyg_labels`); a mask the
+    ``Data`` lacks selects no node, as PyG has no such split (:func:`pyg_mask`)."""
     n = int(data.num_nodes)
     ei = data.edge_index.cpu().numpy()
     adj = csr_from_edges(ei[0], ei[1], n, name)
@@ -56,13 +57,53 @@ def from_pyg(data, name: str = "pyg") -> Graph:
     weights = None
     if found is not None:
         weights = edge_weights(ei[0], ei[1], n, name, found[1].detach().cpu().reshape(-1).double().numpy())
-    y = data.y.view(-1).long().cpu()
-    masks = [getattr(data, m, None) for m in ("train_mask", "val_mask", "test_mask")]
-    if any(m is None for m in masks):
-        masks = list(random_split(n, seed=0))
+    if getattr(data, "x", None) is None:
+        raise GraphInputError(f"{name}: the Data has no node features x; set data.x (e.g. torch.ones(num_nodes, 1) "
+                              "for a graph without features)")
+    y = pyg_labels(data, name)
+    masks = [pyg_mask(data, m, n, name) for m in ("train_mask", "val_mask", "test_mask")]
     num_classes = int(y.max()) + 1 if y.numel() else 0
-    return Graph(name, adj, data.x.float().cpu(), y, *[m.bool().cpu() for m in masks], num_classes,
-                 weights=weights).validate()
+    return Graph(name, adj, data.x.float().cpu(), y, *masks, num_classes, weights=weights).validate()
+
+
+#: Where a node's targets are not one class label: the rows of the port's own tensor, ``data.target[dg.rows]``.
+_OWN_TARGETS = "DistGraph's y is one class label per node (dg.y, dg.loss, dg.accuracy); keep other targets under " \
+               "another name (data.target) and take this rank's rows with data.target[dg.rows]"
+
+
+def pyg_labels(data, name: str) -> torch.Tensor:
+    """``data.y`` as one class label per node: ``[N]`` or ``[N, 1]`` integers (real numbers that are whole, as a
+    float tensor of classes holds, too). Real-valued targets would be truncated to classes and several per
+    node would not line up with the nodes: each is one error."""
+    y = getattr(data, "y", None)
+    if y is None:
+        raise GraphInputError(f"{name}: the Data has no labels y; {_OWN_TARGETS} (a model trained without "
+                              "node labels: data.y = torch.zeros(num_nodes, dtype=torch.long))")
+    if y.dim() > 2 or (y.dim() == 2 and y.size(1) != 1):
+        raise GraphInputError(f"{name}: y has shape {list(y.shape)} (several targets per node); {_OWN_TARGETS}")
+    y = y.reshape(-1).cpu()
+    if y.is_complex() or (y.is_floating_point() and not bool((y == y.round()).all())):
+        raise GraphInputError(f"{name}: y holds real values (e.g. {float(y[y != y.round()][0])}), which would be "
+                              f"truncated to classes; {_OWN_TARGETS}")
+    return y.long()
+
+
+def pyg_mask(data, key: str, n: int, name: str) -> torch.Tensor:
+    """``data.<key>`` as a boolean mask over the ``n`` nodes (all False where the Data has none, so that a
+    split the user never made selects nothing). Several splits in columns (as PyG's WikipediaNetwork
+    holds them) and node indices in place of a mask are each one error saying what to pass."""
+    m = getattr(data, key, None)
+    if m is None:
+        return torch.zeros(n, dtype=torch.bool)
+    if m.dim() == 2 and m.size(0) == n and m.size(1) > 1:
+        raise GraphInputError(f"{name}: {key} has shape {list(m.shape)}, one column per split: choose one, "
+                              f"data.{key} = data.{key}[:, i] (and the other masks alike)")
+    is_mask = m.dim() == 1 and m.numel() == n and (m.dtype == torch.bool or bool(((m == 0) | (m == 1)).all()))
+    if not is_mask:
+        raise GraphInputError(f"{name}: {key} is a {m.dtype} tensor of shape {list(m.shape)}, not a mask of the "
+                              f"{n} nodes; from node indices make one with torch_geometric.utils.index_to_mask("
+                              f"idx, size={n})")
+    return m.bool().cpu()
 
 
 def load_planetoid(name: str, root: Path, cache_dir: Path) -> Graph:

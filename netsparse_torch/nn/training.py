@@ -61,7 +61,9 @@ def split_size(dg: DistGraph, split: str) -> int:
     if split not in dg._split_sizes:
         total = int(all_reduce(dg, dg.mask(split).sum().to(torch.float64).reshape(1)).item())
         if total == 0:
-            raise ConfigError(f"split {split!r} has no nodes on any rank: its mask ({split}_mask) is all False")
+            raise ConfigError(f"split {split!r} has no nodes on any rank: its mask ({split}_mask) is all False (a "
+                              f"PyG Data without {split}_mask has none: set data.{split}_mask, e.g. with "
+                              "torch_geometric.transforms.RandomNodeSplit)")
         dg._split_sizes[split] = total
     return dg._split_sizes[split]
 
