@@ -225,3 +225,15 @@ def test_parallel_jobs_generate_a_cached_analog_once(tmp_path):
     assert len({o[0] for o in outs}) == 1  # the same matrix everywhere
     assert len(log.read_text().splitlines()) == 1
     assert not list((tmp_path / "cache").glob("*.tmp"))
+
+
+def test_a_training_sweep_does_not_write_one_jobs_report_over_anothers(tmp_path):
+    """``report_path`` names one file for every job of a sweep: the second job wrote over the first's report
+    without a word (netsparse-simulate's jobs already refused)."""
+    from cli_here import error_line, train_cli
+
+    done = train_cli(tmp_path / "run", "-m", "epochs=1,2", "world_size=1", "eval_every=0",
+                     f"report_path={tmp_path / 'rep.json'}", f"hydra.sweep.dir={tmp_path / 'sweep'}")
+    line = error_line(done)
+    assert "job 1 (" in line and "holds the report of another run (config.epochs: 2 here, 1 there)" in line, line
+    assert json.loads((tmp_path / "rep.json").read_text())["config"]["epochs"] == 1  # job 0's report is kept

@@ -1,6 +1,6 @@
-"""What makes a ``netsparse-simulate`` run the run it is: its settings and its hardware, not where it
-wrote. Two reports of one identity are the same modeled case (a rerun of a sweep skips a point whose
-report has it); a report of another identity is never overwritten.
+"""What makes a ``netsparse-simulate`` (or ``netsparse-train``) run the run it is: its settings and its
+hardware, not where it wrote. Two reports of one identity are the same modeled case (a rerun of a sweep
+skips a point whose report has it); a report of another identity is never overwritten.
 
 A report's name in ``report_dir`` (:func:`report_stem`) carries the matrix, nodes, topology, kernel and
 K, then the sweep's ``tag`` or, without one, the command line's other overrides (:func:`override_suffix`),
@@ -13,7 +13,9 @@ import hashlib
 import json
 from pathlib import Path
 
-OUTPUT_KEYS = ("tag", "report_dir", "report_path", "plots", "analog_cache", "rerun", "hydra")
+from netsparse_torch.errors import ConfigError
+
+OUTPUT_KEYS = ("tag", "report_dir", "report_path", "checkpoint_dir", "plots", "analog_cache", "rerun", "hydra")
 """Config keys that say where a run writes, or whether it reruns, not what it models."""
 
 STEM_KEYS = ("matrix", "nodes", "topology", "kernel", "k")
@@ -35,6 +37,23 @@ def identity(config: dict, hardware: dict) -> dict:
 def report_identity(report: dict) -> dict:
     """The identity of a written report (its ``config`` and ``hardware``)."""
     return identity(report.get("config") or {}, report.get("hardware") or {})
+
+
+def read_report(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: not a readable report ({exc}); delete it or write elsewhere") from None
+
+
+def refuse_overwrite(path: Path | None, ident: dict, fix: str) -> None:
+    """A ConfigError when ``path`` holds the report of a run of another identity than ``ident`` (each of a
+    sweep's jobs would write over the last's); ``fix`` says what to do."""
+    if path is None or not path.is_file():
+        return
+    theirs = report_identity(read_report(path))
+    if theirs != ident:
+        raise ConfigError(f"{path} holds the report of another run ({differences(ident, theirs)}); {fix}")
 
 
 def differences(mine: dict, theirs: dict, most: int = 3) -> str:

@@ -30,6 +30,7 @@ from netsparse_torch.progress import echo, hydra_log_file
 from netsparse_torch.report import build_train_report, summary_lines, write_json
 from netsparse_torch.report.analog import scaled_modeled_lines
 from netsparse_torch.report.curves import save_curves
+from netsparse_torch.report.identity import identity, refuse_overwrite
 from netsparse_torch.report.metrics import check_logger
 from netsparse_torch.report.plots import load_matplotlib
 from netsparse_torch.run.counters import add_switches
@@ -55,6 +56,18 @@ def check_config(cfg: DictConfig, hardware: HardwareParams | None = None) -> Har
     return hardware if hardware is not None else check_values(cfg)
 
 
+def one_report_path(cfg: DictConfig, hardware: HardwareParams) -> None:
+    """In a sweep, ``report_path`` names one file for every job: a job refuses to write over another's
+    report (as ``netsparse-simulate``'s do) instead of leaving the last job's under that name."""
+    from hydra.types import RunMode
+
+    if cfg.get("report_path") and HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+        refuse_overwrite(Path(str(cfg.report_path)), identity(OmegaConf.to_container(cfg, resolve=True),
+                                                               hardware.to_dict()),
+                         "drop report_path= from the sweep (each job's report.json is in its folder of "
+                         "hydra.sweep.dir, which netsparse-compare and collect read), or delete that file")
+
+
 def run(cfg: DictConfig, hardware: HardwareParams | None = None) -> dict | None:
     """Train as configured; returns the report on rank 0 (``None`` on other torchrun ranks).
 
@@ -66,6 +79,7 @@ def run(cfg: DictConfig, hardware: HardwareParams | None = None) -> dict | None:
     """
     hardware = check_config(cfg, hardware)  # the run's one hardware: RIG nodes, switches, modeled block, report
     check_writable(cfg.get("report_path"), "report_path")  # now, not after the training
+    one_report_path(cfg, hardware)
     device_kind(cfg.get("device", "auto"))  # device=cuda without a GPU: one line before any rank starts
     out_dir = Path(HydraConfig.get().runtime.output_dir) if HydraConfig.initialized() else None
     continue_after_restart(cfg, out_dir, hydra_log_file())  # torchrun --max-restarts: go on from the checkpoint

@@ -8,7 +8,6 @@ loads torch only when a strong-scaling sweep asks for it.
 from __future__ import annotations
 
 import functools
-import json
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -27,7 +26,7 @@ from netsparse_torch.errors import ConfigError
 from netsparse_torch.progress import iterate
 from netsparse_torch.report import link_stats as link_report
 from netsparse_torch.report import write_json
-from netsparse_torch.report.identity import differences, identity, report_identity, report_stem
+from netsparse_torch.report.identity import identity, read_report, refuse_overwrite, report_identity, report_stem
 from netsparse_torch.report.provenance import provenance
 from netsparse_torch.report.sim_figures import save_figures, write_breakdown_csv
 from netsparse_torch.report.simulation import summary_lines
@@ -133,9 +132,9 @@ def run(cfg: DictConfig, out_dir: Path | None = None, overrides: list[str] | tup
     finished = _finished([dir_path, own], ident) if multirun and not cfg.get("rerun") else None
     if finished is not None:
         return _skip(finished, own)
-    _refuse_overwrite(dir_path, ident)
+    refuse_overwrite(dir_path, ident, OWN_NAME)
     if multirun and cfg.get("report_path"):  # every job of a sweep would write this one path
-        _refuse_overwrite(Path(str(cfg.report_path)), ident)
+        refuse_overwrite(Path(str(cfg.report_path)), ident, OWN_NAME)
     check_writable(cfg.get("report_path"), "report_path")  # now, not after a simulation of minutes
     check_writable(dir_path, "report_dir")
     report = model(cfg, params, k, links)
@@ -144,6 +143,10 @@ def run(cfg: DictConfig, out_dir: Path | None = None, overrides: list[str] | tup
     report["provenance"] = provenance()
     _write(report, cfg, [cfg.get("report_path"), dir_path, own], links)
     return report
+
+
+#: How a simulation avoids writing over another run's report.
+OWN_NAME = "give this run its own tag= or report_dir=, or delete that file"
 
 
 def model(cfg: DictConfig, params: HardwareParams, k: int, links: link_stats.Recorder | None = None) -> dict:
@@ -187,7 +190,7 @@ def _write(report: dict, cfg: DictConfig, targets: list, links: link_stats.Recor
 def _finished(paths: list[Path | None], ident: dict) -> Path | None:
     """The first of ``paths`` that holds a report of this run's identity (a finished point)."""
     for path in paths:
-        if path is not None and path.is_file() and report_identity(_read_report(path)) == ident:
+        if path is not None and path.is_file() and report_identity(read_report(path)) == ident:
             return path
     return None
 
@@ -195,27 +198,11 @@ def _finished(paths: list[Path | None], ident: dict) -> Path | None:
 def _skip(finished: Path, own: Path | None) -> dict:
     """A finished point: its report, copied into the job's own directory (a multirun folder stays
     complete for ``collect``); one line says so."""
-    report = _read_report(finished)
+    report = read_report(finished)
     if own is not None and own.resolve() != finished.resolve():
         write_json(report, own)
     print(f"  skipped      finished already: {finished} has this run's report (rerun=true runs it again)")
     return report
-
-
-def _refuse_overwrite(path: Path | None, ident: dict) -> None:
-    if path is None or not path.is_file():
-        return
-    theirs = report_identity(_read_report(path))
-    if theirs != ident:
-        raise ConfigError(f"{path} holds the report of another run ({differences(ident, theirs)}); give this run "
-                          "its own tag= or report_dir=, or delete that file")
-
-
-def _read_report(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: not a readable report ({exc}); delete it or write elsewhere") from None
 
 
 def with_link_layer(simulator, cfg: DictConfig):
