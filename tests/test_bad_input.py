@@ -160,10 +160,18 @@ def test_partitioned_dataset_with_another_world_size(tmp_path):
     says(line, "2 parts but world_size=3")
 
 
-def test_a_world_size_that_disagrees_with_torchrun_is_one_line(tmp_path, monkeypatch):
-    """Under torchrun the job's size is torchrun's; world_size=4 with two processes would be dropped
-    silently. The rank speaks through the job's store (the first error wins), hosted here as the agent
-    hosts it."""
+@pytest.mark.parametrize("overrides, said", [
+    # world_size=4 with two processes was dropped silently
+    (["epochs=1", "world_size=4"], "world_size=4 disagrees with torchrun's WORLD_SIZE=2 (--nnodes x --nproc-per-node): drop "
+                       "world_size=, which torchrun sets, or start 4 processes"),
+    # each worker ran every job; the second hung at its start, in the first's checkpoint folder
+    (["-m", "epochs=1,2", "hydra.sweep.dir=SWEEP"], "job 0 (epochs=1): a sweep (-m) under torchrun: every worker would "
+                                                    "run each job of the sweep in this one torchrun job; sweep without "
+                                                    "torchrun"),
+])
+def test_what_torchrun_cannot_run_as_given_is_one_line(tmp_path, monkeypatch, overrides, said):
+    """Under torchrun the job is torchrun's. The rank speaks through the job's store (the first error wins),
+    hosted here as the agent hosts it."""
     import datetime
 
     import torch.distributed as dist
@@ -176,11 +184,10 @@ def test_a_world_size_that_disagrees_with_torchrun_is_one_line(tmp_path, monkeyp
                        "MASTER_PORT": str(port)}.items():
         monkeypatch.setenv(key, value)
     try:
-        line = train_error(tmp_path, "dataset=cora", "epochs=1", "world_size=4")
+        line = train_error(tmp_path, *[o.replace("SWEEP", str(tmp_path / "sweep")) for o in overrides])
     finally:
         del store
-    assert line == ("netsparse-train: error: world_size=4 disagrees with torchrun's WORLD_SIZE=2 (--nnodes x "
-                    "--nproc-per-node): drop world_size=, which torchrun sets, or start 4 processes")
+    assert line.startswith(f"netsparse-train: error: {said}"), line
 
 
 def test_a_report_path_that_cannot_be_written_is_one_line_before_the_ranks(tmp_path):

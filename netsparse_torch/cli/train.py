@@ -58,9 +58,16 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 def torchrun_world_size(cfg: DictConfig) -> int:
     """Under torchrun the job's size is its WORLD_SIZE; a world_size= on the command line that says
-    otherwise (``cfg`` holds it as Hydra parsed it) would be dropped without a word: one error instead."""
+    otherwise (``cfg`` holds it as Hydra parsed it) would be dropped without a word: one error instead.
+    So is a sweep, whose jobs every worker would run one after another in the one torchrun job (the
+    second hung at its start, and shared the first's checkpoint folder)."""
     from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
 
+    if HydraConfig.get().mode == RunMode.MULTIRUN:
+        raise ConfigError("a sweep (-m) under torchrun: every worker would run each job of the sweep in this one "
+                          "torchrun job; sweep without torchrun (netsparse-train -m starts each job's ranks, and "
+                          "hydra/launcher=submitit_slurm sends each job to a cluster), or start one torchrun per point")
     size = int(os.environ["WORLD_SIZE"])
     given = any(o.lstrip("+").split("=", 1)[0] == "world_size" for o in HydraConfig.get().overrides.task)
     if given and cfg.world_size != size:
