@@ -162,8 +162,8 @@ def test_partitioned_dataset_with_another_world_size(tmp_path):
 
 @pytest.mark.parametrize("overrides, said", [
     # world_size=4 with two processes was dropped silently
-    (["epochs=1", "world_size=4"], "world_size=4 disagrees with torchrun's WORLD_SIZE=2 (--nnodes x --nproc-per-node): drop "
-                       "world_size=, which torchrun sets, or start 4 processes"),
+    (["epochs=1", "world_size=4"], "world_size=4 disagrees with torchrun's WORLD_SIZE=2 (--nnodes x "
+                                   "--nproc-per-node): drop world_size=, which torchrun sets, or start 4 processes"),
     # each worker ran every job; the second hung at its start, in the first's checkpoint folder
     (["-m", "epochs=1,2", "hydra.sweep.dir=SWEEP"], "job 0 (epochs=1): a sweep (-m) under torchrun: every worker would "
                                                     "run each job of the sweep in this one torchrun job; sweep without "
