@@ -35,6 +35,15 @@ FLAGS = ("resume", "normalize_features", "strategy.options.filter", "strategy.op
          "fabric.concatenation", "dataset.weighted", "dataset.verify")
 
 
+def set_on_command_line(key: str) -> bool:
+    """Whether the command line (Hydra's task overrides) set ``key``: a default is not the user's choice."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return False
+    return any(o.lstrip("+~").split("=", 1)[0] == key for o in HydraConfig.get().overrides.task)
+
+
 def config_dir() -> str:
     """The Hydra configs of every CLI (train, simulate, partition): installed packages carry
     ``netsparse_torch/configs``; a source checkout has ``configs/``."""

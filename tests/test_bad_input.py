@@ -160,6 +160,13 @@ def test_partitioned_dataset_with_another_world_size(tmp_path):
     says(line, "2 parts but world_size=3")
 
 
+def test_a_partition_the_partitioned_datasets_shards_were_not_cut_by_is_one_line(tmp_path):
+    """partition=nnz on shards cut by rows was ignored: the report's config said nnz, its partition rows."""
+    line = train_error(tmp_path / "run", "dataset=partitioned", f"dataset.path={_two_parts(tmp_path / 'ds')}",
+                       "partition=nnz")
+    says(line, "partition=nnz does not apply to the partitioned dataset", "cut by rows", "drop partition=")
+
+
 @pytest.mark.parametrize("overrides, said", [
     # world_size=4 with two processes was dropped silently
     (["epochs=1", "world_size=4"], "world_size=4 disagrees with torchrun's WORLD_SIZE=2 (--nnodes x "

@@ -21,7 +21,7 @@ from omegaconf import DictConfig
 
 from netsparse_torch.cli.failure import error_line
 from netsparse_torch.cli.hydra_app import from_launch_dir, help_text, hydra_errors, job_failed, task
-from netsparse_torch.config_check import check_values, config_dir, omp_threads
+from netsparse_torch.config_check import check_values, config_dir, omp_threads, set_on_command_line
 from netsparse_torch.config_keys import TRAIN, check_command_line
 from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.progress import append_line, hydra_log_file
@@ -69,8 +69,7 @@ def torchrun_world_size(cfg: DictConfig) -> int:
                           "torchrun job; sweep without torchrun (netsparse-train -m starts each job's ranks, and "
                           "hydra/launcher=submitit_slurm sends each job to a cluster), or start one torchrun per point")
     size = int(os.environ["WORLD_SIZE"])
-    given = any(o.lstrip("+").split("=", 1)[0] == "world_size" for o in HydraConfig.get().overrides.task)
-    if given and cfg.world_size != size:
+    if set_on_command_line("world_size") and cfg.world_size != size:
         raise ConfigError(f"world_size={cfg.world_size} disagrees with torchrun's WORLD_SIZE={size} (--nnodes x "
                           f"--nproc-per-node): drop world_size=, which torchrun sets, or start {cfg.world_size} "
                           "processes")

@@ -208,6 +208,14 @@ class PartitionedDataset:
             raise ConfigError(f"partitioned dataset {self.path} has {self.parts} parts but world_size={world_size}; "
                               f"run with world_size={self.parts} ranks or re-partition with parts={world_size}")
 
+    def check_partition(self, given: str | None) -> None:
+        """A ``partition=`` the command line gave (``given``) is the one the shards were cut by: another
+        would be ignored without a word (the report's config saying it, its partition block the shards')."""
+        if given is not None and given != self.mode:
+            raise ConfigError(f"partition={given} does not apply to the partitioned dataset {self.path}: its "
+                              f"{self.parts} shards were cut by {self.mode}; drop partition=, or re-partition with "
+                              f"netsparse-partition ... partition={given}")
+
     # -- what one rank reads: its shard ---------------------------------------------------------------------
     def _array(self, entry: dict, verify: bool) -> np.ndarray:
         path = self.path / entry["path"]

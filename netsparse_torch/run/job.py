@@ -21,7 +21,7 @@ from hw_models.files import check_writable
 from hw_models.params import HardwareParams
 from netsparse_torch import checkpoint
 from netsparse_torch.comm import STRATEGIES
-from netsparse_torch.config_check import check_values
+from netsparse_torch.config_check import check_values, set_on_command_line
 from netsparse_torch.errors import ConfigError, PeerLostError
 from netsparse_torch.graph import load_dataset
 from netsparse_torch.modeled import add_modeled, check_cluster
@@ -91,6 +91,7 @@ def run(cfg: DictConfig, hardware: HardwareParams | None = None) -> dict | None:
     partitioning = None
     if isinstance(data, PartitionedDataset):
         data.check_world_size(int(cfg.world_size))
+        data.check_partition(str(cfg.partition) if set_on_command_line("partition") else None)
     else:
         data, partitioning = partition_dataset(data, int(cfg.world_size), str(cfg.partition), **partition_settings(cfg))
     check_cluster(cfg, data, hardware)
