@@ -28,6 +28,10 @@ NUMBERS: dict[str, tuple[type, str, object]] = {
     "weight_decay": (float, ">= 0", lambda v: v >= 0),
     "dropout": (float, "in [0, 1)", lambda v: 0 <= v < 1),
     "timeout_s": (float, "> 0", lambda v: v > 0),
+    "log_every": (int, ">= 1", lambda v: v >= 1),
+    "rig.timeout_s": (float, "> 0", lambda v: v > 0),
+    "metis.seed": (int, ">= 0", lambda v: v >= 0),
+    "dataset.split": (int, ">= 0", lambda v: v >= 0),  # the heterophilous datasets' mask column
     "fabric.queue_depth": (int, ">= 1", lambda v: v >= 1),  # fabric=switch's frames per bounded queue
 }
 _ABSENT = object()

@@ -56,6 +56,11 @@ def _composed(*overrides: str):
     ("dataset=partitioned dataset.verify=no", "dataset.verify must be true or false, got 'no'"),
     ("fabric=switch fabric.queue_depth=2.5", "fabric.queue_depth must be an integer >= 1, got 2.5"),  # was 2
     ("fabric=switch fabric.queue_depth=0", "fabric.queue_depth must be >= 1, got 0"),
+    ("log_every=abc", "log_every must be an integer >= 1, got 'abc'"),  # a ValueError traceback from rank 0
+    ("log_every=0", "log_every must be >= 1, got 0"),  # was the default, 20 lines a run
+    ("rig.timeout_s=abc", "rig.timeout_s must be a number > 0, got 'abc'"),  # accepted without fabric=switch
+    ("partition=metis metis.seed=abc", "metis.seed must be an integer >= 0, got 'abc'"),
+    ("dataset=tolokers dataset.split=abc", "dataset.split must be an integer >= 0, got 'abc'"),  # a traceback
     ("patience=3", "patience=3 needs evaluations during training: set eval_every=N"),
     ("partition=foo", "unknown partition 'foo'; choose one of rows, nnz, metis"),
 ])
