@@ -128,6 +128,11 @@ PARTITION = Cli("netsparse-partition", "partition", ("dataset",), dataset_params
 OTHER_CONFIG_FLAGS = ("-cn", "--config-name", "-cp", "--config-path", "-cd", "--config-dir")
 
 
+def other_config(args: list[str]) -> bool:
+    """Whether the command line composes another config than this package's (:data:`OTHER_CONFIG_FLAGS`)."""
+    return any(arg.split("=")[0] in OTHER_CONFIG_FLAGS for arg in args)
+
+
 def file_choices(args: list[str], cli: Cli) -> list[str]:
     """``args`` with each ``<group>=<file>.yaml`` of ``cli.file_groups`` (every value of a sweep a YAML
     file) as ``<group>_file=<absolute path>``: absolute, because a launcher's job may start elsewhere."""
@@ -152,7 +157,10 @@ def check_command_line(args: list[str], cli: Cli) -> None:
 def check_group_overrides(overrides: list[str], config_dir: str | Path, cli: Cli = TRAIN) -> None:
     """Every ``group=choice`` (each value of a sweep ``group=a,b``) names a YAML of ``configs/<group>/``
     of a group that ``cli`` reads, with a ``+`` exactly when the group is one the command line adds.
-    Other overrides are left to :func:`check_override_keys`."""
+    Other overrides are left to :func:`check_override_keys`; with a config folder or file of the user's
+    (:data:`OTHER_CONFIG_FLAGS`: ``--config-dir`` adds choices of its own) the choices are left to Hydra."""
+    if other_config(overrides):
+        return
     for o in _parse(overrides):
         group = o.key_or_group
         if not _is_group(o, config_dir) or group.startswith("hydra") or o.is_delete() or o.package is not None:
@@ -189,7 +197,7 @@ def check_override_keys(overrides: list[str], config_dir: str | Path, cli: Cli =
     that the run reads: one of the composed config (for each choice of a swept config group), or one
     that ``cli.open_keys`` names. Config groups and ``hydra.*`` keys are left to
     :func:`check_group_overrides` and Hydra."""
-    if any(arg.split("=")[0] in OTHER_CONFIG_FLAGS for arg in overrides):
+    if other_config(overrides):
         return
     parsed = _parse(overrides)
     keyed = [o for o in parsed if not _is_group(o, config_dir) and not o.key_or_group.startswith("hydra")

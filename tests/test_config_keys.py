@@ -4,6 +4,7 @@ the ``+`` keys that the run does read (strategy options, synthetic generator par
 fields of a modeled cluster) keep working."""
 
 import inspect
+import json
 import subprocess
 import sys
 
@@ -144,3 +145,21 @@ def test_a_hardware_fields_old_spelling_is_refused_naming_the_new_one(cli, arg, 
     """One spelling per hardware field (HardwareParams'): a key of earlier configs is one line naming it."""
     with pytest.raises(ConfigError, match=f"is now {new}: write {new}="):
         check_command_line(["strategy=netsparse", arg] if cli is TRAIN else [arg], cli)
+
+
+def test_a_config_folder_of_the_users_adds_its_choices(tmp_path):
+    """Hydra's ``--config-dir`` adds the user's own group choices (a dataset YAML of theirs): the command
+    line's check refused them as unknown choices of this package's folder."""
+    from cli_here import error_line, train_cli
+    from conftest import DATA
+
+    (tmp_path / "conf" / "dataset").mkdir(parents=True)
+    (tmp_path / "conf" / "dataset" / "mine.yaml").write_text(
+        f"name: mtx\npath: {DATA / 'mtx_small' / 'karate.mtx'}\nnum_features: 8\nnum_classes: 3\nseed: 0\n"
+        "weighted: false\n")
+    done = train_cli(tmp_path / "run", "--config-dir", str(tmp_path / "conf"), "dataset=mine", "epochs=1",
+                     "world_size=1", f"report_path={tmp_path / 'r.json'}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads((tmp_path / "r.json").read_text())["dataset"]["name"] == "karate"
+    line = error_line(train_cli(tmp_path / "run2", "-cd", str(tmp_path / "conf"), "dataset=mnie"))
+    assert "Could not find 'dataset/mnie'; choose one of citeseer, cora, mine," in line, line  # Hydra's, in one line
