@@ -15,6 +15,7 @@ from cli import ROOT, run_cli
 
 from netsparse_torch.config_check import config_dir
 from netsparse_torch.config_keys import (
+    OTHER_CONFIG_FLAGS,
     PARTITION,
     SIMULATE,
     TRAIN,
@@ -150,8 +151,9 @@ def documented_command_lines() -> list[tuple[str, str, list[str]]]:
             except ValueError:
                 words = rest.split()
             overrides = [_as_bash_passes(w) for w in words if "=" in w and _is_override(w)]
-            if overrides:
-                found.append((f"{path.relative_to(ROOT)}:{i + 1}", m.group(1), overrides))
+            if overrides:  # with Hydra's flags that compose another config, which the check then leaves to Hydra
+                flags = [w for w in words if w.split("=")[0] in OTHER_CONFIG_FLAGS]
+                found.append((f"{path.relative_to(ROOT)}:{i + 1}", m.group(1), flags + overrides))
     return found
 
 
