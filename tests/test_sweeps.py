@@ -237,3 +237,33 @@ def test_a_training_sweep_does_not_write_one_jobs_report_over_anothers(tmp_path)
     line = error_line(done)
     assert "job 1 (" in line and "holds the report of another run (config.epochs: 2 here, 1 there)" in line, line
     assert json.loads((tmp_path / "rep.json").read_text())["config"]["epochs"] == 1  # job 0's report is kept
+
+
+def _another_jobs_report(path):
+    path.write_text(json.dumps({"config": {"epochs": 7}, "hardware": {}}))
+
+
+def test_a_report_another_job_wrote_meanwhile_is_not_written_over(tmp_path):
+    """A parallel launcher's jobs end in any order: each looks again just before it writes ``report_path``
+    (another job's report written while this one trained was replaced). Training and simulation."""
+    from unittest import mock
+
+    from cli_here import _here, error_line, train_cli
+
+    from netsparse_torch.cli import simulate
+    from netsparse_torch.run import job, simulation
+
+    target = tmp_path / "rep.json"
+    launch, model = job.launch, simulation.model
+    with mock.patch.object(job, "launch", lambda *a, **k: (launch(*a, **k), _another_jobs_report(target))[0]):
+        line = error_line(train_cli(tmp_path / "run", "-m", "epochs=1", "world_size=1", "eval_every=0",
+                                    f"report_path={target}", f"hydra.sweep.dir={tmp_path / 'train'}"))
+    assert "holds the report of another run (" in line, line
+    assert json.loads(target.read_text())["config"] == {"epochs": 7}  # the other job's report, kept
+    target.unlink()
+    with mock.patch.object(simulation, "model", lambda *a, **k: (model(*a, **k), _another_jobs_report(target))[0]):
+        done = _here("netsparse-simulate", lambda _: simulate.main(),
+                     ["-m", f"matrix={KARATE}", "nodes=4", "rack_size=2", "plots=false",
+                      f"report_path={target}", f"hydra.sweep.dir={tmp_path / 'sim'}"])
+    assert "holds the report of another run" in error_line(done, "netsparse-simulate")
+    assert json.loads(target.read_text())["config"] == {"epochs": 7}  # the other job's report, kept

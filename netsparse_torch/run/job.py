@@ -58,7 +58,8 @@ def check_config(cfg: DictConfig, hardware: HardwareParams | None = None) -> Har
 
 def one_report_path(cfg: DictConfig, hardware: HardwareParams) -> None:
     """In a sweep, ``report_path`` names one file for every job: a job refuses to write over another's
-    report (as ``netsparse-simulate``'s do) instead of leaving the last job's under that name."""
+    report (as ``netsparse-simulate``'s do) instead of leaving the last job's under that name. Checked
+    before the training and again before the write (a parallel launcher's jobs finish in any order)."""
     from hydra.types import RunMode
 
     if cfg.get("report_path") and HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
@@ -118,6 +119,7 @@ def run(cfg: DictConfig, hardware: HardwareParams | None = None) -> dict | None:
         if switch_report is not None:
             report["switches"] = switch_report  # measured counters of every switch, [{name, role, counters}]
         add_modeled(report, cfg, data, hardware, log)  # cluster=<target>: modeled epoch on virtual nodes (not measured)
+        one_report_path(cfg, hardware)  # again: a parallel launcher's other job may have written it meanwhile
         paths = write_json(report, cfg.get("report_path"), out_dir / "report.json" if out_dir else None)
         written += [(paths[-1], len(report["epochs"]))] if paths else []
         show_report(report, paths, log)

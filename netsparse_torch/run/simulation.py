@@ -132,17 +132,24 @@ def run(cfg: DictConfig, out_dir: Path | None = None, overrides: list[str] | tup
     finished = _finished([dir_path, own], ident) if multirun and not cfg.get("rerun") else None
     if finished is not None:
         return _skip(finished, own)
-    refuse_overwrite(dir_path, ident, OWN_NAME)
-    if multirun and cfg.get("report_path"):  # every job of a sweep would write this one path
-        refuse_overwrite(Path(str(cfg.report_path)), ident, OWN_NAME)
+    _no_other_report(cfg, dir_path, ident, multirun)
     check_writable(cfg.get("report_path"), "report_path")  # now, not after a simulation of minutes
     check_writable(dir_path, "report_dir")
     report = model(cfg, params, k, links)
     report["wall_clock_s"] = time.perf_counter() - t0
     report["config"] = config
     report["provenance"] = provenance()
+    _no_other_report(cfg, dir_path, ident, multirun)  # again: a parallel launcher's other job may have written
     _write(report, cfg, [cfg.get("report_path"), dir_path, own], links)
     return report
+
+
+def _no_other_report(cfg: DictConfig, dir_path: Path | None, ident: dict, multirun: bool) -> None:
+    """Neither ``report_dir``'s file nor, in a sweep (every job would write it), ``report_path`` holds the
+    report of another run."""
+    refuse_overwrite(dir_path, ident, OWN_NAME)
+    if multirun and cfg.get("report_path"):
+        refuse_overwrite(Path(str(cfg.report_path)), ident, OWN_NAME)
 
 
 #: How a simulation avoids writing over another run's report.
