@@ -75,6 +75,8 @@ def test_a_pyg_datas_own_masks_are_kept_and_a_missing_split_selects_no_node():
     dg = DistGraph(data, rank=0, world_size=1)
     assert torch.equal(dg.mask("train"), train) and not dg.mask("test").any()
     assert torch.equal(dg.y, _CLASSES)  # a float tensor of whole classes is read as classes
+    column = Data(x=torch.randn(4, 2), y=_CLASSES, edge_index=data.edge_index, train_mask=train[:, None])
+    assert torch.equal(from_pyg(column).train_mask, train)  # one column: the mask
     with pytest.raises(ConfigError, match=r"split 'test' has no nodes .* set data.test_mask"):
         dg.accuracy(torch.randn(4, 2), "test")
 

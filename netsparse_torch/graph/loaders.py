@@ -95,6 +95,8 @@ def pyg_mask(data, key: str, n: int, name: str) -> torch.Tensor:
     m = getattr(data, key, None)
     if m is None:
         return torch.zeros(n, dtype=torch.bool)
+    if m.dim() == 2 and m.size(1) == 1:
+        m = m.reshape(-1)
     if m.dim() == 2 and m.size(0) == n and m.size(1) > 1:
         raise GraphInputError(f"{name}: {key} has shape {list(m.shape)}, one column per split: choose one, "
                               f"data.{key} = data.{key}[:, i] (and the other masks alike)")
