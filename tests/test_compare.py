@@ -15,13 +15,19 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
-    """A training multirun (strategy su,sa; 2 ranks, 2 epochs) and a simulation multirun (K = 1, 16)."""
+    """A training multirun (strategy su,sa; 2 ranks, 2 epochs) and a simulation multirun (K = 1, 16), each
+    by its CLI's ``main`` in this process (tests/cli_here.py; tests/test_sweeps.py starts them fresh)."""
+    from cli_here import _here, train_cli
+
+    from netsparse_torch.cli import simulate
+
     root = tmp_path_factory.mktemp("compare")
-    train = run_cli("netsparse_torch.cli.train", "-m", "strategy=su,sa", "world_size=2", "epochs=2",
-                    f"hydra.sweep.dir={root / 'train'}", timeout=900)
+    train = train_cli(root / "run", "-m", "strategy=su,sa", "world_size=2", "epochs=2",
+                      f"hydra.sweep.dir={root / 'train'}")
     assert train.returncode == 0, train.stderr[-2000:]
-    sim = run_cli("netsparse_torch.cli.simulate", "-m", f"matrix={KARATE}", "nodes=4", "rack_size=2", "k=1,16",
-                  "plots=false", f"hydra.sweep.dir={root / 'sim'}", timeout=600)
+    sim = _here("netsparse-simulate", lambda _: simulate.main(),
+                ["-m", f"matrix={KARATE}", "nodes=4", "rack_size=2", "k=1,16", "plots=false",
+                 f"hydra.sweep.dir={root / 'sim'}"])
     assert sim.returncode == 0, sim.stderr[-2000:]
     return {"train": root / "train", "sim": root / "sim", "root": root}
 
