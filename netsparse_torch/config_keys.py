@@ -124,13 +124,36 @@ PARTITION = Cli("netsparse-partition", "partition", ("dataset",), dataset_params
 
 
 # -- the check -----------------------------------------------------------------------------------------
-#: Hydra flags that change which config is composed: with them the check leaves every key to Hydra.
+#: Hydra flags that change which config is composed. ``--config-dir`` adds a folder of the user's to the search
+#: path (its groups' choices are checked with this package's); with the others the check leaves it all to Hydra.
 OTHER_CONFIG_FLAGS = ("-cn", "--config-name", "-cp", "--config-path", "-cd", "--config-dir")
+ADDED_CONFIG_FLAGS = ("-cd", "--config-dir")
 
 
-def other_config(args: list[str]) -> bool:
-    """Whether the command line composes another config than this package's (:data:`OTHER_CONFIG_FLAGS`)."""
-    return any(arg.split("=")[0] in OTHER_CONFIG_FLAGS for arg in args)
+def user_config_dirs(args: list[str]) -> tuple[str, ...] | None:
+    """The folders ``--config-dir``/``-cd`` add to the search path (absolute), or None when the command line
+    composes another primary config (``--config-name``, ``--config-path``: Hydra checks that one)."""
+    dirs = []
+    for i, arg in enumerate(args):
+        flag, sep, value = arg.partition("=")
+        if flag not in OTHER_CONFIG_FLAGS:
+            continue
+        if flag not in ADDED_CONFIG_FLAGS:
+            return None
+        folder = Path(value if sep else (args[i + 1] if i + 1 < len(args) else "")).expanduser().resolve()
+        if not folder.is_dir():
+            raise ConfigError(f"{flag} {folder}: no such folder of configs")
+        dirs.append(str(folder))
+    return tuple(dirs)
+
+
+def _dirs(config_dir: str | Path | tuple) -> tuple[Path, ...]:
+    """The config folders searched: this package's first, then the user's (``--config-dir``)."""
+    return tuple(Path(d) for d in config_dir) if isinstance(config_dir, tuple) else (Path(config_dir),)
+
+
+def _choices(config_dir: str | Path | tuple, group: str) -> list[str]:
+    return sorted({c for d in _dirs(config_dir) for c in group_choices(d, group)})
 
 
 def file_choices(args: list[str], cli: Cli) -> list[str]:
@@ -150,17 +173,19 @@ def check_command_line(args: list[str], cli: Cli) -> None:
     """Every config group choice and every key of ``args`` (a CLI's ``sys.argv[1:]``) is one ``cli`` reads
     (a group's YAML file, ``hw=path/to/file.yaml``, as the key :func:`file_choices` makes of it)."""
     args = file_choices(args, cli)
-    check_group_overrides(args, config_dir(), cli)
-    check_override_keys(args, config_dir(), cli)
-
-
-def check_group_overrides(overrides: list[str], config_dir: str | Path, cli: Cli = TRAIN) -> None:
-    """Every ``group=choice`` (each value of a sweep ``group=a,b``) names a YAML of ``configs/<group>/``
-    of a group that ``cli`` reads, with a ``+`` exactly when the group is one the command line adds.
-    Other overrides are left to :func:`check_override_keys`; with a config folder or file of the user's
-    (:data:`OTHER_CONFIG_FLAGS`: ``--config-dir`` adds choices of its own) the choices are left to Hydra."""
-    if other_config(overrides):
+    added = user_config_dirs(args)
+    if added is None:
         return
+    dirs = (config_dir(), *added)
+    check_group_overrides(args, dirs, cli)
+    check_override_keys(args, dirs, cli)
+
+
+def check_group_overrides(overrides: list[str], config_dir: str | Path | tuple, cli: Cli = TRAIN) -> None:
+    """Every ``group=choice`` (each value of a sweep ``group=a,b``) names a YAML of ``<config dir>/<group>/``
+    (``config_dir``: a folder, or this package's and the user's, :func:`user_config_dirs`) of a group that
+    ``cli`` reads, with a ``+`` exactly when the group is one the command line adds. Other overrides are
+    left to :func:`check_override_keys`."""
     for o in _parse(overrides):
         group = o.key_or_group
         if not _is_group(o, config_dir) or group.startswith("hydra") or o.is_delete() or o.package is not None:
@@ -174,7 +199,7 @@ def check_group_overrides(overrides: list[str], config_dir: str | Path, cli: Cli
             raise ConfigError(f"{o.input_line}: {group} is already in the config; choose it without the '+': "
                               f"{o.input_line.lstrip('+')}")
         values = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
-        choices = experiments(config_dir, cli) if group == "experiment" else group_choices(config_dir, group)
+        choices = experiments(_dirs(config_dir)[0], cli) if group == "experiment" else _choices(config_dir, group)
         for v in values:
             if v not in choices:
                 raise ConfigError(f"unknown {group} {v!r}; choose one of {', '.join(choices)}")
@@ -192,13 +217,11 @@ def experiments(config_dir: str | Path, cli: Cli) -> list[str]:
     return [n for n in group_choices(config_dir, "experiment") if trains(n) == (cli.config == "train")]
 
 
-def check_override_keys(overrides: list[str], config_dir: str | Path, cli: Cli = TRAIN) -> None:
+def check_override_keys(overrides: list[str], config_dir: str | Path | tuple, cli: Cli = TRAIN) -> None:
     """Every ``key=value``, ``+key=value``, ``++key=value`` and ``~key`` on the command line names a key
     that the run reads: one of the composed config (for each choice of a swept config group), or one
     that ``cli.open_keys`` names. Config groups and ``hydra.*`` keys are left to
     :func:`check_group_overrides` and Hydra."""
-    if other_config(overrides):
-        return
     parsed = _parse(overrides)
     keyed = [o for o in parsed if not _is_group(o, config_dir) and not o.key_or_group.startswith("hydra")
              and o.package is None]
@@ -227,11 +250,11 @@ def _parse(overrides: list[str]) -> list:
         raise ConfigError(f"cannot parse the command line: {str(exc).splitlines()[0]}") from None
 
 
-def _is_group(o, config_dir: str | Path) -> bool:
-    return "/" in o.key_or_group or (Path(config_dir) / o.key_or_group).is_dir()
+def _is_group(o, config_dir: str | Path | tuple) -> bool:
+    return "/" in o.key_or_group or any((d / o.key_or_group).is_dir() for d in _dirs(config_dir))
 
 
-def _compositions(parsed: list, config_dir: str | Path, config: str) -> Iterator:
+def _compositions(parsed: list, config_dir: str | Path | tuple, config: str) -> Iterator:
     """The config of the command line's group choices, and once more for each other value of a
     swept group (one group varied at a time: what a key depends on is its own group's choice)."""
     fixed, swept = [], []
@@ -246,21 +269,23 @@ def _compositions(parsed: list, config_dir: str | Path, config: str) -> Iterator
             fixed.append(o.input_line)
     variants = [fixed] + [[f for f in fixed if not f.startswith(f"{group}=")] + [f"{group}={v}"] for group, v in swept]
     for groups in variants:
-        cfg = _compose(str(config_dir), config, tuple(groups))
+        cfg = _compose(tuple(str(d) for d in _dirs(config_dir)), config, tuple(groups))
         if cfg is None:  # a combination Hydra refuses: its own error, in one line (cli/hydra_app.py)
             return
         yield cfg
 
 
 @functools.lru_cache(maxsize=64)
-def _compose(config_dir: str, config: str, groups: tuple[str, ...]):
-    """``config`` composed with the group choices ``groups`` (read only); None where Hydra refuses them."""
+def _compose(dirs: tuple[str, ...], config: str, groups: tuple[str, ...]):
+    """``config`` of the first of ``dirs`` (the others on the search path) composed with the group choices
+    ``groups`` (read only); None where Hydra refuses them."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
-    with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+    search = [f"hydra.searchpath=[{','.join('file://' + d for d in dirs[1:])}]"] if dirs[1:] else []
+    with initialize_config_dir(config_dir=dirs[0], version_base="1.3"):
         try:
-            return compose(config, overrides=list(groups))
+            return compose(config, overrides=[*search, *groups])
         except HydraException:
             return None
 
@@ -307,7 +332,7 @@ def unknown_key_message(key: str, known: set[str], cfg, config_dir: str | Path, 
     where = f" (with {group}={cfg[group].name})" if group in cli.groups and "name" in cfg[group] else ""
     candidates = {k: "" for k in known}
     if group in cli.groups:
-        for k, choices in other_choice_keys(group, config_dir).items():
+        for k, choices in other_choice_keys(group, _dirs(config_dir)[0]).items():
             candidates.setdefault(k, f" (with {group}={_one_of(choices)})")
     hit = closest_key(key, candidates)
     if hit == key:  # the key of other choices of its group

@@ -151,8 +151,9 @@ def documented_command_lines() -> list[tuple[str, str, list[str]]]:
             except ValueError:
                 words = rest.split()
             overrides = [_as_bash_passes(w) for w in words if "=" in w and _is_override(w)]
-            if overrides:  # with Hydra's flags that compose another config, which the check then leaves to Hydra
-                flags = [w for w in words if w.split("=")[0] in OTHER_CONFIG_FLAGS]
+            if overrides:  # with Hydra's flags that compose another config, and their folders
+                flags = [f for k, w in enumerate(words) if w.split("=")[0] in OTHER_CONFIG_FLAGS
+                         for f in ([w] if "=" in w else words[k:k + 2])]
                 found.append((f"{path.relative_to(ROOT)}:{i + 1}", m.group(1), flags + overrides))
     return found
 

@@ -161,5 +161,11 @@ def test_a_config_folder_of_the_users_adds_its_choices(tmp_path):
                      "world_size=1", f"report_path={tmp_path / 'r.json'}")
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads((tmp_path / "r.json").read_text())["dataset"]["name"] == "karate"
-    line = error_line(train_cli(tmp_path / "run2", "-cd", str(tmp_path / "conf"), "dataset=mnie"))
-    assert "Could not find 'dataset/mnie'; choose one of citeseer, cora, mine," in line, line  # Hydra's, in one line
+    for args, said in ((["dataset=mnie"], "unknown dataset 'mnie'; choose one of citeseer, cora, mine, "),
+                       (["dataset=mine", "+dataset.pth=x"], "unknown key dataset.pth (with dataset=mtx); the closest "
+                                                            "known key is dataset.path"),  # was silently added
+                       (["dataset=mine", "epoch=2"], "unknown key epoch;")):
+        line = error_line(train_cli(tmp_path / "run2", "-cd", str(tmp_path / "conf"), *args))
+        assert line.startswith(f"netsparse-train: error: {said}"), line
+    line = error_line(train_cli(tmp_path / "run2", "--config-dir", str(tmp_path / "nowhere"), "dataset=mine"))
+    assert line == f"netsparse-train: error: --config-dir {tmp_path / 'nowhere'}: no such folder of configs", line
