@@ -3,10 +3,10 @@ here by the CLIs, never hand-written JSON."""
 
 import csv
 import json
+import sys
 from pathlib import Path
 
 import pytest
-from cli import run_cli
 from conftest import DATA
 
 KARATE = DATA / "mtx_small" / "karate.mtx"
@@ -33,7 +33,12 @@ def runs(tmp_path_factory) -> dict[str, Path]:
 
 
 def compare(*args: str):
-    return run_cli("netsparse_torch.cli.compare", *map(str, args), timeout=120)
+    """``netsparse-compare``'s ``main`` in this process (tests/cli_here.py): its exit status and printed lines."""
+    from cli_here import _here
+
+    from netsparse_torch.cli import compare as cli
+
+    return _here("netsparse-compare", lambda argv: sys.exit(cli.main(argv)), [str(a) for a in args])
 
 
 def _table(stdout: str) -> list[list[str]]:
