@@ -130,17 +130,21 @@ OTHER_CONFIG_FLAGS = ("-cn", "--config-name", "-cp", "--config-path", "-cd", "--
 ADDED_CONFIG_FLAGS = ("-cd", "--config-dir")
 
 
-def user_config_dirs(args: list[str]) -> tuple[str, ...] | None:
+def user_config_dirs(args: list[str], config: str) -> tuple[str, ...] | None:
     """The folders ``--config-dir``/``-cd`` add to the search path (absolute), or None when the command line
-    composes another primary config (``--config-name``, ``--config-path``: Hydra checks that one)."""
+    composes another primary config than the CLI's ``config`` (``--config-name`` of another, ``--config-path``:
+    Hydra checks that one)."""
     dirs = []
     for i, arg in enumerate(args):
         flag, sep, value = arg.partition("=")
         if flag not in OTHER_CONFIG_FLAGS:
             continue
+        value = value if sep else (args[i + 1] if i + 1 < len(args) else "")
+        if flag in ("-cn", "--config-name") and value.removesuffix(".yaml") == config:
+            continue  # the CLI's own config, named
         if flag not in ADDED_CONFIG_FLAGS:
             return None
-        folder = Path(value if sep else (args[i + 1] if i + 1 < len(args) else "")).expanduser().resolve()
+        folder = Path(value).expanduser().resolve()
         if not folder.is_dir():
             raise ConfigError(f"{flag} {folder}: no such folder of configs")
         dirs.append(str(folder))
@@ -173,7 +177,7 @@ def check_command_line(args: list[str], cli: Cli) -> None:
     """Every config group choice and every key of ``args`` (a CLI's ``sys.argv[1:]``) is one ``cli`` reads
     (a group's YAML file, ``hw=path/to/file.yaml``, as the key :func:`file_choices` makes of it)."""
     args = file_choices(args, cli)
-    added = user_config_dirs(args)
+    added = user_config_dirs(args, cli.config)
     if added is None:
         return
     dirs = (config_dir(), *added)

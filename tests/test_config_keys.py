@@ -167,5 +167,7 @@ def test_a_config_folder_of_the_users_adds_its_choices(tmp_path):
                        (["dataset=mine", "epoch=2"], "unknown key epoch;")):
         line = error_line(train_cli(tmp_path / "run2", "-cd", str(tmp_path / "conf"), *args))
         assert line.startswith(f"netsparse-train: error: {said}"), line
+    line = error_line(train_cli(tmp_path / "run2", "-cn", "train", "+epoch=2"))  # the CLI's own config, named
+    assert line.startswith("netsparse-train: error: unknown key epoch;"), line
     line = error_line(train_cli(tmp_path / "run2", "--config-dir", str(tmp_path / "nowhere"), "dataset=mine"))
     assert line == f"netsparse-train: error: --config-dir {tmp_path / 'nowhere'}: no such folder of configs", line
