@@ -39,6 +39,14 @@ FLAGS = ("resume", "normalize_features", "strategy.options.filter", "strategy.op
          "fabric.concatenation", "dataset.weighted", "dataset.verify")
 
 
+def in_sweep() -> bool:
+    """Whether this is a job of a Hydra sweep (``-m``), on any launcher."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+
+
 def set_on_command_line(key: str) -> bool:
     """Whether the command line (Hydra's task overrides) set ``key``: a default is not the user's choice."""
     from hydra.core.hydra_config import HydraConfig

@@ -83,9 +83,10 @@ def job_failed(prog: str, exc: NetsparseError, say: Callable[[str, NetsparseErro
     joblib worker or a submitit job without a result, which the launcher reports as a traceback); the
     sweep stops with it and :func:`run_app` prints it as one line."""
     from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
 
-    if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
+    from netsparse_torch.config_check import in_sweep
+
+    if not in_sweep():
         say(prog, exc)
     job = HydraConfig.get().job
     exc.args = (f"job {job.num} ({' '.join(HydraConfig.get().overrides.task)}): {exc}",)

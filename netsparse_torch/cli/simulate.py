@@ -15,11 +15,10 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from netsparse_torch.cli.hydra_app import from_launch_dir, job_failed, run_app, task
-from netsparse_torch.config_check import config_dir
+from netsparse_torch.config_check import config_dir, in_sweep
 from netsparse_torch.config_keys import SIMULATE
 from netsparse_torch.errors import NetsparseError
 from netsparse_torch.report.glossary import explain_text
@@ -40,7 +39,7 @@ def _hydra_main(cfg: DictConfig) -> None:
             if hc is None:
                 run(cfg)
             else:
-                run(cfg, Path(hc.runtime.output_dir), list(hc.overrides.task), hc.mode == RunMode.MULTIRUN)
+                run(cfg, Path(hc.runtime.output_dir), list(hc.overrides.task), in_sweep())
     except NetsparseError as exc:
         job_failed(SIMULATE.prog, exc)
 

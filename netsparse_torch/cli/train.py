@@ -21,7 +21,7 @@ from omegaconf import DictConfig
 
 from netsparse_torch.cli.failure import error_line
 from netsparse_torch.cli.hydra_app import from_launch_dir, help_text, hydra_errors, job_failed, task
-from netsparse_torch.config_check import check_values, config_dir, omp_threads, set_on_command_line
+from netsparse_torch.config_check import check_values, config_dir, in_sweep, omp_threads, set_on_command_line
 from netsparse_torch.config_keys import TRAIN, check_command_line
 from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.progress import append_line, hydra_log_file
@@ -61,10 +61,7 @@ def torchrun_world_size(cfg: DictConfig) -> int:
     otherwise (``cfg`` holds it as Hydra parsed it) would be dropped without a word: one error instead.
     So is a sweep, whose jobs every worker would run one after another in the one torchrun job (the
     second hung at its start, and shared the first's checkpoint folder)."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    if HydraConfig.get().mode == RunMode.MULTIRUN:
+    if in_sweep():
         raise ConfigError("a sweep (-m) under torchrun: every worker would run each job of the sweep in this one "
                           "torchrun job; sweep without torchrun (netsparse-train -m starts each job's ranks, and "
                           "hydra/launcher=submitit_slurm sends each job to a cluster), or start one torchrun per point")

@@ -21,7 +21,7 @@ from hw_models.files import check_writable
 from hw_models.params import HardwareParams
 from netsparse_torch import checkpoint
 from netsparse_torch.comm import STRATEGIES
-from netsparse_torch.config_check import check_values, set_on_command_line
+from netsparse_torch.config_check import check_values, in_sweep, set_on_command_line
 from netsparse_torch.errors import ConfigError, PeerLostError
 from netsparse_torch.graph import load_dataset
 from netsparse_torch.modeled import add_modeled, check_cluster
@@ -60,9 +60,7 @@ def one_report_path(cfg: DictConfig, hardware: HardwareParams) -> None:
     """In a sweep, ``report_path`` names one file for every job: a job refuses to write over another's
     report (as ``netsparse-simulate``'s do) instead of leaving the last job's under that name. Checked
     before the training and again before the write (a parallel launcher's jobs finish in any order)."""
-    from hydra.types import RunMode
-
-    if cfg.get("report_path") and HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN:
+    if cfg.get("report_path") and in_sweep():
         refuse_overwrite(Path(str(cfg.report_path)), identity(OmegaConf.to_container(cfg, resolve=True),
                                                                hardware.to_dict()),
                          "drop report_path= from the sweep (each job's report.json is in its folder of "
