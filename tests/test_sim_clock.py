@@ -1,6 +1,7 @@
-"""The simulator's clock domains (csrc/sim/types.h ``Clock``): ``cycle`` takes an exact integer path and
-must give the long double formula that defines it at every picosecond, cycle boundaries included;
-``ps(c)`` is the first picosecond of cycle ``c``."""
+"""The simulator's clock domains (csrc/sim/types.h ``Clock``): ``cycle`` and ``ps`` take a double path,
+then an exact 128-bit integer path near cycle boundaries, and must give the long double formulas that
+define them at every picosecond and cycle, boundaries included; ``ps(c)`` is the first picosecond of
+cycle ``c``."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from hw_models.params import HardwareParams
 
 # Table 5's SNIC and switch clocks, a flit clock (400 Gb/s over 16 B flits), and values whose binary
 # fractions are long or sit just off a round number.
+# Clocks whose period is a whole number of picoseconds (2 GHz: 500 ps) put every cycle start exactly on
+# an integer value of the formula, where the exact path must still agree with it.
 GHZ = [HardwareParams().snic.clock_ghz, HardwareParams().switch.clock_ghz, 50e9 / 16 / 1e9, 1 / 3, 0.7,
-       1.35, 2.9999999999, 1.0000000001, 7.77, 0.013]
+       1.35, 2.9999999999, 1.0000000001, 7.77, 0.013, 1.0, 2.5, 1.25, 4.0, 0.5, 1.6, 3.2]
 
 
 def boundaries(ghz: float, cycles: np.ndarray) -> np.ndarray:
@@ -43,6 +46,17 @@ def test_ps_is_the_first_picosecond_of_its_cycle(ghz):
     assert (at >= cycles).all() and (before < cycles).all()
 
 
+@pytest.mark.parametrize("ghz", GHZ)
+def test_ps_is_its_definition(ghz):
+    rng = np.random.default_rng(13)
+    # Multiples of small numbers put a cycle's start on (or within rounding of) a whole picosecond.
+    small = np.arange(1, 4000)
+    cycles = np.concatenate([small, small * 11, small * 25, small * 125, rng.integers(1, 10**12, 3000),
+                             rng.integers(1, 10**9, 3000) * 11])
+    out = _sim.clock(ghz, np.zeros(0, np.int64), cycles)
+    np.testing.assert_array_equal(out["ps"], out["defined_ps"])
+
+
 def test_negative_times_keep_the_formula():
     ps = np.arange(-3000, 1, dtype=np.int64)
     out = _sim.clock(2.2, ps, np.zeros(0, np.int64))
@@ -61,3 +75,29 @@ def test_cycle_keeps_the_formulas_rounding(ghz, ps):
     out = _sim.clock(ghz, np.array([ps - 1, ps, ps + 1], np.int64), np.zeros(0, np.int64))
     assert out["defined_cycle"][1] == exact + 1  # the case is real: rounding crossed the boundary
     np.testing.assert_array_equal(out["cycle"], out["defined_cycle"])
+
+
+def rounded_over_in_range(ghz: float, limit: int = 1 << 50) -> np.ndarray:
+    """Picoseconds below 2^50 (the range of the double and exact paths) whose exact value ps ghz / 1000 lies
+    within a few units of 1 / den of an integer, found by modular inversion; those where the long double
+    formula's floor differs from the exact floor are returned."""
+    f = Fraction(ghz) / 1000
+    a, d = f.numerator, f.denominator
+    inv = pow(a % d, -1, d)
+    near = {(t * inv) % d for t in [*range(1, 1 << 13), *range(d - (1 << 13), d)]}
+    ps = np.array(sorted(p for p in near if 0 < p < limit), np.int64)
+    defined = _sim.clock(ghz, ps, np.zeros(0, np.int64))["defined_cycle"]
+    exact = np.array([(int(p) * f).__floor__() for p in ps], np.int64)
+    return ps[defined != exact]
+
+
+@pytest.mark.parametrize("ghz", [2.2, 1.35, 2.9999999999, 1.0000000001, 7.77])
+def test_the_exact_path_keeps_the_formulas_rounding_in_its_range(ghz):
+    ps = rounded_over_in_range(ghz)
+    assert len(ps) > 0  # the case is real where the exact path works
+    around = np.concatenate([ps - 1, ps, ps + 1])
+    out = _sim.clock(ghz, around, np.zeros(0, np.int64))
+    np.testing.assert_array_equal(out["cycle"], out["defined_cycle"])
+    cycles = np.unique(np.concatenate([out["defined_cycle"], out["defined_cycle"] + 1]))
+    out = _sim.clock(ghz, np.zeros(0, np.int64), cycles[cycles > 0])
+    np.testing.assert_array_equal(out["ps"], out["defined_ps"])

@@ -237,9 +237,11 @@ void bind_sim(py::module_& sim) {
         out["cycle"] = column(vec(ps), [&](int64_t p) { return ck.cycle(p); });
         out["defined_cycle"] = column(vec(ps), [&](int64_t p) { return ck.defined_cycle(p); });
         out["ps"] = column(vec(cycles), [&](int64_t c) { return ck.ps(c); });
+        out["defined_ps"] = column(vec(cycles), [&](int64_t c) { return ck.defined_ps(c); });
         return out;
       },
       "One clock domain's conversions (csrc/sim/types.h Clock) at `ghz`: cycle(p) and its long double "
-      "definition for each p of `ps`, and the first picosecond ps(c) of each cycle c of `cycles`.",
+      "definition for each p of `ps`, and the first picosecond ps(c) of each cycle c of `cycles` and its "
+      "definition.",
       py::arg("ghz"), py::arg("ps"), py::arg("cycles"));
 }

@@ -293,12 +293,16 @@ static_assert(kEventKinds <= 16, "an event key holds its kind in 4 bits");
 // definition is the long double formula of defined_cycle(). cycle() and ps() first compute in double
 // precision, whose error is bounded (under y 2^-51 for a value y < 2^52), and return that result
 // only when it lies farther than the bound from a cycle boundary, where the formula cannot differ
-// from exact arithmetic either (its own error is under y 2^-62); otherwise, rarely, they take the
-// definition. Every result equals the formula's, and most need no x87 math (it was a quarter of the
-// event loop).
+// from exact arithmetic either (its own error is under y 2^-62). Near a boundary, which is where
+// most simulated times are (every cycle start, and at a clock whose period is a whole number of
+// picoseconds, such as Table 5's 2 GHz switches, every cycle start exactly), they decide in exact
+// integer arithmetic (Exact) whether the formula can round across the boundary; only where it could
+// do they evaluate it. Every result equals the formula's, and almost none need x87 math (it was a
+// quarter of the event loop, then a twentieth with the boundaries still on it).
 class Clock {
  public:
-  explicit Clock(double ghz_) : ghz(ghz_), cycles_per_ps_(ghz_ / 1000.0), ps_per_cycle_(1000.0 / ghz_) {}
+  explicit Clock(double ghz_)
+      : ghz(ghz_), cycles_per_ps_(ghz_ / 1000.0), ps_per_cycle_(1000.0 / ghz_), exact_(ghz_) {}
   double ghz;
   // The cycle that has started by `ps`.
   int64_t cycle(int64_t ps) const {
@@ -308,6 +312,8 @@ class Clock {
       const double f = y - static_cast<double>(q);  // exact (Sterbenz)
       const double margin = y * kMargin;
       if (f > margin && f < 1.0 - margin) return q;
+      int64_t c;
+      if (exact_.cycle(ps, std::llround(y), c)) return c;
     }
     return defined_cycle(ps);
   }
@@ -319,6 +325,17 @@ class Clock {
       const double f = z - static_cast<double>(q);
       const double margin = z * kMargin;
       if (f > margin && f < 1.0 - margin) return q + 1;  // cycle(q) < cyc <= cycle(q + 1), clear of rounding
+      if (exact_.on && z < static_cast<double>(kFast)) {
+        // The least p whose exact value reaches cyc is q or q + 1, or q + 2 after the double's rounding.
+        int64_t p = q;
+        while (!exact_.reaches(p, cyc)) ++p;
+        while (p > 0 && exact_.reaches(p - 1, cyc)) --p;
+        int64_t at, before;
+        if (p > 0 && exact_.cycle(p, std::llround(static_cast<double>(p) * cycles_per_ps_), at) &&
+            exact_.cycle(p - 1, std::llround(static_cast<double>(p - 1) * cycles_per_ps_), before) && at >= cyc &&
+            before < cyc)
+          return p;
+      }
     }
     return defined_ps(cyc);
   }
@@ -339,9 +356,70 @@ class Clock {
   }
 
  private:
+  // The exact value ps ghz / 1000 = ps mant / den in 128-bit integers (ghz = odd * 2^e, mant = odd 2^max(e, 0),
+  // den = 1000 2^max(-e, 0)), and whether the formula's result is its floor. The formula rounds twice to
+  // the long double's 64 bits (relative error under 2^-63 in all), so its floor is the exact floor when
+  // the exact value lies farther than value 2^-61 from every integer; and when the exact value is an
+  // integer, when its product ps ghz needs no more than 64 bits (then both roundings are exact).
+  struct Exact {
+    using U = unsigned __int128;
+    bool on = false;
+    U mant = 0, den = 0, odd = 0;
+    explicit Exact(double ghz) {
+      if (std::numeric_limits<long double>::digits < 64 || !(ghz > 0) || !std::isfinite(ghz)) return;
+      int e = 0;
+      const double m = std::frexp(ghz, &e);  // ghz = m 2^e, 0.5 <= m < 1
+      auto bits = static_cast<uint64_t>(std::ldexp(m, 53));
+      e -= 53;
+      while ((bits & 1) == 0) {
+        bits >>= 1;
+        ++e;
+      }
+      // ps < 2^50 and odd < 2^53: num < 2^(103 + e) and r 2^61 < den 2^61 = 2^(71 - e) stay in 128 bits.
+      if (e > 20 || e < -54) return;
+      odd = bits;
+      mant = U{bits} << (e > 0 ? e : 0);
+      den = U{1000} << (e < 0 ? -e : 0);
+      on = true;
+    }
+    // 0 <= ps < 2^50; k: an integer within one of ps ghz / 1000. False: the formula may round across.
+    bool cycle(int64_t ps, int64_t k, int64_t& out) const {
+      if (!on || k < 0) return false;
+      const U num = U(static_cast<uint64_t>(ps)) * mant, at = U(static_cast<uint64_t>(k)) * den;
+      U r;  // num = floor den + r, 0 <= r < den
+      int64_t floor;
+      if (num >= at) {
+        r = num - at;
+        floor = k;
+        while (r >= den) {  // k was one low
+          r -= den;
+          ++floor;
+        }
+      } else {
+        const U below = at - num;  // <= den: k was the ceiling (or one high)
+        if (below > den) return false;
+        r = den - below;
+        floor = k - 1;
+      }
+      if (r == 0) {
+        if (U(static_cast<uint64_t>(ps)) * odd >> 64 != 0) return false;
+        out = floor;
+        return true;
+      }
+      if ((r << 61) <= num || ((den - r) << 61) <= num) return false;
+      out = floor;
+      return true;
+    }
+    // Whether the exact value of p reaches cycle cyc (p ghz / 1000 >= cyc); 0 <= p, cyc < 2^50.
+    bool reaches(int64_t p, int64_t cyc) const {
+      return U(static_cast<uint64_t>(p)) * mant >= U(static_cast<uint64_t>(cyc)) * den;
+    }
+  };
+
   static constexpr int64_t kFast = int64_t{1} << 50;  // doubles hold these and their products' bounds
   static constexpr double kMargin = 0x1p-48;          // 8x the double error bound: clear of both roundings
   double cycles_per_ps_, ps_per_cycle_;
+  Exact exact_;
 };
 
 }  // namespace netsparse::sim
