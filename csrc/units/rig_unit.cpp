@@ -96,7 +96,7 @@ RigClientUnit::RigClientUnit(uint16_t tid, int64_t pending_capacity) : tid_(tid)
     --shift_;
   }
   mask_ = size - 1;
-  table_.assign(size, -1);
+  table_.assign(size, Slot{-1, 0});
   reset();
 }
 
@@ -114,25 +114,26 @@ void RigClientUnit::reset() {
 }
 
 void RigClientUnit::table_insert(uint64_t idx, int32_t e) {
-  uint64_t h = hash(idx);
-  while (table_[h] >= 0) h = (h + 1) & mask_;
-  table_[h] = e;
+  const uint32_t key = hash_key(idx);
+  uint64_t h = key >> (shift_ - 32);
+  while (table_[h].e >= 0) h = (h + 1) & mask_;
+  table_[h] = Slot{e, key};
 }
 
-void RigClientUnit::table_erase(uint64_t idx) {
+void RigClientUnit::table_erase(uint64_t idx, int32_t e) {
   uint64_t h = hash(idx);
-  while (entries_[table_[h]].idx != idx) h = (h + 1) & mask_;
+  while (table_[h].e != e) h = (h + 1) & mask_;
   // Backward-shift deletion keeps every probe chain unbroken without tombstones.
   uint64_t hole = h;
-  for (uint64_t j = (hole + 1) & mask_; table_[j] >= 0; j = (j + 1) & mask_) {
-    const uint64_t home = hash(entries_[table_[j]].idx);
+  for (uint64_t j = (hole + 1) & mask_; table_[j].e >= 0; j = (j + 1) & mask_) {
+    const uint64_t home = table_[j].key >> (shift_ - 32);
     // Move j into the hole when its home is not cyclically in (hole, j].
     if (((j - home) & mask_) >= ((j - hole) & mask_)) {
       table_[hole] = table_[j];
       hole = j;
     }
   }
-  table_[hole] = -1;
+  table_[hole] = Slot{-1, 0};
 }
 
 void RigClientUnit::add_waiter(int32_t e, int64_t slot) {
@@ -163,7 +164,7 @@ void RigClientUnit::on_response(const RigContext& c, const PR& pr, const uint8_t
     w = next;
   }
   c.filter->set(pr.idx, en.slot);
-  if (c.coalesce_on) table_erase(pr.idx);
+  if (c.coalesce_on) table_erase(pr.idx, static_cast<int32_t>(pr.id));
   en.busy = false;
   free_.push_back(static_cast<int32_t>(pr.id));
   --pending_;

@@ -178,17 +178,26 @@ class RigClientUnit {
     int64_t slot;
     int32_t next;
   };
-  // Pending PR Table lookup by idx: open addressing, linear probing, backward-shift deletion.
+  // Pending PR Table lookup by idx: open addressing, linear probing, backward-shift deletion. A slot
+  // keeps the top 32 bits of its idx's hash product beside the entry id: a probe compares them in the
+  // slot's own line and reads the entry (a line of its own) only when they match, and deletion finds
+  // each slot's home from them without reading its entry at all.
+  struct Slot {
+    int32_t e;     // entry id, -1 = empty
+    uint32_t key;  // hash product >> 32: home = key >> (shift_ - 32)
+  };
   int32_t find(uint64_t idx) const {
-    for (uint64_t h = hash(idx);; h = (h + 1) & mask_) {
-      const int32_t e = table_[h];
-      if (e < 0) return -1;
-      if (entries_[e].idx == idx) return e;
+    const uint32_t key = hash_key(idx);
+    for (uint64_t h = key >> (shift_ - 32);; h = (h + 1) & mask_) {
+      const Slot s = table_[h];
+      if (s.e < 0) return -1;
+      if (s.key == key && entries_[s.e].idx == idx) return s.e;
     }
   }
-  uint64_t hash(uint64_t idx) const { return (idx * 0x9E3779B97F4A7C15ull) >> shift_; }
+  static uint32_t hash_key(uint64_t idx) { return static_cast<uint32_t>((idx * 0x9E3779B97F4A7C15ull) >> 32); }
+  uint64_t hash(uint64_t idx) const { return hash_key(idx) >> (shift_ - 32); }
   void table_insert(uint64_t idx, int32_t e);
-  void table_erase(uint64_t idx);
+  void table_erase(uint64_t idx, int32_t e);
   void add_waiter(int32_t e, int64_t slot);
 
   uint16_t tid_;
@@ -200,7 +209,7 @@ class RigClientUnit {
   std::vector<Entry> entries_;
   std::vector<int32_t> free_;  // stack of free entry ids (pops 0, 1, 2, ... first)
   int64_t pending_ = 0;
-  std::vector<int32_t> table_;
+  std::vector<Slot> table_;
   uint64_t mask_ = 0;
   int shift_ = 0;
   std::vector<Waiter> waiters_;
