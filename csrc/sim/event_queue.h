@@ -33,6 +33,7 @@ class EventQueue {
  public:
   bool empty() const { return v_.empty(); }
   size_t size() const { return v_.size(); }
+  const Event& top() const { return v_[0]; }  // the next pop(); the queue must not be empty
   void push(const Event& e) {
     v_.push_back(e);
     sift_up(v_.size() - 1, e);
@@ -111,6 +112,7 @@ class Events {
   }
   bool empty() const { return heap_.empty(); }
   size_t size() const { return heap_.size(); }
+  const Event& top() const { return heap_.top(); }
   Event pop() { return heap_.pop(); }
 
  private:

@@ -145,6 +145,7 @@ Nodes::Nodes(SimContext& ctx, Workload& work, NetworkApi& net) : ctx_(ctx), cfg_
   const int64_t llc_lines = std::min(cfg.llc_bytes / cfg.line_bytes,
                                      (lines_per_filter + cfg.llc_ways - 1) / cfg.llc_ways * cfg.llc_ways);
   node_.resize(ctx.nodes);
+  scan_at_.assign(static_cast<size_t>(ctx.nodes * cfg.client_units), nullptr);
   for (int64_t p = 0; p < ctx.nodes; ++p) {
     auto nd = std::make_unique<Node>(static_cast<uint32_t>(p), cb, rc);
     // Property values are irrelevant to timing: every idx lands in one shared halo slot, and every
@@ -220,6 +221,19 @@ void Nodes::handle(const Event& e) {
     case kWrite: write_back(e.a, e.t); break;
     default: throw units::InternalError("simulator: not a node event");
   }
+}
+
+// A client unit's next call reads its timing state, its unit and its idx stream, lines that the other units'
+// events have evicted since its last call: asked for while the event before it is handled, the misses
+// overlap that event's work.
+void Nodes::prefetch(const Event& e) const {
+  if (e.kind() != kIssue) return;
+  const Node& n = *node_[e.a];
+  const char* u = reinterpret_cast<const char*>(&n.clients[e.b]);
+  __builtin_prefetch(u);
+  __builtin_prefetch(u + 64);
+  __builtin_prefetch(&n.rig.clients()[e.b]);
+  if (const void* next = scan_at_[ctx_.unit_slot(e.a, e.b)]) __builtin_prefetch(next);
 }
 
 // The latency in SNIC cycles of a client unit's Idx Filter load of `idx`'s bit: L1 and L2 of the unit,
@@ -353,6 +367,7 @@ void Nodes::issue(uint32_t node, uint32_t unit, int64_t t) {
         u.has_pr = true;
       },
       1, timing);
+  scan_at_[ctx_.unit_slot(node, unit)] = ru.scan_at();
   if (pr_cycle >= 0) {  // the PR enters the NIC concatenator at its decision, in the next call's event
     ctx_.events.push(pr_ps, kIssue, node, unit);
     return;

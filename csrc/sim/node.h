@@ -132,6 +132,7 @@ class Nodes {
   Nodes(SimContext& ctx, Workload& work, NetworkApi& net);
   void start();                      // the host hands a command to every client unit it can
   void handle(const Event& e);       // issue, nic_push, nic_timer, write, serve
+  void prefetch(const Event& e) const;  // a hint: the state e's handler reads first (no state changes)
   void receive(uint32_t host, uint32_t p, int64_t t);  // a packet reached the host's SNIC
   void tx_left(uint32_t host, int64_t wire, int64_t t);  // a packet left the host's Tx buffer
   void drain_all(int64_t t);          // flush every NIC queue (infinite delays, end of round)
@@ -171,6 +172,7 @@ class Nodes {
   std::vector<uint8_t> local_;  // property values are irrelevant to timing: one zero array
   std::vector<uint8_t> halo_;   // one scratch halo row (prop_bytes) shared by all nodes
   std::vector<std::unique_ptr<Node>> node_;
+  std::vector<const void*> scan_at_;  // per client unit (unit_slot): its next idx, for prefetch()
 };
 
 }  // namespace netsparse::sim

@@ -163,6 +163,7 @@ SimResult Sim::run() {
     while (!events.empty()) {
       res.max_queue = std::max(res.max_queue, static_cast<int64_t>(events.size()));
       const Event e = events.pop();
+      if (!events.empty()) nodes_.prefetch(events.top());
       now = e.t;
       ++res.events;
       ++res.events_by_kind[e.kind()];

@@ -72,6 +72,7 @@ class RigNode {
   // The parts an event-driven model (the simulator) drives one at a time.
   RigContext& context() { return ctx_; }
   std::vector<RigClientUnit>& clients() { return clients_; }
+  const std::vector<RigClientUnit>& clients() const { return clients_; }
   std::vector<RigServerUnit>& servers() { return servers_; }
   Concatenator& nic() { return reads_; }  // with event_driven: reads and responses
   uint32_t node() const { return ctx_.node; }
