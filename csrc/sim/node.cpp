@@ -24,6 +24,12 @@ struct LogicEngineTiming {
   __attribute__((always_inline)) inline bool admit(uint64_t idx, bool mem);
   __attribute__((always_inline)) inline void consumed(Outcome o);
   inline int64_t local_run(int64_t k);
+  // The unit's L1 and L2 sets that a filter load of idx reads first.
+  void prefetch(uint64_t idx) {
+    const uint32_t line = static_cast<uint32_t>(idx / nodes.filter_line_bits_);
+    u.l1.prefetch(line);
+    u.l2.prefetch(line);
+  }
 };
 
 // A run of k local idxs behind a local idx, taken as k calls of admit and consumed(kLocal) would take
@@ -115,6 +121,7 @@ inline bool LogicEngineTiming::admit(uint64_t idx, bool mem) {
 Nodes::Nodes(SimContext& ctx, Workload& work, NetworkApi& net) : ctx_(ctx), cfg_(ctx.cfg), work_(work), net_(net) {
   const SimConfig& cfg = cfg_;
   cycle_ps_ = ctx.snic.ps(1);
+  filter_line_bits_ = static_cast<uint64_t>(8 * cfg.line_bytes);
   dram_cycles_ = ctx.snic.up(cfg.dram_ps);
   horizon_ps_ = std::max(cfg.pcie_ps, cycle_ps_);
   const std::vector<int64_t>& cb = ctx.map.bounds;
@@ -239,7 +246,7 @@ void Nodes::prefetch(const Event& e) const {
 // The latency in SNIC cycles of a client unit's Idx Filter load of `idx`'s bit: L1 and L2 of the unit,
 // the SNIC's LLC, else DRAM; every level on the way keeps the line (LRU).
 int64_t Nodes::filter_load(Node& n, Client& u, uint64_t idx) {
-  const uint32_t line = static_cast<uint32_t>(idx / static_cast<uint64_t>(8 * cfg_.line_bytes));
+  const uint32_t line = static_cast<uint32_t>(idx / filter_line_bits_);
   NodeCounters& c = ctx_.res.nodes[n.rig.node()];
   if (u.l1.access(line)) {
     ++c.mem_l1;

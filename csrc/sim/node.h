@@ -41,6 +41,9 @@ class LineCache {
     set[0] = line;
     return hit;
   }
+  void prefetch(uint32_t line) const {
+    __builtin_prefetch(&tags_[static_cast<size_t>((line % static_cast<uint32_t>(sets_)) * ways_)]);
+  }
 
  private:
   static constexpr uint32_t kEmpty = ~uint32_t{0};
@@ -169,6 +172,7 @@ class Nodes {
   Workload& work_;
   NetworkApi& net_;
   int64_t cycle_ps_ = 0, dram_cycles_ = 0, horizon_ps_ = 0;
+  uint64_t filter_line_bits_ = 1;  // Idx Filter bits per SNIC cache line
   std::vector<uint8_t> local_;  // property values are irrelevant to timing: one zero array
   std::vector<uint8_t> halo_;   // one scratch halo row (prop_bytes) shared by all nodes
   std::vector<std::unique_ptr<Node>> node_;

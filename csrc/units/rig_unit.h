@@ -25,7 +25,8 @@
 // idx is then processed first on the next call); consumed(outcome) follows every processed idx.
 // local_run(k) follows the first idx of a run of local idxs, with the k local idxs right behind it:
 // the policy takes the first n <= k of them at once, as k calls of admit + consumed(kLocal) would
-// (n = 0: it declines, and they go one by one). The training path uses NoTiming, which admits everything.
+// (n = 0: it declines, and they go one by one). prefetch(idx) is a hint for a remote idx a few places ahead
+// (the state its admit will read). The training path uses NoTiming, which admits everything.
 //
 // Server unit: answers read PRs from the local property array (owner-local row = idx - row_start)
 // with response PRs that keep {src, src_tid, idx, id} and go back to src.
@@ -117,6 +118,7 @@ struct NoTiming {
   bool admit(uint64_t, bool) { return true; }
   void consumed(Outcome) {}
   int64_t local_run(int64_t k) { return k; }
+  void prefetch(uint64_t) {}
 };
 
 struct RigCounters {
@@ -231,7 +233,17 @@ RigClientUnit::Stop RigClientUnit::run(const RigContext& c, const Command& cm, E
   Stop stop = Stop::kDone;
   int64_t pos = pos_;
   int64_t run_end = pos;  // the local idxs before it were offered to timing.local_run
+  // A remote idx's Idx Filter word (and the timing's state for it) is a scattered line: each is asked
+  // for a few idxs ahead, so that the misses overlap the scan.
+  constexpr int64_t kAhead = 8;
   for (; pos < cm.n; ++pos) {
+    if (pos + kAhead < cm.n) {
+      const uint64_t ahead = static_cast<uint64_t>(static_cast<int64_t>(idxs[pos + kAhead]));
+      if (ahead - lo >= span && c.filter_on) {
+        c.filter->prefetch(ahead);
+        timing.prefetch(ahead);
+      }
+    }
     const uint64_t idx = static_cast<uint64_t>(static_cast<int64_t>(idxs[pos]));
     const bool local = idx - lo < span;  // unsigned wrap makes one compare
     if (!timing.admit(idx, !local && c.filter_on)) {
