@@ -64,6 +64,7 @@ void PropertyCache::invalidate(int64_t prop_bytes) {
     lines_ = lines;
   }
   if (sets_.size() < static_cast<size_t>(n_sets_)) sets_.resize(static_cast<size_t>(n_sets_));
+  set_mask_ = (n_sets_ & (n_sets_ - 1)) == 0 ? static_cast<uint64_t>(n_sets_ - 1) : 0;
   if (++epoch_ == 0) {  // wrapped: really clear
     std::fill(sets_.begin(), sets_.end(), SetState{});
     epoch_ = 1;
@@ -81,7 +82,7 @@ bool PropertyCache::contains(uint64_t idx) const {
   if (cfg_.unbounded()) return present_.find(idx) >= 0;
   for (int64_t c = 0; c < n_chunks_; ++c) {
     const uint64_t key = idx * n_chunks_ + c;
-    if (find(key, static_cast<int64_t>(key % n_sets_)) < 0) return false;
+    if (find(key, set_of(key)) < 0) return false;
   }
   return true;
 }
@@ -101,7 +102,7 @@ bool PropertyCache::lookup(uint64_t idx, uint8_t* out) {
   const bool small = n_chunks_ <= 64;
   for (int64_t c = 0; c < n_chunks_; ++c) {
     const uint64_t key = idx * n_chunks_ + c;
-    const int64_t l = find(key, static_cast<int64_t>(key % n_sets_));
+    const int64_t l = find(key, set_of(key));
     if (l < 0) {
       ++misses;
       return false;
@@ -111,7 +112,7 @@ bool PropertyCache::lookup(uint64_t idx, uint8_t* out) {
   ++hits;
   for (int64_t c = 0; c < n_chunks_; ++c) {
     const uint64_t key = idx * n_chunks_ + c;
-    const int64_t l = small ? lines[c] : find(key, static_cast<int64_t>(key % n_sets_));
+    const int64_t l = small ? lines[c] : find(key, set_of(key));
     stamp_[l] = ++clock_;
     if (out && data_) {
       const int64_t off = c * cfg_.max_line_bytes;
@@ -141,7 +142,7 @@ bool PropertyCache::insert(uint64_t idx, const uint8_t* data) {
   if (contains(idx)) return false;
   for (int64_t c = 0; c < n_chunks_; ++c) {
     const uint64_t key = idx * n_chunks_ + c;
-    const int64_t set = static_cast<int64_t>(key % n_sets_);
+    const int64_t set = set_of(key);
     int64_t l = find(key, set);
     if (l < 0) {  // invalid way first (lowest), else the least recently used
       const int64_t base = set * cfg_.ways;
