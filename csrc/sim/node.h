@@ -16,6 +16,7 @@
 #include "units/concatenator.h"
 #include "units/rig_node.h"
 #include "units/rig_unit.h"
+#include "units/set_index.h"
 
 namespace netsparse::sim {
 
@@ -27,13 +28,13 @@ class LineCache {
  public:
   LineCache() = default;
   LineCache(int64_t lines, int64_t ways) : ways_(std::max<int64_t>(1, std::min(ways, lines))) {
-    sets_ = std::max<int64_t>(1, lines / ways_);
-    mask_ = (sets_ & (sets_ - 1)) == 0 ? static_cast<uint32_t>(sets_ - 1) : 0;
-    tags_.assign(static_cast<size_t>(sets_ * ways_), kEmpty);
+    const int64_t sets = std::max<int64_t>(1, lines / ways_);
+    set_of_ = units::SetIndex<uint32_t>(static_cast<uint32_t>(sets));
+    tags_.assign(static_cast<size_t>(sets * ways_), kEmpty);
   }
   // True on a hit; either way the line becomes the set's most recent (a miss evicts the LRU way).
   bool access(uint32_t line) {
-    uint32_t* set = &tags_[static_cast<size_t>(set_of(line) * ways_)];
+    uint32_t* set = &tags_[static_cast<size_t>(set_of_(line) * ways_)];
     int64_t w = 0;
     while (w < ways_ && set[w] != line) ++w;
     const bool hit = w < ways_;
@@ -43,15 +44,13 @@ class LineCache {
     return hit;
   }
   void prefetch(uint32_t line) const {
-    __builtin_prefetch(&tags_[static_cast<size_t>(set_of(line) * ways_)]);
+    __builtin_prefetch(&tags_[static_cast<size_t>(set_of_(line) * ways_)]);
   }
 
  private:
-  // A mask where the set count is a power of two (Table 5's L1 and L2), else a division.
-  int64_t set_of(uint32_t line) const { return mask_ != 0 ? line & mask_ : line % static_cast<uint32_t>(sets_); }
   static constexpr uint32_t kEmpty = ~uint32_t{0};
-  int64_t ways_ = 1, sets_ = 1;
-  uint32_t mask_ = 0;  // sets_ - 1 when sets_ is a power of two above 1, else 0
+  int64_t ways_ = 1;
+  units::SetIndex<uint32_t> set_of_;
   std::vector<uint32_t> tags_;  // line ids < 2^32: columns < 2^32 * 512
 };
 

@@ -313,7 +313,7 @@ class Clock {
       const double margin = y * kMargin;
       if (f > margin && f < 1.0 - margin) return q;
       int64_t c;
-      if (exact_.cycle(ps, std::llround(y), c)) return c;
+      if (exact_cycle(ps, c)) return c;
     }
     return defined_cycle(ps);
   }
@@ -331,10 +331,7 @@ class Clock {
         while (!exact_.reaches(p, cyc)) ++p;
         while (p > 0 && exact_.reaches(p - 1, cyc)) --p;
         int64_t at, before;
-        if (p > 0 && exact_.cycle(p, std::llround(static_cast<double>(p) * cycles_per_ps_), at) &&
-            exact_.cycle(p - 1, std::llround(static_cast<double>(p - 1) * cycles_per_ps_), before) && at >= cyc &&
-            before < cyc)
-          return p;
+        if (p > 0 && exact_cycle(p, at) && exact_cycle(p - 1, before) && at >= cyc && before < cyc) return p;
       }
     }
     return defined_ps(cyc);
@@ -356,6 +353,10 @@ class Clock {
   }
 
  private:
+  // The formula's cycle of 0 <= ps < 2^50 where exact arithmetic can tell it (false: it cannot).
+  bool exact_cycle(int64_t ps, int64_t& out) const {
+    return exact_.cycle(ps, std::llround(static_cast<double>(ps) * cycles_per_ps_), out);
+  }
   // The exact value ps ghz / 1000 = ps mant / den in 128-bit integers (ghz = odd * 2^e, mant = odd 2^max(e, 0),
   // den = 1000 2^max(-e, 0)), and whether the formula's result is its floor. The formula rounds twice to
   // the long double's 64 bits (relative error under 2^-63 in all), so its floor is the exact floor when

@@ -64,7 +64,7 @@ void PropertyCache::invalidate(int64_t prop_bytes) {
     lines_ = lines;
   }
   if (sets_.size() < static_cast<size_t>(n_sets_)) sets_.resize(static_cast<size_t>(n_sets_));
-  set_mask_ = (n_sets_ & (n_sets_ - 1)) == 0 ? static_cast<uint64_t>(n_sets_ - 1) : 0;
+  set_index_ = SetIndex<uint64_t>(static_cast<uint64_t>(n_sets_));
   if (++epoch_ == 0) {  // wrapped: really clear
     std::fill(sets_.begin(), sets_.end(), SetState{});
     epoch_ = 1;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "units/idx_set.h"
+#include "units/set_index.h"
 
 namespace netsparse::units {
 
@@ -77,17 +78,14 @@ class PropertyCache {
     uint32_t epoch = 0;  // of an older epoch: the set is empty, so a whole invalidate is O(1)
     uint32_t filled = 0;
   };
-  // The set of a line key: a mask where the set count is a power of two (Table 5's), else a division.
-  int64_t set_of(uint64_t key) const {
-    return static_cast<int64_t>(set_mask_ != 0 ? key & set_mask_ : key % static_cast<uint64_t>(n_sets_));
-  }
+  int64_t set_of(uint64_t key) const { return static_cast<int64_t>(set_index_(key)); }
   int64_t find(uint64_t key, int64_t set) const;  // line or -1
   int64_t filled(int64_t set) const { return sets_[set].epoch == epoch_ ? sets_[set].filled : 0; }
   bool insert_unbounded(uint64_t idx, const uint8_t* data);
   CacheConfig cfg_;
   int64_t prop_bytes_ = 0, line_bytes_ = 0, n_chunks_ = 0, n_sets_ = 0;
   uint32_t epoch_ = 1;
-  uint64_t set_mask_ = 0;  // n_sets_ - 1 when n_sets_ is a power of two above 1, else 0
+  SetIndex<uint64_t> set_index_;  // of n_sets_ (bounded caches)
   uint64_t clock_ = 0;  // LRU stamp
   size_t lines_ = 0;    // lines held in tag_ and stamp_
   std::unique_ptr<uint64_t[]> tag_;

@@ -115,20 +115,20 @@ void RigClientUnit::reset() {
 
 void RigClientUnit::table_insert(uint64_t idx, int32_t e) {
   const uint32_t key = hash_key(idx);
-  uint64_t h = key >> (shift_ - 32);
+  uint64_t h = home(key);
   while (table_[h].e >= 0) h = (h + 1) & mask_;
   table_[h] = Slot{e, key};
 }
 
 void RigClientUnit::table_erase(uint64_t idx, int32_t e) {
-  uint64_t h = hash(idx);
+  uint64_t h = home(hash_key(idx));
   while (table_[h].e != e) h = (h + 1) & mask_;
   // Backward-shift deletion keeps every probe chain unbroken without tombstones.
   uint64_t hole = h;
   for (uint64_t j = (hole + 1) & mask_; table_[j].e >= 0; j = (j + 1) & mask_) {
-    const uint64_t home = table_[j].key >> (shift_ - 32);
+    const uint64_t at = home(table_[j].key);
     // Move j into the hole when its home is not cyclically in (hole, j].
-    if (((j - home) & mask_) >= ((j - hole) & mask_)) {
+    if (((j - at) & mask_) >= ((j - hole) & mask_)) {
       table_[hole] = table_[j];
       hole = j;
     }

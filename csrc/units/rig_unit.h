@@ -159,7 +159,7 @@ class RigClientUnit {
   }
   void prefetch_response(const RigContext& c, const PR& pr) const {
     if (pr.id < entries_.size()) __builtin_prefetch(&entries_[pr.id]);
-    if (c.coalesce_on && !table_.empty()) __builtin_prefetch(&table_[hash(pr.idx)]);
+    if (c.coalesce_on && !table_.empty()) __builtin_prefetch(&table_[home(hash_key(pr.idx))]);
     c.filter->prefetch(pr.idx);
   }
 
@@ -192,18 +192,18 @@ class RigClientUnit {
   // each slot's home from them without reading its entry at all.
   struct Slot {
     int32_t e;     // entry id, -1 = empty
-    uint32_t key;  // hash product >> 32: home = key >> (shift_ - 32)
+    uint32_t key;  // hash_key(idx): its slot's home(key)
   };
   int32_t find(uint64_t idx) const {
     const uint32_t key = hash_key(idx);
-    for (uint64_t h = key >> (shift_ - 32);; h = (h + 1) & mask_) {
+    for (uint64_t h = home(key);; h = (h + 1) & mask_) {
       const Slot s = table_[h];
       if (s.e < 0) return -1;
       if (s.key == key && entries_[s.e].idx == idx) return s.e;
     }
   }
   static uint32_t hash_key(uint64_t idx) { return static_cast<uint32_t>((idx * 0x9E3779B97F4A7C15ull) >> 32); }
-  uint64_t hash(uint64_t idx) const { return hash_key(idx) >> (shift_ - 32); }
+  uint64_t home(uint32_t key) const { return key >> (shift_ - 32); }  // the slot a key's probe starts at
   void table_insert(uint64_t idx, int32_t e);
   void table_erase(uint64_t idx, int32_t e);
   void add_waiter(int32_t e, int64_t slot);
