@@ -130,12 +130,11 @@ def test_unbounded_memory_follows_what_is_inserted():
 
 
 def test_bounded_memory_is_the_lines_of_its_kernel():
-    """A tag (8 B) and an LRU stamp (8 B) per line of the kernel's line size (32 MB of 64 B lines:
-    524,288), an epoch and a fill count (8 B) per set of 16 lines, plus the capacity's bytes only when
-    the cache keeps data."""
+    """An 8 B tag per line of the kernel's line size (32 MB of 64 B lines: 524,288), and only when the
+    cache keeps data a 4 B data slot per line and the capacity's bytes."""
     lines = (32 << 20) // 64
-    assert _cache(prop_bytes=64, keep_data=False).bytes == lines * 16 + lines // 16 * 8
-    assert _cache(prop_bytes=64).bytes == lines * 16 + lines // 16 * 8 + (32 << 20)
+    assert _cache(prop_bytes=64, keep_data=False).bytes == lines * 8
+    assert _cache(prop_bytes=64).bytes == lines * 12 + (32 << 20)
 
 
 def test_unbounded_takes_any_idx_and_bad_input():

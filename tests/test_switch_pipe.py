@@ -101,3 +101,7 @@ def test_bad_input():
         sw.begin_kernel(0)
     with pytest.raises(ValueError, match="smaller than the headers"):
         _pipe(n_dests=2, prop_bytes=LEN, mtu=70)
+    one_set = _pipe(n_dests=2, prop_bytes=512, size_bytes=2 * 512, ways=2)  # one set: a tag is the whole key
+    one_set.process(encode(0, 1, 512, [(0, 0, 2**64 - 2, 0, b"")]), 0)  # the largest key it can hold
+    with pytest.raises(ValueError, match="empty-way marker in a cache of one set; give the cache more sets"):
+        one_set.process(encode(0, 1, 512, [(0, 0, 2**64 - 1, 0, b"")]), 0)

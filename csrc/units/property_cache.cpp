@@ -31,17 +31,17 @@ void CacheConfig::validate() const {
 PropertyCache::PropertyCache(const CacheConfig& cfg) : cfg_(cfg), present_(!cfg.no_data) {
   cfg_.validate();
   // Not zeroed: a line's bytes are read only after an insert wrote them, so untouched capacity costs
-  // no page faults (the simulator builds 8 caches per ToR).
+  // no page faults.
   if (!cfg_.no_data && !cfg_.unbounded()) data_.reset(new uint8_t[static_cast<size_t>(cfg_.size_bytes)]);
   // The widest line gives the fewest lines: a kernel's invalidate grows the line arrays to its own count
-  // (one sized for 16 B lines held 4x the lines that 64 B properties use: 2.5 GiB over 64 pipes of 32 MB).
+  // (one sized for 16 B lines held 4x the lines that 64 B properties use).
   invalidate(cfg_.max_line_bytes);
 }
 
 int64_t PropertyCache::bytes() const {
-  const int64_t lines = static_cast<int64_t>(lines_ * sizeof(uint64_t) * 2 + sets_.capacity() * sizeof(SetState));
+  const size_t per_line = sizeof(uint64_t) + (slot_ ? sizeof(uint32_t) : 0);
   const int64_t data = data_ ? cfg_.size_bytes : 0;
-  return lines + data + present_.bytes() + static_cast<int64_t>(held_data_.capacity());
+  return static_cast<int64_t>(lines_ * per_line) + data + present_.bytes() + static_cast<int64_t>(held_data_.capacity());
 }
 
 void PropertyCache::invalidate(int64_t prop_bytes) {
@@ -60,30 +60,46 @@ void PropertyCache::invalidate(int64_t prop_bytes) {
   const size_t lines = static_cast<size_t>(n_sets_ * cfg_.ways);
   if (lines_ < lines) {
     tag_.reset(new uint64_t[lines]);
-    stamp_.reset(new uint64_t[lines]);
+    if (data_) slot_.reset(new uint32_t[lines]);
     lines_ = lines;
   }
-  if (sets_.size() < static_cast<size_t>(n_sets_)) sets_.resize(static_cast<size_t>(n_sets_));
   set_index_ = SetIndex<uint64_t>(static_cast<uint64_t>(n_sets_));
-  if (++epoch_ == 0) {  // wrapped: really clear
-    std::fill(sets_.begin(), sets_.end(), SetState{});
-    epoch_ = 1;
-  }
+  std::fill(tag_.get(), tag_.get() + lines, kEmpty);
+  if (slot_)
+    for (size_t l = 0; l < lines; ++l) slot_[l] = static_cast<uint32_t>(l % static_cast<size_t>(cfg_.ways));
 }
 
-int64_t PropertyCache::find(uint64_t key, int64_t set) const {
-  const int64_t base = set * cfg_.ways, n = filled(set);
-  for (int64_t w = 0; w < n; ++w)
-    if (tag_[base + w] == key) return base + w;
+PropertyCache::Line PropertyCache::line_of(uint64_t key) const {
+  const uint64_t tag = set_index_.tag(key);
+  if (tag == kEmpty)  // only key 2^64 - 1 in a cache of one set
+    throw ConfigInvalid("property cache: key " + std::to_string(key) + " is its empty-way marker in a cache of " +
+                        "one set; give the cache more sets: a larger size_bytes or fewer ways");
+  return Line{static_cast<int64_t>(set_index_(key)), tag};
+}
+
+int64_t PropertyCache::find(const Line& l) const {
+  const uint64_t* set = &tag_[l.set * cfg_.ways];
+  for (int64_t w = 0; w < cfg_.ways; ++w)
+    if (set[w] == l.tag) return w;
   return -1;
+}
+
+void PropertyCache::to_front(int64_t set, int64_t pos) {
+  uint64_t* tags = &tag_[set * cfg_.ways];
+  const uint64_t tag = tags[pos];
+  std::memmove(tags + 1, tags, static_cast<size_t>(pos) * sizeof(uint64_t));
+  tags[0] = tag;
+  if (!slot_) return;
+  uint32_t* slots = &slot_[set * cfg_.ways];
+  const uint32_t slot = slots[pos];
+  std::memmove(slots + 1, slots, static_cast<size_t>(pos) * sizeof(uint32_t));
+  slots[0] = slot;
 }
 
 bool PropertyCache::contains(uint64_t idx) const {
   if (cfg_.unbounded()) return present_.find(idx) >= 0;
-  for (int64_t c = 0; c < n_chunks_; ++c) {
-    const uint64_t key = idx * n_chunks_ + c;
-    if (find(key, set_of(key)) < 0) return false;
-  }
+  for (int64_t c = 0; c < n_chunks_; ++c)
+    if (find(line_of(idx * n_chunks_ + c)) < 0) return false;
   return true;
 }
 
@@ -98,25 +114,18 @@ bool PropertyCache::lookup(uint64_t idx, uint8_t* out) {
     if (out && !cfg_.no_data) std::memcpy(out, held_data_.data() + at * prop_bytes_, static_cast<size_t>(prop_bytes_));
     return true;
   }
-  int64_t lines[64];
-  const bool small = n_chunks_ <= 64;
-  for (int64_t c = 0; c < n_chunks_; ++c) {
-    const uint64_t key = idx * n_chunks_ + c;
-    const int64_t l = find(key, set_of(key));
-    if (l < 0) {
-      ++misses;
-      return false;
-    }
-    if (small) lines[c] = l;
+  if (!contains(idx)) {
+    ++misses;
+    return false;
   }
   ++hits;
-  for (int64_t c = 0; c < n_chunks_; ++c) {
-    const uint64_t key = idx * n_chunks_ + c;
-    const int64_t l = small ? lines[c] : find(key, set_of(key));
-    stamp_[l] = ++clock_;
+  for (int64_t c = 0; c < n_chunks_; ++c) {  // in chunk order: the last chunk ends most recent
+    const Line l = line_of(idx * n_chunks_ + c);
+    to_front(l.set, find(l));
     if (out && data_) {
       const int64_t off = c * cfg_.max_line_bytes;
-      std::memcpy(out + off, data_.get() + l * line_bytes_, std::min(line_bytes_, prop_bytes_ - off));
+      const uint8_t* line = data_.get() + (l.set * cfg_.ways + slot_[l.set * cfg_.ways]) * line_bytes_;
+      std::memcpy(out + off, line, std::min(line_bytes_, prop_bytes_ - off));
     }
   }
   return true;
@@ -141,30 +150,20 @@ bool PropertyCache::insert(uint64_t idx, const uint8_t* data) {
   if (cfg_.unbounded()) return insert_unbounded(idx, data);
   if (contains(idx)) return false;
   for (int64_t c = 0; c < n_chunks_; ++c) {
-    const uint64_t key = idx * n_chunks_ + c;
-    const int64_t set = set_of(key);
-    int64_t l = find(key, set);
-    if (l < 0) {  // invalid way first (lowest), else the least recently used
-      const int64_t base = set * cfg_.ways;
-      SetState& st = sets_[set];
-      if (st.epoch != epoch_) st = SetState{epoch_, 0};
-      int64_t victim;
-      if (st.filled < cfg_.ways) {
-        victim = base + st.filled++;
-      } else {
-        victim = base;
-        for (int64_t w = 1; w < cfg_.ways; ++w)
-          if (stamp_[base + w] < stamp_[victim]) victim = base + w;
-        ++evictions;
-      }
-      l = victim;
-      tag_[l] = key;
+    const Line l = line_of(idx * n_chunks_ + c);
+    const int64_t base = l.set * cfg_.ways;
+    const int64_t pos = find(l);
+    if (pos >= 0) {  // a chunk already present becomes the most recent, like a new one
+      to_front(l.set, pos);
+    } else {  // the last way: invalid if any is, else the least recently used
+      if (tag_[base + cfg_.ways - 1] != kEmpty) ++evictions;
+      to_front(l.set, cfg_.ways - 1);
+      tag_[base] = l.tag;
       ++inserts;
     }
-    stamp_[l] = ++clock_;
     if (!data_) continue;
     const int64_t off = c * cfg_.max_line_bytes;
-    std::memcpy(data_.get() + l * line_bytes_, data + off, std::min(line_bytes_, prop_bytes_ - off));
+    std::memcpy(data_.get() + (base + slot_[base]) * line_bytes_, data + off, std::min(line_bytes_, prop_bytes_ - off));
   }
   return true;
 }

@@ -59,38 +59,34 @@ class PropertyCache {
   // A property already present is left unchanged (no LRU update).
   bool insert(uint64_t idx, const uint8_t* data);
   bool contains(uint64_t idx) const;
-  // A hint: asks for the set state and first tags a lookup or insert of idx reads first.
+  // A hint: asks for the tags a lookup or insert of idx reads first.
   void prefetch(uint64_t idx) const {
     if (n_sets_ == 0) return;
-    const uint64_t key = idx * static_cast<uint64_t>(n_chunks_);
-    const int64_t set = set_of(key);
-    __builtin_prefetch(&sets_[set]);
-    __builtin_prefetch(&tag_[set * static_cast<uint64_t>(cfg_.ways)]);
+    __builtin_prefetch(&tag_[set_index_(idx * static_cast<uint64_t>(n_chunks_)) * static_cast<uint64_t>(cfg_.ways)]);
   }
 
   int64_t hits = 0, misses = 0, inserts = 0, evictions = 0;
 
  private:
-  // A set's valid lines this epoch. Ways fill lowest first and are only ever invalidated all at once,
-  // so the valid ways of a set are always ways [0, filled): a lookup scans only those tags, and a
-  // line's tag and stamp are never read before they are written (their arrays are not zeroed).
-  struct SetState {
-    uint32_t epoch = 0;  // of an older epoch: the set is empty, so a whole invalidate is O(1)
-    uint32_t filled = 0;
+  // A set is its ways' tags (key / n_sets) most recent first, kEmpty where a way holds no line, so the
+  // valid ways are a prefix and the least recently used one is last: the whole LRU state of a set of 16
+  // ways is one aligned 128 B pair of lines, and a lookup or insert touches no other (no stamps, no fill
+  // count). With data, slot_ gives each position's data slot and moves along with its tag.
+  static constexpr uint64_t kEmpty = ~uint64_t{0};
+  struct Line {  // where a key lives: its set and its tag there
+    int64_t set;
+    uint64_t tag;
   };
-  int64_t set_of(uint64_t key) const { return static_cast<int64_t>(set_index_(key)); }
-  int64_t find(uint64_t key, int64_t set) const;  // line or -1
-  int64_t filled(int64_t set) const { return sets_[set].epoch == epoch_ ? sets_[set].filled : 0; }
+  Line line_of(uint64_t key) const;
+  int64_t find(const Line& l) const;  // its position in its set, or -1
+  void to_front(int64_t set, int64_t pos);  // the line at pos becomes the set's most recent
   bool insert_unbounded(uint64_t idx, const uint8_t* data);
   CacheConfig cfg_;
   int64_t prop_bytes_ = 0, line_bytes_ = 0, n_chunks_ = 0, n_sets_ = 0;
-  uint32_t epoch_ = 1;
   SetIndex<uint64_t> set_index_;  // of n_sets_ (bounded caches)
-  uint64_t clock_ = 0;  // LRU stamp
-  size_t lines_ = 0;    // lines held in tag_ and stamp_
+  size_t lines_ = 0;              // lines held in tag_ (and slot_)
   std::unique_ptr<uint64_t[]> tag_;
-  std::unique_ptr<uint64_t[]> stamp_;
-  std::vector<SetState> sets_;
+  std::unique_ptr<uint32_t[]> slot_;  // with data only
   std::unique_ptr<uint8_t[]> data_;
   IdxSet present_;             // unbounded: the present idxs, each with its slot in held_data_
   std::vector<uint8_t> held_data_;
