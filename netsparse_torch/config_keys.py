@@ -125,7 +125,8 @@ PARTITION = Cli("netsparse-partition", "partition", ("dataset",), dataset_params
 
 # -- the check -----------------------------------------------------------------------------------------
 #: Hydra flags that change which config is composed. ``--config-dir`` adds a folder of the user's to the search
-#: path (its groups' choices are checked with this package's); with the others the check leaves it all to Hydra.
+#: path (its groups' choices are checked with this package's). With another primary config (``-cn``, ``-cp``) the
+#: command line is left to Hydra, and the task checks the composed config (:func:`check_composed_config`).
 OTHER_CONFIG_FLAGS = ("-cn", "--config-name", "-cp", "--config-path", "-cd", "--config-dir")
 ADDED_CONFIG_FLAGS = ("-cd", "--config-dir")
 
@@ -183,6 +184,65 @@ def check_command_line(args: list[str], cli: Cli) -> None:
     dirs = (config_dir(), *added)
     check_group_overrides(args, dirs, cli)
     check_override_keys(args, dirs, cli)
+
+
+def check_composed_config(cfg, cli: Cli) -> None:
+    """A primary config of the user's (``-cn myexp``, ``-cp``) is composed by Hydra after the command line's
+    check, which therefore cannot see it: each of its keys is checked here, in the task, against ``cli``'s own
+    config composed with the same group choices. A key that ``cli`` does not read (a typo: ``epcohs: 3`` would
+    leave ``epochs`` at its default) and a key the run needs but the config lacks are each one
+    :class:`ConfigError`. Sections of a config group the user's config writes inline, without choosing it in its
+    defaults list, are its own and left alone. The CLI's own config returns at once."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return
+    hc = HydraConfig.get()
+    own = Path(config_dir()).resolve()
+    files = [Path(s.path).resolve() for s in hc.runtime.config_sources if s.schema == "file"]
+    main = next((Path(s.path).resolve() for s in hc.runtime.config_sources if s.provider == "main"), own)
+    if hc.job.config_name == cli.config and main == own:
+        return
+    found = [d / f"{hc.job.config_name}.yaml" for d in dict.fromkeys([main, *files])]
+    name = str(next((f for f in found if f.is_file()), hc.job.config_name))
+    chosen = {g: str(c) for g, c in hc.runtime.choices.items() if not g.startswith("hydra") and c is not None}
+    for group, choice in chosen.items():
+        if group not in cli.groups + cli.add_groups:
+            raise ConfigError(f"your config {name} chooses {group}={choice}: {cli.prog} reads no config group "
+                              f"{group}; its groups are {', '.join([*cli.groups, *cli.add_groups])}")
+    groups = tuple(f"{'+' if g in cli.add_groups else ''}{g}={c}" for g, c in chosen.items())
+    dirs = tuple(str(d) for d in dict.fromkeys([own, *files]))
+    ref = _compose(dirs, cli.config, groups)
+    if ref is None:
+        raise ConfigError(f"your config {name} chooses {', '.join(groups)}, which {cli.config}.yaml of "
+                          f"{cli.prog} cannot compose")
+    inline = tuple(g for g in cli.groups if g not in chosen and g in cfg)  # the user's own sections
+
+    def checked(keys: set[str]) -> list[str]:  # outside inline sections, without keys under a listed one
+        keys = {k for k in keys if k.split(".")[0] not in inline}
+        return sorted(k for k in keys if k.rpartition(".")[0] not in keys)
+
+    known, have = config_keys(ref), config_keys(cfg)
+    missing = checked(known - have)
+    if missing:
+        raise ConfigError(f"your config {name} lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}, "
+                          f"which {cli.prog} reads; add {'it' if len(missing) == 1 else 'them'} (as in "
+                          f"{cli.config}.yaml), or start it with defaults: [{cli.config}, _self_]")
+    readable = _open_keys(cli, cfg, ref, _parse(list(hc.overrides.task)))
+    extra = checked(have - known - readable)
+    if extra:
+        raise ConfigError(f"your config {name}: {unknown_key_message(extra[0], known | readable, ref, dirs[0], cli)}")
+
+
+def _open_keys(cli: Cli, cfg, ref, parsed: list) -> set[str]:
+    """``cli.open_keys`` of the user's config, or of ``ref`` where an inline section of the user's lacks what
+    they depend on (``strategy.name``)."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        return cli.open_keys(cfg, parsed)
+    except OmegaConfBaseException:
+        return cli.open_keys(ref, parsed)
 
 
 def check_group_overrides(overrides: list[str], config_dir: str | Path | tuple, cli: Cli = TRAIN) -> None:
@@ -284,14 +344,21 @@ def _compose(dirs: tuple[str, ...], config: str, groups: tuple[str, ...]):
     """``config`` of the first of ``dirs`` (the others on the search path) composed with the group choices
     ``groups`` (read only); None where Hydra refuses them."""
     from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.singleton import Singleton
     from hydra.errors import HydraException
 
     search = [f"hydra.searchpath=[{','.join('file://' + d for d in dirs[1:])}]"] if dirs[1:] else []
-    with initialize_config_dir(config_dir=dirs[0], version_base="1.3"):
-        try:
-            return compose(config, overrides=[*search, *groups])
-        except HydraException:
-            return None
+    app = Singleton._instances.pop(GlobalHydra, None)  # inside a running app (check_composed_config): put back
+    try:
+        with initialize_config_dir(config_dir=dirs[0], version_base="1.3"):
+            try:
+                return compose(config, overrides=[*search, *groups])
+            except HydraException:
+                return None
+    finally:
+        if app is not None:
+            Singleton._instances[GlobalHydra] = app
 
 
 def config_keys(cfg) -> set[str]:

@@ -52,6 +52,13 @@ def partition_cli(run_dir: Path, *overrides: str) -> Done:
     return _here("netsparse-partition", lambda _: partition.main(), [*overrides, f"hydra.run.dir={run_dir}"])
 
 
+def simulate_cli(run_dir: Path, *overrides: str) -> Done:
+    """``netsparse-simulate <overrides> hydra.run.dir=<run_dir>``: its ``main``, in this process."""
+    from netsparse_torch.cli import simulate
+
+    return _here("netsparse-simulate", lambda _: simulate.main(), [*overrides, f"hydra.run.dir={run_dir}"])
+
+
 def _here(prog: str, main, args: list[str]) -> Done:
     """``main(args)`` with ``sys.argv`` set as the shell would, its exit status and printed lines; what
     the CLI's process may change for good is put back: the stop signals' handlers (``say_error``

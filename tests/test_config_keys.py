@@ -171,3 +171,44 @@ def test_a_config_folder_of_the_users_adds_its_choices(tmp_path):
     assert line.startswith("netsparse-train: error: unknown key epoch;"), line
     line = error_line(train_cli(tmp_path / "run2", "--config-dir", str(tmp_path / "nowhere"), "dataset=mine"))
     assert line == f"netsparse-train: error: --config-dir {tmp_path / 'nowhere'}: no such folder of configs", line
+
+
+def test_a_primary_config_of_the_users_is_checked_once_composed(tmp_path):
+    """``-cn myexp`` composes a config of the user's, which the command line's check cannot see: a key in it
+    that the CLI does not read (``epcohs``) trained with the default epochs, and exit 0. Each key of the
+    composed config is now checked in the task against the CLI's own config with the same group choices."""
+    from cli_here import error_line, simulate_cli, train_cli
+    from conftest import DATA
+
+    conf = tmp_path / "conf"
+    (conf / "dataset").mkdir(parents=True)
+    (conf / "dataset" / "mine.yaml").write_text(
+        f"name: mtx\npath: {DATA / 'mtx_small' / 'karate.mtx'}\nnum_features: 8\nnum_classes: 3\nseed: 0\n"
+        "weighted: false\n")
+    head = "defaults:\n  - train\n  - override dataset: mine\n  - _self_\n"
+    (conf / "good.yaml").write_text(head + "epochs: 2\nworld_size: 1\n")
+    (conf / "typo.yaml").write_text(head + "epcohs: 2\nworld_size: 1\n")
+    (conf / "bare.yaml").write_text("epochs: 2\n")
+    (conf / "sim.yaml").write_text("defaults:\n  - simulate\n  - _self_\nmatrix: paper:europe@0.002\nplot: false\n")
+    done = train_cli(tmp_path / "run", "-cd", str(conf), "-cn", "good", f"report_path={tmp_path / 'r.json'}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["dataset"]["name"] == "karate" and report["config"]["epochs"] == 2
+    for name, args, said in (
+            ("typo", [], "unknown key epcohs; the closest known key is epochs"),
+            ("good", ["+foo=1"], "unknown key foo; no known key is close; the top-level keys are: checkpoint_dir,"),
+            ("bare", [], "lacks checkpoint_dir, checkpoint_every, cluster, dataset, device ..., which netsparse-train "
+                         "reads; add them (as in train.yaml), or start it with defaults: [train, _self_]")):
+        done = train_cli(tmp_path / "run2", "-cd", str(conf), "-cn", name, *args)
+        assert done.returncode == 2 and not done.ranks_started, done.stderr[-3000:]
+        line = error_line(done)
+        assert line.startswith(f"netsparse-train: error: your config {conf / (name + '.yaml')}"), line
+        assert said in line, line
+    line = error_line(train_cli(tmp_path / "run2", "-cn", "partition"))  # another of this package's configs
+    assert "your config " in line and "partition.yaml lacks" in line, line
+    line = error_line(simulate_cli(tmp_path / "run3", "-cd", str(conf), "-cn", "sim"), "netsparse-simulate")
+    assert line == f"netsparse-simulate: error: your config {conf / 'sim.yaml'}: unknown key plot; the closest known " \
+                   "key is plots", line
+    line = error_line(simulate_cli(tmp_path / "run3", "-cd", str(conf), "-cn", "good"), "netsparse-simulate")
+    assert line.startswith(f"netsparse-simulate: error: your config {conf / 'good.yaml'} chooses "), line
+    assert "netsparse-simulate reads no config group " in line and line.endswith("hw, assumption, experiment"), line

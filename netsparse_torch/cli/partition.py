@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from hw_models.files import check_writable
 from netsparse_torch.cli.hydra_app import from_launch_dir, job_failed, run_app, task
 from netsparse_torch.config_check import check_paper_dataset, config_dir
-from netsparse_torch.config_keys import PARTITION
+from netsparse_torch.config_keys import PARTITION, check_composed_config
 from netsparse_torch.errors import ConfigError, NetsparseError
 
 
@@ -75,6 +75,7 @@ def summary_lines(manifest: dict, out: Path) -> list[str]:
 def _hydra_main(cfg: DictConfig) -> None:
     try:
         with task():
+            check_composed_config(cfg, PARTITION)
             from_launch_dir(cfg, PARTITION.paths)
             run(cfg)
     except NetsparseError as exc:

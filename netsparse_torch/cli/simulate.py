@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 
 from netsparse_torch.cli.hydra_app import from_launch_dir, job_failed, run_app, task
 from netsparse_torch.config_check import config_dir, in_sweep
-from netsparse_torch.config_keys import SIMULATE
+from netsparse_torch.config_keys import SIMULATE, check_composed_config
 from netsparse_torch.errors import NetsparseError
 from netsparse_torch.report.glossary import explain_text
 
@@ -31,6 +31,7 @@ def _hydra_main(cfg: DictConfig) -> None:
             from netsparse_torch.malloc import keep_freed_memory
             from netsparse_torch.run.simulation import is_matrix_file, run  # hw_models and scipy: after the check
 
+            check_composed_config(cfg, SIMULATE)
             from_launch_dir(cfg, (*SIMULATE.paths, *(["matrix"] if is_matrix_file(cfg.matrix) else [])))
 
             keep_freed_memory()  # again in a launcher's worker process (a joblib worker, a submitit job)

@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 from netsparse_torch.cli.failure import error_line
 from netsparse_torch.cli.hydra_app import from_launch_dir, help_text, hydra_errors, job_failed, task
 from netsparse_torch.config_check import check_values, config_dir, in_sweep, omp_threads, set_on_command_line
-from netsparse_torch.config_keys import TRAIN, check_command_line
+from netsparse_torch.config_keys import TRAIN, check_command_line, check_composed_config
 from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.progress import append_line, hydra_log_file
 from netsparse_torch.report.metrics import check_logger
@@ -40,6 +40,7 @@ def _hydra_main(cfg: DictConfig) -> None:
     _log = hydra_log_file()
     try:
         with task():
+            check_composed_config(cfg, TRAIN)
             from_launch_dir(cfg, TRAIN.paths)
             if under_torchrun():
                 cfg.world_size = torchrun_world_size(cfg)
