@@ -37,6 +37,27 @@ def test_matches_lru_reference(prop, ways, sets_lines, ops):
     assert c.counters == {"hits": ref.hits, "misses": ref.misses, "inserts": ref.inserts, "evictions": ref.evictions}
 
 
+@settings(max_examples=40, deadline=None)
+@given(kernels=st.lists(st.tuples(st.sampled_from([4, 16, 64, 600]), st.lists(
+    st.tuples(st.booleans(), st.integers(0, 40)), max_size=120)), min_size=2, max_size=4))
+def test_kernels_of_other_sizes_match_the_reference_each(kernels):
+    """One cache over several kernels of different property sizes (so other line sizes and set counts), with
+    data: each kernel matches a fresh LRU reference, and a hit returns the bytes inserted in that kernel."""
+    c = _cache(size_bytes=2 * 512 * 3, ways=2, prop_bytes=512)  # 3 sets of 512 B lines, then the kernels
+    for prop, ops in kernels:
+        c.invalidate(prop)
+        ref = CacheRef(prop, capacity=2 * 512 * 3, ways=2)
+        for is_insert, idx in ops:
+            data = _prop(idx + prop, prop)  # other bytes in every kernel: a stale line would show
+            if is_insert:
+                assert c.insert(idx, data) == ref.insert(idx, data)
+            else:
+                got = c.lookup(idx)
+                assert got == ref.lookup(idx)
+        assert c.counters == {"hits": ref.hits, "misses": ref.misses, "inserts": ref.inserts,
+                              "evictions": ref.evictions}
+
+
 def test_table5_geometry():
     c = _cache(prop_bytes=64)  # 32 MB, 16 ways, 16 B segments (Table 5, §6.2.2)
     assert c.line_bytes == 64 and c.n_sets == (32 << 20) // 64 // 16

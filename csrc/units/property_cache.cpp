@@ -60,13 +60,14 @@ void PropertyCache::invalidate(int64_t prop_bytes) {
   const size_t lines = static_cast<size_t>(n_sets_ * cfg_.ways);
   if (lines_ < lines) {
     tag_.reset(new uint64_t[lines]);
-    if (data_) slot_.reset(new uint32_t[lines]);
     lines_ = lines;
+    if (data_) {  // each set's positions start as its ways in order, and only ever trade places
+      slot_.reset(new uint32_t[lines]);
+      for (size_t l = 0; l < lines; ++l) slot_[l] = static_cast<uint32_t>(l % static_cast<size_t>(cfg_.ways));
+    }
   }
   set_index_ = SetIndex<uint64_t>(static_cast<uint64_t>(n_sets_));
-  std::fill(tag_.get(), tag_.get() + lines, kEmpty);
-  if (slot_)
-    for (size_t l = 0; l < lines; ++l) slot_[l] = static_cast<uint32_t>(l % static_cast<size_t>(cfg_.ways));
+  std::fill(tag_.get(), tag_.get() + lines, kEmpty);  // the slots stay a permutation of each set's ways
 }
 
 PropertyCache::Line PropertyCache::line_of(uint64_t key) const {
