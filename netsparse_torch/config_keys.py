@@ -131,6 +131,35 @@ OTHER_CONFIG_FLAGS = ("-cn", "--config-name", "-cp", "--config-path", "-cd", "--
 ADDED_CONFIG_FLAGS = ("-cd", "--config-dir")
 
 
+CONFIG_PATH_FLAGS = ("-cp", "--config-path")
+
+
+def config_path_args(args: list[str]) -> list[str]:
+    """``args`` with a ``--config-path``/``-cp`` folder (a whole config folder of the user's) made absolute from
+    the directory the command ran in, and this package's configs put on Hydra's search path behind it, so that a
+    config there can start with ``defaults: [train, _self_]``. Hydra reads a relative ``-cp`` from the
+    folder of the module that declares the app (inside the installed package), never what a user means."""
+    out, i, found = [], 0, False
+    while i < len(args):
+        flag, sep, value = args[i].partition("=")
+        if flag not in CONFIG_PATH_FLAGS:
+            out.append(args[i])
+            i += 1
+            continue
+        if not sep:
+            if i + 1 == len(args):
+                raise ConfigError(f"{flag} needs a folder of configs")
+            value, i = args[i + 1], i + 1
+        folder = Path(value).expanduser().resolve()
+        if not folder.is_dir():
+            raise ConfigError(f"{flag} {folder}: no such folder of configs")
+        out += [flag, str(folder)]
+        found, i = True, i + 1
+    if found and not any(a.lstrip("+").startswith("hydra.searchpath=") for a in out):
+        out.append(f"hydra.searchpath=[file://{Path(config_dir()).resolve()}]")
+    return out
+
+
 def user_config_dirs(args: list[str], config: str) -> tuple[str, ...] | None:
     """The folders ``--config-dir``/``-cd`` add to the search path (absolute), or None when the command line
     composes another primary config than the CLI's ``config`` (``--config-name`` of another, ``--config-path``:

@@ -173,7 +173,7 @@ def test_a_config_folder_of_the_users_adds_its_choices(tmp_path):
     assert line == f"netsparse-train: error: --config-dir {tmp_path / 'nowhere'}: no such folder of configs", line
 
 
-def test_a_primary_config_of_the_users_is_checked_once_composed(tmp_path):
+def test_a_primary_config_of_the_users_is_checked_once_composed(tmp_path, monkeypatch):
     """``-cn myexp`` composes a config of the user's, which the command line's check cannot see: a key in it
     that the CLI does not read (``epcohs``) trained with the default epochs, and exit 0. Each key of the
     composed config is now checked in the task against the CLI's own config with the same group choices."""
@@ -212,3 +212,11 @@ def test_a_primary_config_of_the_users_is_checked_once_composed(tmp_path):
     line = error_line(simulate_cli(tmp_path / "run3", "-cd", str(conf), "-cn", "good"), "netsparse-simulate")
     assert line.startswith(f"netsparse-simulate: error: your config {conf / 'good.yaml'} chooses "), line
     assert "netsparse-simulate reads no config group " in line and line.endswith("hw, assumption, experiment"), line
+    # -cp: the folder is the working directory's (Hydra's would be inside the installed package), with this
+    # package's configs behind it (typo.yaml starts from train)
+    monkeypatch.chdir(tmp_path)
+    line = error_line(train_cli(tmp_path / "run4", "-cp", "conf", "-cn", "typo"))
+    assert line == f"netsparse-train: error: your config {conf / 'typo.yaml'}: unknown key epcohs; the closest " \
+                   "known key is epochs", line
+    line = error_line(train_cli(tmp_path / "run4", "--config-path=nowhere", "-cn", "typo"))
+    assert line == f"netsparse-train: error: --config-path {tmp_path / 'nowhere'}: no such folder of configs", line

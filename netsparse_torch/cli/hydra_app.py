@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import NoReturn
 
 from netsparse_torch.cli.failure import fail
-from netsparse_torch.config_keys import Cli, check_command_line, file_choices
+from netsparse_torch.config_keys import Cli, check_command_line, config_path_args, file_choices
 from netsparse_torch.errors import ConfigError, NetsparseError
 
 #: Set on an exception that the task (the CLI's own work) raised: that one is not Hydra's.
@@ -31,7 +31,7 @@ def run_app(cli: Cli, hydra_main: Callable[[], None], doc: str | None = None,
 
     args = sys.argv[1:]
     try:
-        sys.argv[1:] = args = file_choices(args, cli)  # hw=path/to/file.yaml: a key Hydra composes
+        sys.argv[1:] = args = config_path_args(file_choices(args, cli))  # hw=file.yaml, -cp DIR: absolute
         remember_command()  # the reports of a launcher's jobs name the sweep's command line
         check_command_line(args, cli)
         for flag, text in (flags or {}).items():

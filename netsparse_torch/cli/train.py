@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 from netsparse_torch.cli.failure import error_line
 from netsparse_torch.cli.hydra_app import from_launch_dir, help_text, hydra_errors, job_failed, task
 from netsparse_torch.config_check import check_values, config_dir, in_sweep, omp_threads, set_on_command_line
-from netsparse_torch.config_keys import TRAIN, check_command_line, check_composed_config
+from netsparse_torch.config_keys import TRAIN, check_command_line, check_composed_config, config_path_args
 from netsparse_torch.errors import ConfigError, NetsparseError
 from netsparse_torch.progress import append_line, hydra_log_file
 from netsparse_torch.report.metrics import check_logger
@@ -144,6 +144,7 @@ def run_command() -> int:
     args = sys.argv[1:]
     remember_command()  # the reports of a launcher's jobs name the sweep's command line
     try:  # a wrong group choice or key is one line here, not Hydra's multi-line error (or silence)
+        sys.argv[1:] = args = config_path_args(args)  # -cp DIR: absolute, with this package's configs behind it
         check_command_line(args, TRAIN)
         omp_threads(os.environ)  # before the forkserver loads torch (and libgomp its own complaint)
         if "--help" in args or "-h" in args:
