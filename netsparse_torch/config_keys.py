@@ -216,12 +216,13 @@ def check_command_line(args: list[str], cli: Cli) -> None:
 
 
 def check_composed_config(cfg, cli: Cli) -> None:
-    """A primary config of the user's (``-cn myexp``, ``-cp``) is composed by Hydra after the command line's
-    check, which therefore cannot see it: each of its keys is checked here, in the task, against ``cli``'s own
-    config composed with the same group choices. A key that ``cli`` does not read (a typo: ``epcohs: 3`` would
-    leave ``epochs`` at its default) and a key the run needs but the config lacks are each one
-    :class:`ConfigError`. Sections of a config group the user's config writes inline, without choosing it in its
-    defaults list, are its own and left alone. The CLI's own config returns at once."""
+    """What Hydra composed from the user's files, which the command line's check cannot see, checked in the
+    task against ``cli``'s own configs: a primary config of the user's (``-cd DIR -cn myexp``, ``-cp DIR``)
+    against ``cli.config`` with the same group choices, and a group choice from the user's folder
+    (``dataset=mine``) against this package's YAML of the group that its ``name`` names
+    (``configs/dataset/mtx.yaml``). A key that ``cli`` does not read (a typo: ``epcohs: 3`` would leave
+    ``epochs`` at its default) and a key the run reads but the file lacks are each one :class:`ConfigError`.
+    Sections of a config group that a primary config writes inline, without choosing it, are its own."""
     from hydra.core.hydra_config import HydraConfig
 
     if not HydraConfig.initialized():
@@ -230,37 +231,71 @@ def check_composed_config(cfg, cli: Cli) -> None:
     own = Path(config_dir()).resolve()
     files = [Path(s.path).resolve() for s in hc.runtime.config_sources if s.schema == "file"]
     main = next((Path(s.path).resolve() for s in hc.runtime.config_sources if s.provider == "main"), own)
-    if hc.job.config_name == cli.config and main == own:
-        return
-    found = [d / f"{hc.job.config_name}.yaml" for d in dict.fromkeys([main, *files])]
-    name = str(next((f for f in found if f.is_file()), hc.job.config_name))
+    dirs = tuple(str(d) for d in dict.fromkeys([own, *files]))
     chosen = {g: str(c) for g, c in hc.runtime.choices.items() if not g.startswith("hydra") and c is not None}
+    parsed = _parse(list(hc.overrides.task))
+    if hc.job.config_name != cli.config or main != own:
+        primary = _file_of(dict.fromkeys([str(main), *dirs]), f"{hc.job.config_name}.yaml") or hc.job.config_name
+        _check_primary(cfg, cli, primary, chosen, dirs, parsed)
+    for group, choice in chosen.items():
+        if group in cli.groups and not (own / group / f"{choice}.yaml").is_file():
+            _check_group_file(cfg, cli, group, choice, chosen, dirs, parsed)
+
+
+def _file_of(dirs, name: str) -> str | None:
+    return next((str(Path(d) / name) for d in dirs if (Path(d) / name).is_file()), None)
+
+
+def _choice_overrides(chosen: dict[str, str], cli: Cli) -> tuple[str, ...]:
+    return tuple(f"{'+' if g in cli.add_groups else ''}{g}={c}" for g, c in chosen.items())
+
+
+def _check_primary(cfg, cli: Cli, where: str, chosen: dict[str, str], dirs: tuple[str, ...], parsed: list) -> None:
     for group, choice in chosen.items():
         if group not in cli.groups + cli.add_groups:
-            raise ConfigError(f"your config {name} chooses {group}={choice}: {cli.prog} reads no config group "
+            raise ConfigError(f"your config {where} chooses {group}={choice}: {cli.prog} reads no config group "
                               f"{group}; its groups are {', '.join([*cli.groups, *cli.add_groups])}")
-    groups = tuple(f"{'+' if g in cli.add_groups else ''}{g}={c}" for g, c in chosen.items())
-    dirs = tuple(str(d) for d in dict.fromkeys([own, *files]))
+    groups = _choice_overrides(chosen, cli)
     ref = _compose(dirs, cli.config, groups)
     if ref is None:
-        raise ConfigError(f"your config {name} chooses {', '.join(groups)}, which {cli.config}.yaml of "
+        raise ConfigError(f"your config {where} chooses {', '.join(groups)}, which {cli.config}.yaml of "
                           f"{cli.prog} cannot compose")
     inline = tuple(g for g in cli.groups if g not in chosen and g in cfg)  # the user's own sections
+    _compare(cfg, ref, cli, where, dirs, parsed, f"(as in {cli.config}.yaml), or start it with defaults: "
+             f"[{cli.config}, _self_]", lambda k: k.split(".")[0] not in inline)
 
-    def checked(keys: set[str]) -> list[str]:  # outside inline sections, without keys under a listed one
-        keys = {k for k in keys if k.split(".")[0] not in inline}
+
+def _check_group_file(cfg, cli: Cli, group: str, choice: str, chosen: dict[str, str], dirs: tuple[str, ...],
+                      parsed: list) -> None:
+    from omegaconf import OmegaConf
+
+    base = OmegaConf.select(cfg, f"{group}.name")
+    if base is None or not (Path(dirs[0]) / group / f"{base}.yaml").is_file():
+        return  # nothing of this package's to compare it with
+    ref = _compose(dirs, cli.config, _choice_overrides({**chosen, group: str(base)}, cli))
+    where = _file_of(dirs, f"{group}/{choice}.yaml") or f"{group}={choice}"
+    if ref is not None:
+        _compare(cfg, ref, cli, where, dirs, parsed, f"(as in {group}/{base}.yaml)",
+                 lambda k: k.startswith(f"{group}."))
+
+
+def _compare(cfg, ref, cli: Cli, where: str, dirs: tuple[str, ...], parsed: list, how: str, within) -> None:
+    """The keys of ``cfg`` for which ``within`` holds against those of ``ref``: one that ``cli`` does not read,
+    then one missing (``how`` says where to see it), each a :class:`ConfigError` naming ``where``."""
+
+    def checked(keys: set[str]) -> list[str]:  # without keys under a listed one
+        keys = {k for k in keys if within(k)}
         return sorted(k for k in keys if k.rpartition(".")[0] not in keys)
 
     known, have = config_keys(ref), config_keys(cfg)
+    readable = _open_keys(cli, cfg, ref, parsed)
+    extra = checked(have - known - readable)
+    if extra:  # first: a misspelt key is also a missing one, and this error names both
+        raise ConfigError(f"your config {where}: {unknown_key_message(extra[0], known | readable, ref, dirs[0], cli)}")
     missing = checked(known - have)
     if missing:
-        raise ConfigError(f"your config {name} lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}, "
-                          f"which {cli.prog} reads; add {'it' if len(missing) == 1 else 'them'} (as in "
-                          f"{cli.config}.yaml), or start it with defaults: [{cli.config}, _self_]")
-    readable = _open_keys(cli, cfg, ref, _parse(list(hc.overrides.task)))
-    extra = checked(have - known - readable)
-    if extra:
-        raise ConfigError(f"your config {name}: {unknown_key_message(extra[0], known | readable, ref, dirs[0], cli)}")
+        raise ConfigError(f"your config {where} lacks {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}, "
+                          f"which {cli.prog} reads; add {'it' if len(missing) == 1 else 'them'} {how}")
 
 
 def _open_keys(cli: Cli, cfg, ref, parsed: list) -> set[str]:

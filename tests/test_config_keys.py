@@ -176,7 +176,8 @@ def test_a_config_folder_of_the_users_adds_its_choices(tmp_path):
 def test_a_primary_config_of_the_users_is_checked_once_composed(tmp_path, monkeypatch):
     """``-cn myexp`` composes a config of the user's, which the command line's check cannot see: a key in it
     that the CLI does not read (``epcohs``) trained with the default epochs, and exit 0. Each key of the
-    composed config is now checked in the task against the CLI's own config with the same group choices."""
+    composed config is now checked in the task against the CLI's own config with the same group choices, and
+    a group YAML of the user's against this package's YAML that its ``name`` names."""
     from cli_here import error_line, simulate_cli, train_cli
     from conftest import DATA
 
@@ -205,7 +206,13 @@ def test_a_primary_config_of_the_users_is_checked_once_composed(tmp_path, monkey
         assert line.startswith(f"netsparse-train: error: your config {conf / (name + '.yaml')}"), line
         assert said in line, line
     line = error_line(train_cli(tmp_path / "run2", "-cn", "partition"))  # another of this package's configs
-    assert "your config " in line and "partition.yaml lacks" in line, line
+    assert "your config " in line and "partition.yaml: unknown key " in line, line
+    # a group choice of the user's folder, against this package's YAML of the same name (dataset/mtx.yaml)
+    (conf / "dataset" / "bad.yaml").write_text((conf / "dataset" / "mine.yaml").read_text().replace(
+        "num_features", "num_feature"))
+    line = error_line(train_cli(tmp_path / "run2", "-cd", str(conf), "dataset=bad"))
+    assert line == f"netsparse-train: error: your config {conf / 'dataset' / 'bad.yaml'}: unknown key " \
+                   "dataset.num_feature (with dataset=mtx); the closest known key is dataset.num_features", line
     line = error_line(simulate_cli(tmp_path / "run3", "-cd", str(conf), "-cn", "sim"), "netsparse-simulate")
     assert line == f"netsparse-simulate: error: your config {conf / 'sim.yaml'}: unknown key plot; the closest known " \
                    "key is plots", line
