@@ -1,7 +1,8 @@
 """The simulator's clock domains (csrc/sim/types.h ``Clock``): ``cycle`` and ``ps`` take a double path,
-then an exact 128-bit integer path near cycle boundaries, and must give the long double formulas that
-define them at every picosecond and cycle, boundaries included; ``ps(c)`` is the first picosecond of
-cycle ``c``."""
+then an exact 128-bit integer path near cycle boundaries, and must give the formulas that define them at
+every picosecond and cycle, boundaries included; ``ps(c)`` is the first picosecond of cycle ``c``. The
+definition is x87's long double formula, computed in integers (csrc/sim/extended.h) so that every platform
+gives x86-64's cycles."""
 
 from __future__ import annotations
 
@@ -101,3 +102,63 @@ def test_the_exact_path_keeps_the_formulas_rounding_in_its_range(ghz):
     cycles = np.unique(np.concatenate([out["defined_cycle"], out["defined_cycle"] + 1]))
     out = _sim.clock(ghz, np.zeros(0, np.int64), cycles[cycles > 0])
     np.testing.assert_array_equal(out["ps"], out["defined_ps"])
+
+
+def extended_floor(ps: int, ghz: float) -> int:
+    """The definition by hand: floor(ps ghz / 1000), the product and the quotient each rounded to a 64-bit
+    significand, nearest, ties to even (x87 long double), in exact fractions."""
+
+    def round64(x: Fraction) -> Fraction:
+        if x == 0:
+            return x
+        sign, x = (-1 if x < 0 else 1), abs(x)
+        e = x.numerator.bit_length() - x.denominator.bit_length()
+        e -= 1 if Fraction(2) ** e > x else 0  # 2^e <= x < 2^(e + 1)
+        unit = Fraction(2) ** (e - 63)
+        q, rest = divmod(x / unit, 1)
+        if rest > Fraction(1, 2) or (rest == Fraction(1, 2) and q % 2 == 1):
+            q += 1
+        return sign * q * unit
+
+    return (round64(round64(ps * Fraction(ghz)) / 1000)).__floor__()
+
+
+def hard_picoseconds(ghz: float) -> np.ndarray:
+    """Where the two roundings decide: picoseconds whose exact value is near an integer (modular inversion,
+    as rounded_over_in_range), and some up to 2^62."""
+    f = Fraction(ghz) / 1000
+    inv = pow(f.numerator % f.denominator, -1, f.denominator)
+    near = sorted({(t * inv) % f.denominator for t in [*range(1, 200), *range(f.denominator - 200, f.denominator)]})
+    rng = np.random.default_rng(17)
+    ps = [p for p in near if 0 < p < 1 << 62][:300] + rng.integers(1, 1 << 62, 200).tolist()
+    return np.array(ps + product_ties(ghz) + [-p for p in ps[:100]], np.int64)
+
+
+def product_ties(ghz: float) -> list[int]:
+    """Picoseconds whose product ps ghz lies exactly halfway between two 64-bit significands, rounding down
+    (even) and up (odd): ps = t 2^k with odd(ghz) t of 65 bits. (The quotient by 1000 never ties.)"""
+    f = Fraction(ghz)
+    odd = f.numerator >> ((f.numerator & -f.numerator).bit_length() - 1)  # ghz = odd 2^e
+    t = ((1 << 64) // odd + 1) | 1
+    ties = []
+    for _ in range(8):
+        while (odd * t).bit_length() != 65:
+            t += 2
+        ties += [t << k for k in (0, 3, 20) if t << k < 1 << 62]
+        t += 2
+    return ties
+
+
+@pytest.mark.parametrize("ghz", GHZ)
+def test_the_definition_is_x87s_rounding_on_every_platform(ghz):
+    """defined_cycle computes x87's long double formula in integers (csrc/sim/extended.h), so aarch64 (quad)
+    and MSVC (double) give x86-64's cycles: against the two roundings by hand everywhere, and against the
+    formula in numpy's long double where that is x87's. The product's rounding decides floors here (the
+    ROUNDED_OVER kind of cases; truncating it instead fails 21 of these tests); the quotient's never does, as
+    its error stays under the distance from x / 1000 to an integer that the product's 64 bits leave."""
+    ps = hard_picoseconds(ghz)
+    got = _sim.clock(ghz, ps, np.zeros(0, np.int64))["defined_cycle"]
+    assert got.tolist() == [extended_floor(int(p), ghz) for p in ps]
+    if np.finfo(np.longdouble).nmant == 63:
+        native = np.floor(ps.astype(np.longdouble) * np.longdouble(ghz) / np.longdouble(1000)).astype(np.int64)
+        np.testing.assert_array_equal(got, native)

@@ -240,8 +240,8 @@ void bind_sim(py::module_& sim) {
         out["defined_ps"] = column(vec(cycles), [&](int64_t c) { return ck.defined_ps(c); });
         return out;
       },
-      "One clock domain's conversions (csrc/sim/types.h Clock) at `ghz`: cycle(p) and its long double "
-      "definition for each p of `ps`, and the first picosecond ps(c) of each cycle c of `cycles` and its "
+      "One clock domain's conversions (csrc/sim/types.h Clock) at `ghz`: cycle(p) and its definition (x87's "
+      "long double formula, in integers: csrc/sim/extended.h) for each p of `ps`, and the first picosecond ps(c) of each cycle c of `cycles` and its "
       "definition.",
       py::arg("ghz"), py::arg("ps"), py::arg("cycles"));
 }

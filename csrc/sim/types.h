@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/extended.h"
 #include "sim/link_stats.h"
 #include "units/flit_link.h"
 
@@ -290,19 +291,20 @@ static_assert(kLinkArrive + 1 == kEventKinds, "one Kind per entry of NETSPARSE_S
 static_assert(kEventKinds <= 16, "an event key holds its kind in 4 bits");
 
 // Integer cycle <-> picosecond conversion of one clock domain (monotone, exact round trip). The
-// definition is the long double formula of defined_cycle(). cycle() and ps() first compute in double
+// definition is defined_cycle(): floor(ps ghz / 1000) with x87 long double's roundings, which every
+// platform computes the same in integers (extended.h). cycle() and ps() first compute in double
 // precision, whose error is bounded (under y 2^-51 for a value y < 2^52), and return that result
 // only when it lies farther than the bound from a cycle boundary, where the formula cannot differ
 // from exact arithmetic either (its own error is under y 2^-62). Near a boundary, which is where
 // most simulated times are (every cycle start, and at a clock whose period is a whole number of
 // picoseconds, such as Table 5's 2 GHz switches, every cycle start exactly), they decide in exact
 // integer arithmetic (Exact) whether the formula can round across the boundary; only where it could
-// do they evaluate it. Every result equals the formula's, and almost none need x87 math (it was a
-// quarter of the event loop, then a twentieth with the boundaries still on it).
+// do they evaluate it. Every result equals the formula's, and almost none need its 128-bit division
+// (the formula in x87 math was a quarter of the event loop, then a twentieth with the boundaries on it).
 class Clock {
  public:
   explicit Clock(double ghz_)
-      : ghz(ghz_), cycles_per_ps_(ghz_ / 1000.0), ps_per_cycle_(1000.0 / ghz_), exact_(ghz_) {}
+      : ghz(ghz_), cycles_per_ps_(ghz_ / 1000.0), ps_per_cycle_(1000.0 / ghz_), exact_(ghz_), extended_(ghz_) {}
   double ghz;
   // The cycle that has started by `ps`.
   int64_t cycle(int64_t ps) const {
@@ -341,12 +343,12 @@ class Clock {
     const int64_t c = cycle(ps_);
     return this->ps(c) == ps_ ? c : c + 1;
   }
-  // The definitions of cycle() and ps().
-  int64_t defined_cycle(int64_t ps) const {
-    return static_cast<int64_t>(std::floor(static_cast<long double>(ps) * ghz / 1000.0L));
-  }
+  // The definitions of cycle() and ps(): floor(ps ghz / 1000) in x87 extended precision (64-bit
+  // significands, nearest even after the product and after the quotient), in integers on every platform
+  // (extended.h); the first picosecond of a cycle by it.
+  int64_t defined_cycle(int64_t ps) const { return extended_.floor_cycle(ps); }
   int64_t defined_ps(int64_t cyc) const {
-    int64_t p = static_cast<int64_t>(std::ceil(static_cast<long double>(cyc) * 1000.0L / ghz));
+    int64_t p = static_cast<int64_t>(std::ceil(static_cast<double>(cyc) * 1000.0 / ghz));  // a start: the loops settle it
     while (defined_cycle(p) < cyc) ++p;
     while (p > 0 && defined_cycle(p - 1) >= cyc) --p;
     return p;
@@ -359,7 +361,7 @@ class Clock {
   }
   // The exact value ps ghz / 1000 = ps mant / den in 128-bit integers (ghz = odd * 2^e, mant = odd 2^max(e, 0),
   // den = 1000 2^max(-e, 0)), and whether the formula's result is its floor. The formula rounds twice to
-  // the long double's 64 bits (relative error under 2^-63 in all), so its floor is the exact floor when
+  // 64-bit significands (relative error under 2^-63 in all), so its floor is the exact floor when
   // the exact value lies farther than value 2^-61 from every integer; and when the exact value is an
   // integer, when its product ps ghz needs no more than 64 bits (then both roundings are exact).
   struct Exact {
@@ -367,7 +369,7 @@ class Clock {
     bool on = false;
     U mant = 0, den = 0, odd = 0;
     explicit Exact(double ghz) {
-      if (std::numeric_limits<long double>::digits < 64 || !(ghz > 0) || !std::isfinite(ghz)) return;
+      if (!(ghz > 0) || !std::isfinite(ghz)) return;
       int e = 0;
       const double m = std::frexp(ghz, &e);  // ghz = m 2^e, 0.5 <= m < 1
       auto bits = static_cast<uint64_t>(std::ldexp(m, 53));
@@ -421,6 +423,7 @@ class Clock {
   static constexpr double kMargin = 0x1p-48;          // 8x the double error bound: clear of both roundings
   double cycles_per_ps_, ps_per_cycle_;
   Exact exact_;
+  ExtendedRate extended_;
 };
 
 }  // namespace netsparse::sim
