@@ -154,7 +154,7 @@ def test_the_definition_is_x87s_rounding_on_every_platform(ghz):
     """defined_cycle computes x87's long double formula in integers (csrc/sim/extended.h), so aarch64 (quad)
     and MSVC (double) give x86-64's cycles: against the two roundings by hand everywhere, and against the
     formula in numpy's long double where that is x87's. The product's rounding decides floors here (the
-    ROUNDED_OVER kind of cases; truncating it instead fails 21 of these tests); the quotient's never does, as
+    ROUNDED_OVER kind of cases; truncating it instead fails 21 tests of this file); the quotient's never does, as
     its error stays under the distance from x / 1000 to an integer that the product's 64 bits leave."""
     ps = hard_picoseconds(ghz)
     got = _sim.clock(ghz, ps, np.zeros(0, np.int64))["defined_cycle"]
