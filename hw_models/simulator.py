@@ -20,6 +20,7 @@ statistics of the tail node count the bytes the node *receives*, like SUOpt's.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -111,7 +112,8 @@ def check_mechanisms(mechanisms: dict[str, bool] | None) -> dict[str, bool]:
 def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, params: HardwareParams, k: int,
              kernel: str = "spmm", mechanisms: dict[str, bool] | None = None,
              topo: Topology | None = None, *, link_layer: dict | None = None,
-             log_hops: bool = False, link_stats_bin_ps: int | str | None = None) -> NetSparseRun:
+             log_hops: bool = False, link_stats_bin_ps: int | str | None = None,
+             progress: Callable[[int, int], None] | None = None) -> NetSparseRun:
     """Simulate one NetSparse gather of ``k``-element properties (``k`` is the *gathered* width).
 
     ``a`` is a :class:`Pattern` (read in place) or a scipy matrix; ``w`` its partition (only
@@ -123,6 +125,8 @@ def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, par
     step series and every counter (and, with ``log_hops``, the network's hop log: ``NetSparseRun.hops``).
     ``link_stats_bin_ps`` (a bin width in ps, or ``"auto"``) records each link's utilisation and queue in
     time bins (``NetSparseRun.link_stats``, :mod:`hw_models.link_stats`; packet links only).
+    ``progress(read, total)`` is called about every million events with the idxs the client units have read
+    so far and in all (a progress bar's); what it raises, and a Ctrl-C, stop the run there.
     """
     from hw_models.seeds import netcrafter
 
@@ -152,7 +156,8 @@ def simulate(a: Pattern | sp.spmatrix | sp.sparray, w: definitions.Workload, par
         pat.indptr, pat.indices, np.asarray(w.row_bounds, np.int64),
         np.asarray(w.col_bounds, np.int64), cfg, topo.link_src, topo.link_dst,
         np.asarray(topo.link_bytes_per_s, np.float64), np.rint(topo.link_latency_s * 1e12).astype(np.int64),
-        topo.switch_is_tor.astype(np.int64), routes.astype(np.int64), log_hops=log_hops, link_stats_bin_ps=bin_ps)
+        topo.switch_is_tor.astype(np.int64), routes.astype(np.int64), log_hops=log_hops, link_stats_bin_ps=bin_ps,
+        progress=progress)
     run = _to_run(out, params)
     if "link_stats" in out:
         names = link_names(topo.link_src, topo.link_dst, topo.n_hosts, topo.switch_is_tor)

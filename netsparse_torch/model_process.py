@@ -55,11 +55,12 @@ def model(request: dict) -> dict:
     from hw_models import analogs
     from hw_models.analog_model import analog_training
     from hw_models.analysis import default_simulator
+    from netsparse_torch.progress import with_progress
 
     t0 = time.perf_counter()
     m = analogs.PAPER_MATRICES[request["matrix"]]
     block = analog_training(m, request["scale"], request["seed"], request["hardware"], request["gathers"],
-                            request["compute_model"], request["partition"], default_simulator(),
+                            request["compute_model"], request["partition"], with_progress(default_simulator()),
                             cache_dir=request["cache_dir"], analog_cache=request.get("analog_cache"),
                             progress=lambda specs: _progress(specs, request["name"], request.get("log")))
     return {"block": block, "peak_rss_bytes": peak_rss_bytes(), "wall_s": time.perf_counter() - t0}

@@ -143,3 +143,28 @@ def iterate(items: Sequence[T] | Iterable[T], desc: str, every: int = 1, min_ite
         for i, item in enumerate(items):
             yield item
             progress.update(i + 1, f"{item} done")
+
+
+def with_progress(simulator):
+    """``simulator`` showing how far each run has got, by the idxs its client units have read: a bar on a
+    terminal, a line at every 10 % otherwise (a batch scheduler's log). A run of under about a million events
+    shows nothing. The C++ loop holds no GIL, so this is also where a Ctrl-C stops it."""
+
+    def run(*args, **kwargs):
+        bar, shown = None, 0
+
+        def tick(read: int, total: int) -> None:
+            nonlocal bar, shown
+            if bar is None:
+                bar = Progress(total=100, desc="simulation: idxs read, %", every=10)
+            for pct in range(shown + 1, min(100, read * 100 // max(total, 1)) + 1):
+                bar.update(pct)
+                shown = pct
+
+        try:
+            return simulator(*args, progress=tick, **kwargs)
+        finally:
+            if bar is not None:
+                bar.close()
+
+    return run

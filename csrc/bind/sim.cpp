@@ -169,7 +169,7 @@ void bind_sim(py::module_& sim) {
       [](const py::array& indptr, const py::array& indices, const I64& row_bounds, const I64& col_bounds,
          const SimConfig& c, const I64& link_src, const I64& link_dst, const F64& link_bytes_per_s,
          const I64& link_latency_ps, const I64& switch_is_tor, const I64& routes, bool log_hops,
-         int64_t link_stats_bin_ps) {
+         int64_t link_stats_bin_ps, const py::object& progress, int64_t progress_events) {
         const bool alternatives = routes.ndim() == 4;  // [paths, hosts, hosts, max_hops]
         if (routes.ndim() != 3 && !alternatives)
           throw ConfigInvalid("simulator: routes must be [hosts, hosts, max_hops] or [paths, hosts, hosts, max_hops]");
@@ -197,10 +197,22 @@ void bind_sim(py::module_& sim) {
         for (double b : t.link_bytes_per_s)
           if (!(b > 0)) throw ConfigInvalid("simulator: link rate must be > 0 bytes/s");
         const std::vector<int64_t> rb = vec(row_bounds), cb = vec(col_bounds);
+        Observe obs{log_hops, link_stats_bin_ps};
+        if (!progress.is_none()) {
+          if (progress_events < 1) throw ConfigInvalid("simulator: progress_events must be >= 1");
+          obs.progress_events = progress_events;
+          // With the GIL for the call; a Ctrl-C (or what the callable raises) stops the run: it is thrown
+          // through the loop as error_already_set and raised again in the caller.
+          obs.progress = [&progress](int64_t read, int64_t total) {
+            py::gil_scoped_acquire gil;
+            progress(read, total);
+            if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+          };
+        }
         SimResult r;
         {
           py::gil_scoped_release nogil;
-          r = run(a, rb, cb, c, t, Observe{log_hops, link_stats_bin_ps});
+          r = run(a, rb, cb, c, t, obs);
         }
         py::dict out = to_dict(r);
         if (log_hops) out["hops"] = hop_rows(r.hops);
@@ -212,11 +224,14 @@ void bind_sim(py::module_& sim) {
       "(int64) and indices (int32 or int64) are read in place. log_hops=True adds the network's hop log, "
       "\"hops\": [rows, 8] (kind, serial, where, wire, queued, start, arrive, avail; csrc/sim/types.h HopRow). "
       "link_stats_bin_ps (0 = off, -1 = automatic bins, else the bin width in ps) adds \"link_stats\": the bin "
-      "width and [bins, links] arrays busy_ps, bytes, packets, queue_ps, queue_max (csrc/sim/link_stats.h).",
+      "width and [bins, links] arrays busy_ps, bytes, packets, queue_ps, queue_max (csrc/sim/link_stats.h). "
+      "progress(read, total), every progress_events events: the idxs the client units have read so far and in "
+      "all; a Ctrl-C or its exception stops the run.",
       py::arg("indptr"), py::arg("indices"), py::arg("row_bounds"), py::arg("col_bounds"), py::arg("cfg"),
       py::arg("link_src"), py::arg("link_dst"), py::arg("link_bytes_per_s"), py::arg("link_latency_ps"),
       py::arg("switch_is_tor"), py::arg("routes"), py::arg("log_hops") = false,
-      py::arg("link_stats_bin_ps") = kLinkStatsOff);
+      py::arg("link_stats_bin_ps") = kLinkStatsOff, py::arg("progress") = py::none(),
+      py::arg("progress_events") = int64_t{1} << 20);
   sim.def(
       "remote_command_ends",
       [](const I64& idx, int64_t lo, int64_t hi, int64_t batch) {

@@ -7,6 +7,7 @@
 // kMaxBins, so a run of any length ends with kMaxBins / 2 to kMaxBins bins. Only with the option:
 // without it the network holds no LinkStats and pays one null check per hook.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace netsparse::sim {
@@ -15,6 +16,10 @@ namespace netsparse::sim {
 struct Observe {
   bool log_hops = false;                // SimResult::hops (tests)
   int64_t link_stats_bin_ps = 0;        // kLinkStatsOff, kLinkStatsAuto, or a fixed bin width (ps)
+  // Called every progress_events events with the idxs the client units have read and all they will read
+  // (a caller's progress bar; it may throw to stop the run, e.g. on Ctrl-C).
+  std::function<void(int64_t read, int64_t total)> progress;
+  int64_t progress_events = int64_t{1} << 20;
 };
 inline constexpr int64_t kLinkStatsOff = 0;
 inline constexpr int64_t kLinkStatsAuto = -1;

@@ -190,6 +190,13 @@ void Nodes::start() {
   }
 }
 
+int64_t Nodes::idxs_read() const {
+  int64_t n = 0;
+  for (const auto& nd : node_)
+    for (const RigClientUnit& ru : nd->rig.clients()) n += ru.counters.idxs;
+  return n;
+}
+
 bool Nodes::running() const {
   for (const auto& n : node_)
     if (n->active_units > 0) return true;

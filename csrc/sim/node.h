@@ -143,6 +143,7 @@ class Nodes {
   void tx_left(uint32_t host, int64_t wire, int64_t t);  // a packet left the host's Tx buffer
   void drain_all(int64_t t);          // flush every NIC queue (infinite delays, end of round)
   bool running() const;
+  int64_t idxs_read() const;  // by every client unit so far
   void finish();                      // the RIG units' counters into the report
 
  private:

@@ -49,6 +49,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -112,7 +113,9 @@ class Sim {
         work_(a, rb, cb, cfg),
         net_(make_network(ctx_, obs)),
         switches_(ctx_, *net_),
-        nodes_(ctx_, work_, *net_) {
+        nodes_(ctx_, work_, *net_),
+        progress_(obs.progress),
+        progress_events_(std::max<int64_t>(1, obs.progress_events)) {
     net_->attach(&nodes_, &switches_);
   }
   SimResult run();
@@ -127,6 +130,8 @@ class Sim {
   std::unique_ptr<NetworkApi> net_;
   Switches switches_;
   Nodes nodes_;
+  std::function<void(int64_t, int64_t)> progress_;
+  int64_t progress_events_;
 };
 
 void Sim::handle(const Event& e) {
@@ -159,8 +164,13 @@ SimResult Sim::run() {
   Events& events = ctx_.events;
   nodes_.start();
   int64_t now = 0;
+  int64_t report_in = progress_ ? progress_events_ : INT64_MAX;  // events to the next progress call
   for (;;) {
     while (!events.empty()) {
+      if (--report_in == 0) {
+        progress_(nodes_.idxs_read(), work_.total_idxs());
+        report_in = progress_events_;
+      }
       res.max_queue = std::max(res.max_queue, static_cast<int64_t>(events.size()));
       const Event e = events.pop();
       if (!events.empty()) nodes_.prefetch(events.top());

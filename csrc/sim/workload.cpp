@@ -61,6 +61,7 @@ Workload::Workload(const Csr& a, const std::vector<int64_t>& rb, const std::vect
     remote64_ = remote_only(static_cast<const int64_t*>(a.indices), next_, end_, cb);
     a_.indices = remote64_.data();
   }
+  for (int64_t p = 0; p < nodes; ++p) total_ += end_[p] - next_[p];
   if (cfg.auto_splits_remote && cfg.batch == units::kAutoBatch) {
     if (a_.narrow) cut_at_remote_counts(static_cast<const int32_t*>(a_.indices), cb, cfg.client_units);
     else cut_at_remote_counts(static_cast<const int64_t*>(a_.indices), cb, cfg.client_units);

@@ -52,12 +52,14 @@ class Workload {
            const SimConfig& cfg);
   bool has_command(int64_t node) const { return next_[node] < end_[node]; }
   int64_t batch(int64_t node) const { return batch_[node]; }
+  int64_t total_idxs() const { return total_; }  // what the client units read in all
   // Enqueues the node's next command into `unit`; returns its nonzeros.
   int64_t next_command(int64_t node, units::RigClientUnit& unit);
 
  private:
   Csr a_;                                    // indices: A's, or remote_ when the host filters local idxs
   std::vector<int64_t> next_, end_, batch_;  // per node: the host's command queue, idxs [next, end)
+  int64_t total_ = 0;
   std::vector<int32_t> remote32_;            // cfg.host_filters_local: each node's remote idxs, in order
   std::vector<int64_t> remote64_;
   std::vector<int64_t> cuts_;  // cfg.auto_splits_remote: every command's end, node after node (else empty)

@@ -46,6 +46,9 @@ def run_app(cli: Cli, hydra_main: Callable[[], None], doc: str | None = None,
             hydra_main()
     except NetsparseError as exc:
         fail(cli.prog, exc)
+    except KeyboardInterrupt:  # a simulation stops at its next progress call (hw_models.simulator.simulate)
+        print(f"{cli.prog}: stopped by SIGINT (Ctrl-C); no report written", file=sys.stderr, flush=True)
+        sys.exit(130)
 
 
 LAUNCHERS = ("basic", "joblib", "submitit_local", "submitit_slurm", "slurm")

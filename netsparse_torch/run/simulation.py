@@ -23,7 +23,7 @@ from hw_models.params import HardwareParams, check_flag
 from hw_models.pattern import Pattern, as_pattern
 from hw_models.synthetic import generate
 from netsparse_torch.errors import ConfigError
-from netsparse_torch.progress import iterate
+from netsparse_torch.progress import iterate, with_progress
 from netsparse_torch.report import link_stats as link_report
 from netsparse_torch.report import write_json
 from netsparse_torch.report.identity import identity, read_report, refuse_overwrite, report_identity, report_stem
@@ -160,7 +160,7 @@ def model(cfg: DictConfig, params: HardwareParams, k: int, links: link_stats.Rec
     """The modeled report of the configured matrix on ``params``: the analytic optima, the simulator and
     what ``cfg`` adds (ablation, extra strategies, strong scaling; ``links`` records stats=links)."""
     a, name = load_matrix(cfg)
-    simulator = with_link_layer(default_simulator(), cfg)
+    simulator = with_progress(with_link_layer(default_simulator(), cfg))
     report = analyze(a, params, k=k, kernel=str(cfg.kernel), partition=str(cfg.partition),
                      simulator=links.wrap(simulator) if links else simulator,
                      mechanisms=_container(cfg.get("mechanisms")),
