@@ -258,7 +258,7 @@ def strong_scaling_block(a, params: HardwareParams, cfg: DictConfig, k: int) -> 
             raise ConfigError(f"unknown compute model {name!r}; choose from spade, cpu")
     rows = analysis.strong_scaling(a, params, counts, k=k, kernel=str(cfg.kernel),
                                    partition=str(cfg.partition), compute_models=models,
-                                   simulator=with_link_layer(default_simulator(), cfg),
+                                   simulator=with_progress(with_link_layer(default_simulator(), cfg)),
                                    progress=lambda counts: iterate(counts, "strong scaling"))
     return {"compute_models": info, "rows": rows}
 
