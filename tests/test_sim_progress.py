@@ -63,3 +63,33 @@ def test_the_cli_shows_a_line_every_ten_percent(capsys):
     assert with_progress(fake)(1, 2, key=3) == "done"
     lines = capsys.readouterr().out.splitlines()
     assert lines == [f"simulation: idxs read, % {p:3d}/100" for p in range(10, 101, 10)]
+
+
+def test_ctrl_c_stops_netsparse_simulate_at_its_next_progress_line(tmp_path):
+    """The console script as a user runs it: a SIGINT after its first progress line ends it within seconds, in
+    one line and exit 130, with no report (before, the C++ loop held on to the end of the simulation)."""
+    import subprocess
+    import sys
+    import time
+
+    from cli import ROOT
+
+    report = tmp_path / "r.json"
+    cmd = [sys.executable, "-m", "netsparse_torch.cli.simulate", "matrix=paper:europe@0.1", "plots=false",
+           f"report_path={report}", f"hydra.run.dir={tmp_path}"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        while line and not line.startswith("simulation: idxs read"):
+            line = proc.stdout.readline()
+        assert line, proc.stderr.read()[-2000:]
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        stopped_in = time.monotonic() - t0
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err[-2000:]
+    assert [ln for ln in err.splitlines() if ln.strip()] == [
+        "netsparse-simulate: stopped by SIGINT (Ctrl-C); no report written"]
+    assert not report.exists() and stopped_in < 5, stopped_in
