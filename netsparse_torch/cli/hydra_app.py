@@ -47,7 +47,7 @@ def run_app(cli: Cli, hydra_main: Callable[[], None], doc: str | None = None,
     except NetsparseError as exc:
         fail(cli.prog, exc)
     except KeyboardInterrupt:  # a simulation stops at its next progress call (hw_models.simulator.simulate)
-        print(f"{cli.prog}: stopped by SIGINT (Ctrl-C); no report written", file=sys.stderr, flush=True)
+        print(f"{cli.prog}: stopped by SIGINT (Ctrl-C)", file=sys.stderr, flush=True)
         sys.exit(130)
 
 
