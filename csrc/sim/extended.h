@@ -8,20 +8,27 @@
 
 namespace netsparse::sim {
 
+// ghz as odd 2^e exactly (odd < 2^53); false unless ghz > 0 and finite.
+inline bool odd_times_power_of_two(double ghz, uint64_t& odd, int& e) {
+  if (!(ghz > 0) || !std::isfinite(ghz)) return false;
+  const double m = std::frexp(ghz, &e);  // ghz = m 2^e, 0.5 <= m < 1
+  odd = static_cast<uint64_t>(std::ldexp(m, 53));
+  e -= 53;
+  while ((odd & 1) == 0) {
+    odd >>= 1;
+    ++e;
+  }
+  return true;
+}
+
 class ExtendedRate {
  public:
   using U = unsigned __int128;
-  explicit ExtendedRate(double ghz) {  // ghz > 0 and finite: ghz = odd 2^e exactly
-    if (!(ghz > 0) || !std::isfinite(ghz)) return;
-    int e = 0;
-    const double m = std::frexp(ghz, &e);
-    odd_ = static_cast<uint64_t>(std::ldexp(m, 53));
-    e -= 53;
-    while ((odd_ & 1) == 0) {
-      odd_ >>= 1;
-      ++e;
+  explicit ExtendedRate(double ghz) {  // ghz > 0 and finite (else every cycle is 0)
+    if (!odd_times_power_of_two(ghz, odd_, e_)) {
+      odd_ = 0;
+      e_ = 0;
     }
-    e_ = e;
   }
 
   // floor(ps * ghz / 1000) with x87's two roundings.

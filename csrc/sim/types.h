@@ -369,15 +369,9 @@ class Clock {
     bool on = false;
     U mant = 0, den = 0, odd = 0;
     explicit Exact(double ghz) {
-      if (!(ghz > 0) || !std::isfinite(ghz)) return;
+      uint64_t bits = 0;
       int e = 0;
-      const double m = std::frexp(ghz, &e);  // ghz = m 2^e, 0.5 <= m < 1
-      auto bits = static_cast<uint64_t>(std::ldexp(m, 53));
-      e -= 53;
-      while ((bits & 1) == 0) {
-        bits >>= 1;
-        ++e;
-      }
+      if (!odd_times_power_of_two(ghz, bits, e)) return;
       // ps < 2^50 and odd < 2^53: num < 2^(103 + e) and r 2^61 < den 2^61 = 2^(71 - e) stay in 128 bits.
       if (e > 20 || e < -54) return;
       odd = bits;

@@ -149,14 +149,14 @@ class RigClientUnit {
   template <class Emit, class Timing = NoTiming>
   void issue(const RigContext& c, Emit&& emit, int64_t max_prs = INT64_MAX, Timing&& timing = Timing{});
   void on_response(const RigContext& c, const PR& pr, const uint8_t* payload);
-  // A hint: asks for the lines on_response(c, pr) reads first (its Pending PR Table entry, the idx's
-  // home slot and Idx Filter word), so that the misses of a packet's responses overlap.
   // Where the next issue() reads its next idx (nullptr: no command left), for a prefetch ahead of it.
   const void* scan_at() const {
     if (cmd_ >= cmds_.size()) return nullptr;
     const Command& cm = cmds_[cmd_];
     return static_cast<const char*>(cm.idx) + pos_ * (cm.narrow ? 4 : 8);
   }
+  // A hint: asks for the lines on_response(c, pr) reads first (its Pending PR Table entry, the idx's
+  // home slot and Idx Filter word), so that the misses of a packet's responses overlap.
   void prefetch_response(const RigContext& c, const PR& pr) const {
     if (pr.id < entries_.size()) __builtin_prefetch(&entries_[pr.id]);
     if (c.coalesce_on && !table_.empty()) __builtin_prefetch(&table_[home(hash_key(pr.idx))]);
