@@ -125,8 +125,7 @@ bool PropertyCache::lookup(uint64_t idx, uint8_t* out) {
     to_front(l.set, find(l));
     if (out && data_) {
       const int64_t off = c * cfg_.max_line_bytes;
-      const uint8_t* line = data_.get() + (l.set * cfg_.ways + slot_[l.set * cfg_.ways]) * line_bytes_;
-      std::memcpy(out + off, line, std::min(line_bytes_, prop_bytes_ - off));
+      std::memcpy(out + off, front_data(l.set), std::min(line_bytes_, prop_bytes_ - off));
     }
   }
   return true;
@@ -164,7 +163,7 @@ bool PropertyCache::insert(uint64_t idx, const uint8_t* data) {
     }
     if (!data_) continue;
     const int64_t off = c * cfg_.max_line_bytes;
-    std::memcpy(data_.get() + (base + slot_[base]) * line_bytes_, data + off, std::min(line_bytes_, prop_bytes_ - off));
+    std::memcpy(front_data(l.set), data + off, std::min(line_bytes_, prop_bytes_ - off));
   }
   return true;
 }

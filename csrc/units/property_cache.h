@@ -80,6 +80,10 @@ class PropertyCache {
   Line line_of(uint64_t key) const;
   int64_t find(const Line& l) const;  // its position in its set, or -1
   void to_front(int64_t set, int64_t pos);  // the line at pos becomes the set's most recent
+  uint8_t* front_data(int64_t set) const {  // the bytes of the set's most recent line (with data)
+    const int64_t base = set * cfg_.ways;
+    return data_.get() + (base + slot_[base]) * line_bytes_;
+  }
   bool insert_unbounded(uint64_t idx, const uint8_t* data);
   CacheConfig cfg_;
   int64_t prop_bytes_ = 0, line_bytes_ = 0, n_chunks_ = 0, n_sets_ = 0;
