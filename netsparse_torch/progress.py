@@ -46,11 +46,12 @@ def _terminal_size(stream: TextIO) -> tuple[int, int]:
 
 class Progress:
     """A bar on a terminal, whole lines every ``every`` steps otherwise; nothing when ``enabled`` is
-    false (e.g. on ranks other than 0). ``initial`` steps are already done (a resumed run)."""
+    false (e.g. on ranks other than 0). ``initial`` steps are already done (a resumed run). ``unit``
+    names a step in the bar's rate (``epoch/s``, ``%/s``)."""
 
     def __init__(self, total: int, desc: str, every: int = DEFAULT_EVERY, enabled: bool = True,
                  initial: int = 0, stream: TextIO | None = None, bar: bool | None = None,
-                 log: str | os.PathLike | None = None):
+                 log: str | os.PathLike | None = None, unit: str = "it"):
         if every < 1:
             raise ValueError(f"log_every must be >= 1, got {every}")
         self.total, self.desc, self.every, self.enabled = int(total), desc, int(every), enabled
@@ -62,7 +63,7 @@ class Progress:
 
             # A terminal that reports no size (0 x 0, e.g. a fresh pseudo-terminal) would hide tqdm's bar.
             sized = all(_terminal_size(self.stream))
-            self.bar = tqdm(total=self.total, initial=initial, desc=desc, file=self.stream, leave=False,
+            self.bar = tqdm(total=self.total, initial=initial, desc=desc, file=self.stream, leave=False, unit=unit,
                             dynamic_ncols=sized, ncols=None if sized else 100, nrows=None if sized else 24)
         self._done = int(initial)
 
@@ -156,7 +157,7 @@ def with_progress(simulator):
         def tick(read: int, total: int) -> None:
             nonlocal bar, shown
             if bar is None:
-                bar = Progress(total=100, desc="simulation: idxs read, %", every=10)
+                bar = Progress(total=100, desc="simulation: idxs read, %", every=10, unit="%")
             for pct in range(shown + 1, min(100, read * 100 // max(total, 1)) + 1):
                 bar.update(pct)
                 shown = pct

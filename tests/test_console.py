@@ -33,6 +33,16 @@ def test_progress_last_step_of_an_early_stop_and_the_log_file(tmp_path):
     assert bar_log.read_text().endswith("epoch 20/20  loss 20\nsummary\n")
 
 
+@pytest.mark.parametrize(("unit", "rate"), [("epoch", "epoch/s"), ("%", "%/s")])
+def test_the_bars_rate_names_its_step(unit, rate):
+    """The bar's rate is in the loop's own steps (a simulation's bar counts percent), not tqdm's "it"."""
+    out = io.StringIO()
+    with Progress(10, "x", stream=out, bar=True, unit=unit) as b:
+        for done in range(1, 11):
+            b.update(done)
+    assert rate in out.getvalue() and "it/s" not in out.getvalue()
+
+
 def test_early_stop_shows_its_last_epoch_with_the_validation_metric_and_train_log_is_the_console(tmp_path):
     proc, report = train(tmp_path, "world_size=2", "epochs=200", "eval_every=1", "patience=3", "lr=0.5",
                          "log_every=50", timeout=600)

@@ -112,7 +112,7 @@ def _write_partitioned(graph: Graph, partitioning: Partitioning, out: Path, sour
                    "original_to_new": _save(out, "permutation/new_ids.npy", order if new_ids is None else new_ids)}
     builder = shard_source(graph, partitioning)
     per_part = []
-    with Progress(partitioning.parts, "shards written", enabled=progress) as bar:  # lines when piped
+    with Progress(partitioning.parts, "shards written", enabled=progress, unit="shard") as bar:  # lines when piped
         for part in range(partitioning.parts):
             shard = builder.shard(part)
             files = {k: _save(out, f"part-{part:05d}/{k}.npy", v) for k, v in shard_arrays(shard).items()}

@@ -194,7 +194,7 @@ class Trainer:
 
     def _progress(self, epochs: int, log: str | None = None) -> Progress:
         """Rank 0's epoch progress: a bar on a terminal, a line every ``log_every`` epochs otherwise."""
-        return Progress(epochs, "epoch", every=int(self.cfg.get("log_every") or DEFAULT_EVERY),
+        return Progress(epochs, "epoch", every=int(self.cfg.get("log_every") or DEFAULT_EVERY), unit="epoch",
                         enabled=self.rank == 0, initial=self.start_epoch, log=log)
 
     def _metrics(self, run_dir: str | None) -> MetricsLogger:
