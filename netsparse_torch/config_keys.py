@@ -134,28 +134,42 @@ ADDED_CONFIG_FLAGS = ("-cd", "--config-dir")
 CONFIG_PATH_FLAGS = ("-cp", "--config-path")
 
 
+def _flag_values(args: list[str], flags: tuple[str, ...]):
+    """``(position, flag, value, width)`` of each ``flag value`` (width 2) or ``flag=value`` (width 1) in ``args``
+    whose flag is one of ``flags``: Hydra takes both spellings."""
+    i = 0
+    while i < len(args):
+        flag, sep, value = args[i].partition("=")
+        if flag not in flags:
+            i += 1
+            continue
+        if not sep and i + 1 == len(args):
+            raise ConfigError(f"{flag} needs a value: {flag} VALUE or {flag}=VALUE")
+        width = 1 if sep else 2
+        yield i, flag, value if sep else args[i + 1], width
+        i += width
+
+
+def _config_folder(flag: str, value: str) -> Path:
+    folder = Path(value).expanduser().resolve()
+    if not folder.is_dir():
+        raise ConfigError(f"{flag} {folder}: no such folder of configs")
+    return folder
+
+
 def config_path_args(args: list[str]) -> list[str]:
     """``args`` with a ``--config-path``/``-cp`` folder (a whole config folder of the user's) made absolute from
     the directory the command ran in, and this package's configs put on Hydra's search path behind it, so that a
     config there can start with ``defaults: [train, _self_]``. Hydra reads a relative ``-cp`` from the
     folder of the module that declares the app (inside the installed package), never what a user means."""
-    out, i, found = [], 0, False
-    while i < len(args):
-        flag, sep, value = args[i].partition("=")
-        if flag not in CONFIG_PATH_FLAGS:
-            out.append(args[i])
-            i += 1
-            continue
-        if not sep:
-            if i + 1 == len(args):
-                raise ConfigError(f"{flag} needs a folder of configs")
-            value, i = args[i + 1], i + 1
-        folder = Path(value).expanduser().resolve()
-        if not folder.is_dir():
-            raise ConfigError(f"{flag} {folder}: no such folder of configs")
-        out += [flag, str(folder)]
-        found, i = True, i + 1
-    if found and not any(a.lstrip("+").startswith("hydra.searchpath=") for a in out):
+    out, done = [], 0
+    for i, flag, value, width in _flag_values(args, CONFIG_PATH_FLAGS):
+        out += args[done:i] + [flag, str(_config_folder(flag, value))]
+        done = i + width
+    if done == 0:
+        return list(args)
+    out += args[done:]
+    if not any(a.lstrip("+").startswith("hydra.searchpath=") for a in out):
         out.append(f"hydra.searchpath=[file://{Path(config_dir()).resolve()}]")
     return out
 
@@ -165,19 +179,12 @@ def user_config_dirs(args: list[str], config: str) -> tuple[str, ...] | None:
     composes another primary config than the CLI's ``config`` (``--config-name`` of another, ``--config-path``:
     Hydra checks that one)."""
     dirs = []
-    for i, arg in enumerate(args):
-        flag, sep, value = arg.partition("=")
-        if flag not in OTHER_CONFIG_FLAGS:
-            continue
-        value = value if sep else (args[i + 1] if i + 1 < len(args) else "")
+    for _, flag, value, _ in _flag_values(args, OTHER_CONFIG_FLAGS):
         if flag in ("-cn", "--config-name") and value.removesuffix(".yaml") == config:
             continue  # the CLI's own config, named
         if flag not in ADDED_CONFIG_FLAGS:
             return None
-        folder = Path(value).expanduser().resolve()
-        if not folder.is_dir():
-            raise ConfigError(f"{flag} {folder}: no such folder of configs")
-        dirs.append(str(folder))
+        dirs.append(str(_config_folder(flag, value)))
     return tuple(dirs)
 
 

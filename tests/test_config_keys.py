@@ -171,6 +171,18 @@ def test_a_config_folder_of_the_users_adds_its_choices(tmp_path):
     assert line.startswith("netsparse-train: error: unknown key epoch;"), line
     line = error_line(train_cli(tmp_path / "run2", "--config-dir", str(tmp_path / "nowhere"), "dataset=mine"))
     assert line == f"netsparse-train: error: --config-dir {tmp_path / 'nowhere'}: no such folder of configs", line
+    from netsparse_torch.config_keys import config_path_args, user_config_dirs
+
+    def dirs(args):
+        return user_config_dirs(args, "train")
+
+    for flag, read in (("-cp", config_path_args), ("-cd", dirs), ("--config-name", dirs)):
+        with pytest.raises(ConfigError, match=f"^{flag} needs a value: {flag} VALUE or {flag}=VALUE$"):
+            read(["epochs=1", flag])  # last, with no value: Hydra printed its whole usage text
+    # both spellings, and a value that looks like a flag is still the value
+    conf = str(tmp_path / "conf")
+    assert user_config_dirs(["-cd", conf, f"--config-dir={conf}"], "train") == (conf, conf)
+    assert config_path_args(["-cp", conf, "x=1"])[:3] == ["-cp", conf, "x=1"]
 
 
 def test_a_primary_config_of_the_users_is_checked_once_composed(tmp_path, monkeypatch):
