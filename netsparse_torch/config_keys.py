@@ -127,11 +127,10 @@ PARTITION = Cli("netsparse-partition", "partition", ("dataset",), dataset_params
 #: Hydra flags that change which config is composed. ``--config-dir`` adds a folder of the user's to the search
 #: path (its groups' choices are checked with this package's). With another primary config (``-cn``, ``-cp``) the
 #: command line is left to Hydra, and the task checks the composed config (:func:`check_composed_config`).
-OTHER_CONFIG_FLAGS = ("-cn", "--config-name", "-cp", "--config-path", "-cd", "--config-dir")
-ADDED_CONFIG_FLAGS = ("-cd", "--config-dir")
-
-
+CONFIG_NAME_FLAGS = ("-cn", "--config-name")
 CONFIG_PATH_FLAGS = ("-cp", "--config-path")
+ADDED_CONFIG_FLAGS = ("-cd", "--config-dir")
+OTHER_CONFIG_FLAGS = (*CONFIG_NAME_FLAGS, *CONFIG_PATH_FLAGS, *ADDED_CONFIG_FLAGS)
 
 
 def _flag_values(args: list[str], flags: tuple[str, ...]):
@@ -180,7 +179,7 @@ def user_config_dirs(args: list[str], config: str) -> tuple[str, ...] | None:
     Hydra checks that one)."""
     dirs = []
     for _, flag, value, _ in _flag_values(args, OTHER_CONFIG_FLAGS):
-        if flag in ("-cn", "--config-name") and value.removesuffix(".yaml") == config:
+        if flag in CONFIG_NAME_FLAGS and value.removesuffix(".yaml") == config:
             continue  # the CLI's own config, named
         if flag not in ADDED_CONFIG_FLAGS:
             return None
